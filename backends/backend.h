@@ -1,0 +1,129 @@
+// The op interface every backend implements (ggml style): the model calls only these.
+//
+// Conventions (llm.c style):
+//   - all tensors are row-major fp32 (ids int32); shapes are given in each comment;
+//   - backward ops ACCUMULATE (+=) into their d-prefixed outputs, so residual branches and tied
+//     weights need no extra adds; callers zero gradient buffers once per step;
+//   - a backend answers supports(op) for the ops it implements natively; backends derive from
+//     ReferenceBackend, so an op they do not override runs the scalar reference on the CPU.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace bertrt {
+
+// GELU variants: BERT's TF code used the tanh approximation, PyTorch/HF "gelu" is exact erf.
+enum class Gelu { kErf, kTanh };
+
+enum class Op {
+  kGemm,
+  kGemmBatched,
+  kAdd,
+  kBiasAdd,
+  kBiasBackward,
+  kGeluForward,
+  kGeluBackward,
+  kTanhForward,
+  kTanhBackward,
+  kLayerNormForward,
+  kLayerNormBackward,
+  kSoftmaxForward,
+  kSoftmaxBackward,
+  kEmbeddingForward,
+  kEmbeddingBackward,
+  kCrossEntropy,
+  kAdamW,
+  kCount
+};
+const char* op_name(Op op);
+
+// torch.optim.AdamW hyper-parameters; bias_correction=false gives the original BERT optimizer
+// (google-research/bert optimization.py: no bias correction).
+struct AdamWHyper {
+  float lr = 1e-3f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 0.0f;
+  bool bias_correction = true;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+  // True when this backend implements `op` itself (otherwise the scalar reference runs it).
+  virtual bool supports(Op op) const = 0;
+
+  // C[M,N] = alpha · op(A)[M,K] · op(B)[K,N] + beta · C.  op(A) = A^T when trans_a (A is stored
+  // [K,M]); op(B) = B^T when trans_b (B is stored [N,K], the nn.Linear weight layout).
+  virtual void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
+                    int lda, const float* B, int ldb, float beta, float* C, int ldc) = 0;
+  // `batch` independent GEMMs; A, B, C advance by stride_a, stride_b, stride_c elements.
+  virtual void gemm_batched(int batch, bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                            const float* A, int lda, int64_t stride_a, const float* B, int ldb,
+                            int64_t stride_b, float beta, float* C, int ldc, int64_t stride_c) = 0;
+
+  // out[i] = a[i] + b[i], n elements (out may alias a or b).
+  virtual void add(float* out, const float* a, const float* b, size_t n) = 0;
+  // out[r, c] += bias[c], out [rows, cols].
+  virtual void bias_add(float* out, const float* bias, int rows, int cols) = 0;
+  // dbias[c] += Σ_r dout[r, c].
+  virtual void bias_backward(float* dbias, const float* dout, int rows, int cols) = 0;
+
+  // out = gelu(inp), n elements. kErf: x·Φ(x); kTanh: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+  virtual void gelu_forward(float* out, const float* inp, size_t n, Gelu kind) = 0;
+  // dinp += gelu'(inp) · dout.
+  virtual void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n,
+                             Gelu kind) = 0;
+  virtual void tanh_forward(float* out, const float* inp, size_t n) = 0;
+  // dinp += (1 − out²) · dout, from the forward's output.
+  virtual void tanh_backward(float* dinp, const float* out, const float* dout, size_t n) = 0;
+
+  // LayerNorm over the last dim: inp, out [rows, C]; weight, bias [C]; saves mean, rstd [rows].
+  virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                                 const float* weight, const float* bias, int rows, int C,
+                                 float eps) = 0;
+  // dinp += ∂L/∂inp, dweight += ∂L/∂weight, dbias += ∂L/∂bias.
+  virtual void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                  const float* inp, const float* weight, const float* mean,
+                                  const float* rstd, int rows, int C) = 0;
+
+  // Attention softmax over keys: probs[b,h,i,:] = softmax_j(scale · scores[b,h,i,j] + mask[b,j]).
+  // scores, probs [B, NH, T, T]; mask [B, T] additive (0 keep, −10000 or −inf drop) or nullptr.
+  // The row max is subtracted first (a row of equal large negatives gives uniform, not NaN).
+  virtual void softmax_forward(float* probs, const float* scores, const float* mask, int B, int NH,
+                               int T, float scale) = 0;
+  // dscores += scale · probs ⊙ (dprobs − Σ_j probs ⊙ dprobs); rows of length T.
+  virtual void softmax_backward(float* dscores, const float* probs, const float* dprobs, int rows,
+                                int T, float scale) = 0;
+
+  // out[i, :] += table[ids[i], :] for i < n; out [n, C], table [V, C].
+  virtual void embedding_forward(float* out, const int32_t* ids, const float* table, int n,
+                                 int C) = 0;
+  // dtable[ids[i], :] += dout[i, :] (scatter-add; repeated ids accumulate).
+  virtual void embedding_backward(float* dtable, const int32_t* ids, const float* dout, int n,
+                                  int C) = 0;
+
+  // Softmax cross-entropy of logits [rows, V] against targets [rows]; a target < 0 ignores the row
+  // (Hugging Face's -100). Returns Σ loss over counted rows (double). When dlogits is non-null it
+  // is OVERWRITTEN with grad_scale · (softmax − onehot), zero on ignored rows.
+  virtual double cross_entropy(float* dlogits, const float* logits, const int32_t* targets,
+                               int rows, int V, float grad_scale) = 0;
+
+  // One AdamW update of n parameters at 1-based step t, in place on param, m, v
+  // (torch.optim.AdamW: decoupled decay param *= 1 − lr·wd before the Adam update).
+  virtual void adamw_step(float* param, float* m, float* v, const float* grad, size_t n,
+                          const AdamWHyper& h, int64_t t) = 0;
+};
+
+// "reference" (scalar oracle) or "cpu" (OpenBLAS GEMMs + vectorised loops). Throws bertrt::Error
+// naming the valid choices for anything else.
+std::unique_ptr<Backend> make_backend(const std::string& name);
+std::vector<std::string> backend_names();
+
+}  // namespace bertrt

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the Debian packages bertrt needs (idempotent; needs root or sudo) and configures + builds.
+# Usage: scripts/setup.sh [build-dir]   (default: build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PKGS=(cmake g++ make pkg-config libopenblas-dev libflatbuffers-dev flatbuffers-compiler
+      libutf8proc-dev nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev python3-torch)
+missing=()
+for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if ((${#missing[@]})); then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  echo "setup: installing ${missing[*]}" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+BUILD=${1:-build}
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$BUILD" -j"$(nproc)"

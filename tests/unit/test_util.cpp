@@ -1,0 +1,19 @@
+#include "test_util.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+namespace bertrt::test {
+
+static std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return (v && *v) ? std::string(v) : fallback;
+}
+
+std::string source_dir() { return env_or("BERTRT_SOURCE_DIR", BERTRT_SOURCE_DIR_DEFAULT); }
+std::string build_dir() { return env_or("BERTRT_BUILD_DIR", BERTRT_BUILD_DIR_DEFAULT); }
+std::string shared_dir() { return env_or("BERTRT_SHARED", source_dir() + "/../shared"); }
+std::string data_dir() { return env_or("BERTRT_DATA", shared_dir() + "/data"); }
+bool have_data(const std::string& path) { return std::filesystem::exists(path); }
+
+}  // namespace bertrt::test

@@ -1,0 +1,30 @@
+// Helpers shared by the unit tests: where the real data lives, and skipping when it is absent.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace bertrt::test {
+
+// ../shared (or $BERTRT_SHARED): checkpoints, tokenizer cases, data.
+std::string shared_dir();
+// $BERTRT_DATA, else shared_dir()/data.
+std::string data_dir();
+// The build directory (for generated reference files and built tools).
+std::string build_dir();
+std::string source_dir();
+// True when `path` exists; otherwise GTEST_SKIP-worthy, unless BERTRT_REQUIRE_DATA=1 makes it fatal.
+bool have_data(const std::string& path);
+
+}  // namespace bertrt::test
+
+// Skips the test (visibly) when the data is missing; fails it instead under BERTRT_REQUIRE_DATA=1.
+#define BERTRT_REQUIRE_PATH(path)                                                      \
+  do {                                                                                 \
+    if (!::bertrt::test::have_data(path)) {                                            \
+      if (std::getenv("BERTRT_REQUIRE_DATA") && std::string(std::getenv("BERTRT_REQUIRE_DATA")) == "1") \
+        FAIL() << "required data missing: " << (path);                                 \
+      GTEST_SKIP() << "data missing (set BERTRT_DATA): " << (path);                     \
+    }                                                                                  \
+  } while (0)
