@@ -1,0 +1,26 @@
+// Multi-head scaled dot-product self-attention core (Vaswani et al. 2017 §3.2.2; BERT §3):
+//   probs = softmax(Q·Kᵀ/√HS + mask), ctx = probs·V, per batch b and head h.
+// Q, K, V, ctx are [B, T, C] with head h in columns [h·HS, (h+1)·HS), so no transposes are
+// materialised: each head is a strided [T, HS] view (ld = C).
+#pragma once
+
+#include "backends/backend.h"
+
+namespace bertrt {
+
+struct AttentionDims {
+  int B, T, NH, HS;  // batch, seq_len, num_attention_heads, head size (C = NH·HS)
+  int C() const { return NH * HS; }
+};
+
+// scores (scratch) and probs [B, NH, T, T]; mask_add [B, T] additive (0 / −10000) or nullptr.
+void attention_forward(Backend& be, float* ctx, float* probs, float* scores, const float* q,
+                       const float* k, const float* v, const float* mask_add,
+                       const AttentionDims& d);
+
+// dq, dk, dv [B, T, C] accumulate; dprobs, dscores [B, NH, T, T] scratch (zeroed here).
+void attention_backward(Backend& be, float* dq, float* dk, float* dv, float* dprobs,
+                        float* dscores, const float* dctx, const float* q, const float* k,
+                        const float* v, const float* probs, const AttentionDims& d);
+
+}  // namespace bertrt

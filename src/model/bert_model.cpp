@@ -1,0 +1,129 @@
+#include "model/bert_model.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/error.h"
+#include "core/rng.h"
+
+namespace bertrt {
+
+BertModel::BertModel(BertConfig config, HeadsConfig heads)
+    : config_(std::move(config)), heads_(std::move(heads)) {
+  config_.validate();
+  layout_ = bert_param_layout(config_, heads_);
+  params_.assign(layout_.total(), 0.0f);
+  w_ = bind_params(layout_, config_, params_.data());
+}
+
+float* BertModel::grads() {
+  if (grads_.size() != layout_.total()) {
+    grads_.assign(layout_.total(), 0.0f);
+    dw_ = bind_params(layout_, config_, grads_.data());
+  }
+  return grads_.data();
+}
+
+void BertModel::zero_grad() { std::fill(grads_.begin(), grads_.end(), 0.0f); }
+
+size_t BertModel::num_params() const {
+  size_t n = 0;
+  for (const ParamInfo& p : layout_.params()) n += p.numel;
+  return n;
+}
+
+static bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// One parameter per HF _init_weights rule; the name decides which.
+static void init_param(const ParamInfo& p, float* x, const BertConfig& c, Rng& rng) {
+  const bool layernorm = p.name.find("LayerNorm") != std::string::npos;
+  if (layernorm) {
+    std::fill(x, x + p.numel, ends_with(p.name, ".weight") ? 1.0f : 0.0f);
+  } else if (ends_with(p.name, ".bias")) {
+    std::fill(x, x + p.numel, 0.0f);
+  } else {
+    for (size_t i = 0; i < p.numel; ++i) x[i] = float(rng.normal() * c.initializer_range);
+    if (p.name == "bert.embeddings.word_embeddings.weight")  // nn.Embedding(padding_idx=pad)
+      std::fill(x + size_t(c.pad_token_id) * c.hidden_size,
+                x + size_t(c.pad_token_id + 1) * c.hidden_size, 0.0f);
+  }
+}
+
+void BertModel::init_weights(uint64_t seed) {
+  Rng rng(seed);
+  for (const ParamInfo& p : layout_.params()) init_param(p, params_.data() + p.offset, config_, rng);
+}
+
+void BertModel::set_heads(const HeadsConfig& heads, uint64_t seed) {
+  ParamLayout layout = bert_param_layout(config_, heads);
+  FloatBuffer params(layout.total(), 0.0f);
+  Rng rng(seed);
+  for (const ParamInfo& p : layout.params()) {
+    const ParamInfo* old = layout_.find(p.name);
+    if (old && old->shape == p.shape)
+      std::copy_n(params_.data() + old->offset, p.numel, params.data() + p.offset);
+    else
+      init_param(p, params.data() + p.offset, config_, rng);
+  }
+  heads_ = heads;
+  layout_ = std::move(layout);
+  params_ = std::move(params);
+  w_ = bind_params(layout_, config_, params_.data());
+  grads_.clear();
+}
+
+ForwardResult BertModel::forward(Backend& be, const EncoderInputs& in, const Targets& t,
+                                 bool training) {
+  acts_.resize(config_, in.B, in.T, training);
+  encoder_forward(be, config_, w_, acts_, in);
+  in_ = in;
+  targets_ = t;
+  ForwardResult r;
+  const float weight = training ? 1.0f : 0.0f;
+  ran_mlm_ = heads_.mlm && t.mlm_positions;
+  ran_nsp_ = heads_.nsp && t.nsp_labels;
+  ran_cls_ = heads_.classifier();
+  if (ran_mlm_) {
+    r.mlm = mlm_forward(be, config_, w_, mlm_, acts_.hidden, t.mlm_positions, t.mlm_labels,
+                        t.num_masked, weight);
+    r.loss += r.mlm.loss;
+  }
+  if (heads_.nsp) {
+    r.nsp = pooled_head_forward(be, nsp_, acts_.pooled, w_.nsp_w, w_.nsp_b, t.nsp_labels, in.B,
+                                config_.hidden_size, 2, weight);
+    r.loss += r.nsp.loss;
+  }
+  if (ran_cls_) {
+    r.cls = pooled_head_forward(be, cls_, acts_.pooled, w_.cls_w, w_.cls_b, t.labels, in.B,
+                                config_.hidden_size, heads_.num_labels(), weight);
+    r.loss += r.cls.loss;
+  }
+  return r;
+}
+
+void BertModel::backward(Backend& be) {
+  if (!acts_.training()) fail("backward() needs a forward(training=true) first");
+  grads();
+  if (ran_mlm_ && targets_.mlm_labels)
+    mlm_backward(be, config_, dw_, mlm_, acts_.dhidden, w_, targets_.mlm_positions);
+  if (ran_nsp_)
+    pooled_head_backward(be, acts_.dpooled, dw_.nsp_w, dw_.nsp_b, nsp_, acts_.pooled, w_.nsp_w,
+                         in_.B, config_.hidden_size, 2);
+  if (ran_cls_ && targets_.labels)
+    pooled_head_backward(be, acts_.dpooled, dw_.cls_w, dw_.cls_b, cls_, acts_.pooled, w_.cls_w,
+                         in_.B, config_.hidden_size, heads_.num_labels());
+  encoder_backward(be, config_, dw_, acts_, w_, in_);
+}
+
+const float* BertModel::mlm_logits_all(Backend& be) {
+  if (!heads_.mlm) fail("this model has no MLM head (cls.predictions.*)");
+  all_positions_.resize(size_t(in_.B) * in_.T);
+  std::iota(all_positions_.begin(), all_positions_.end(), 0);
+  mlm_forward(be, config_, w_, mlm_, acts_.hidden, all_positions_.data(), nullptr,
+              int(all_positions_.size()), 0.0f);
+  return mlm_.logits;
+}
+
+}  // namespace bertrt

@@ -1,0 +1,81 @@
+// BERT with its heads: the parameters (one flat buffer), their gradients, and the activations of
+// the last forward. Shape letters as in encoder.h; P = number of masked positions in a batch.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "core/buffer.h"
+#include "heads/mlm_head.h"
+#include "heads/pooled_head.h"
+#include "model/encoder.h"
+
+namespace bertrt {
+
+// Labels for the heads that should compute a loss; nullptr entries are skipped.
+struct Targets {
+  const int32_t* mlm_positions = nullptr;  // [P] flat indices b·T + t
+  const int32_t* mlm_labels = nullptr;     // [P] original token ids (< 0 ignored)
+  int num_masked = 0;                      // P
+  const int32_t* nsp_labels = nullptr;     // [B] 0 = real next sentence, 1 = random
+  const int32_t* labels = nullptr;         // [B] sequence-classification labels
+};
+
+struct ForwardResult {
+  double loss = 0;  // Σ of the head losses present (BertForPreTraining: mlm + nsp)
+  MlmResult mlm;
+  PooledHeadResult nsp, cls;
+};
+
+class BertModel {
+ public:
+  // Throws bertrt::Error when config.validate() fails.
+  BertModel(BertConfig config, HeadsConfig heads);
+
+  const BertConfig& config() const { return config_; }
+  const HeadsConfig& heads() const { return heads_; }
+  const ParamLayout& layout() const { return layout_; }
+  float* params() { return params_.data(); }
+  const float* params() const { return params_.data(); }
+  float* grads();  // allocated on first use
+  void zero_grad();
+  size_t num_params() const;  // real parameters (without alignment padding)
+
+  // Hugging Face BertPreTrainedModel._init_weights: Linear/Embedding weights ~ N(0, 0.02²),
+  // biases 0, LayerNorm weight 1 / bias 0, the [PAD] embedding row 0.
+  void init_weights(uint64_t seed);
+  // Switches to `heads`: parameters whose name and shape survive are kept, new ones (e.g. a fresh
+  // classifier for fine-tuning) are initialised as in init_weights, dropped heads are removed.
+  void set_heads(const HeadsConfig& heads, uint64_t seed);
+
+  // Runs the encoder and every head that has targets (MLM needs positions; without targets the
+  // MLM head is not run). training=true keeps what backward() needs.
+  ForwardResult forward(Backend& be, const EncoderInputs& in, const Targets& t, bool training);
+  // After forward(training=true): accumulates ∂loss/∂params into grads().
+  void backward(Backend& be);
+
+  // Outputs of the last forward.
+  const float* last_hidden_state() const { return acts_.hidden; }  // [B, T, C]
+  const float* pooler_output() const { return acts_.pooled; }      // [B, C]
+  const float* prediction_logits() const { return mlm_.logits; }   // [P, V]
+  const std::vector<float>& seq_relationship_logits() const { return nsp_.logits; }  // [B, 2]
+  const std::vector<float>& logits() const { return cls_.logits; }  // [B, num_labels]
+  // MLM logits for every position [B·T, V] (fill-mask / forward); runs the MLM head on all rows.
+  const float* mlm_logits_all(Backend& be);
+
+ private:
+  BertConfig config_;
+  HeadsConfig heads_;
+  ParamLayout layout_;
+  FloatBuffer params_, grads_;
+  BertParams w_, dw_;
+  EncoderActs acts_;
+  MlmActs mlm_;
+  PooledHeadActs nsp_, cls_;
+  EncoderInputs in_;
+  Targets targets_;
+  bool ran_mlm_ = false, ran_nsp_ = false, ran_cls_ = false;
+  std::vector<int32_t> all_positions_;
+};
+
+}  // namespace bertrt

@@ -1,0 +1,144 @@
+#include "model/encoder.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "model/linear.h"
+
+namespace bertrt {
+
+namespace {
+
+LayerDims layer_dims(const BertConfig& c, int B, int T) {
+  return LayerDims{AttentionDims{B, T, c.num_attention_heads, c.head_dim()}, c.intermediate_size,
+                   c.layer_norm_eps, c.gelu()};
+}
+
+// One pass with base == nullptr counts the floats, the second carves the buffer.
+void carve(EncoderActs& a, Carver& cv, const BertConfig& c, int B, int T, bool training) {
+  const size_t N = size_t(B) * T, C = c.hidden_size, I = c.intermediate_size;
+  const size_t P = size_t(B) * c.num_attention_heads * T * T;
+  a.emb = EmbeddingActs{cv.take(N * C), cv.take(N * C), cv.take(N), cv.take(N)};
+  a.layers.assign(c.num_hidden_layers, LayerActs{});
+  float* shared_out[2] = {nullptr, nullptr};
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    LayerActs& L = a.layers[l];
+    if (!training && l > 0) {  // inference: reuse layer 0's buffers, alternate the outputs
+      L = a.layers[0];
+      L.out = shared_out[l % 2];
+      continue;
+    }
+    L.q = cv.take(N * C), L.k = cv.take(N * C), L.v = cv.take(N * C);
+    L.probs = cv.take(P);
+    L.ctx = cv.take(N * C), L.res1 = cv.take(N * C), L.ln1 = cv.take(N * C);
+    L.ln1_mean = cv.take(N), L.ln1_rstd = cv.take(N);
+    L.inter_pre = cv.take(N * I), L.inter = cv.take(N * I);
+    L.res2 = cv.take(N * C), L.out = cv.take(N * C);
+    L.ln2_mean = cv.take(N), L.ln2_rstd = cv.take(N);
+    if (!training) shared_out[0] = L.out, shared_out[1] = cv.take(N * C);
+  }
+  a.scores = cv.take(P);
+  a.mask_add = cv.take(N);
+  a.pooled_pre = cv.take(size_t(B) * C);
+  a.pooled = cv.take(size_t(B) * C);
+  if (training) {
+    a.dhidden = cv.take(N * C), a.dnext = cv.take(N * C), a.demb_sum = cv.take(N * C);
+    a.dpooled = cv.take(size_t(B) * C), a.dpooled_pre = cv.take(size_t(B) * C);
+    LayerGradScratch& s = a.scratch;
+    s.dres = cv.take(N * C), s.dln1 = cv.take(N * C), s.dctx = cv.take(N * C);
+    s.dq = cv.take(N * C), s.dk = cv.take(N * C), s.dv = cv.take(N * C);
+    s.dinter = cv.take(N * I), s.dinter_pre = cv.take(N * I);
+    s.dprobs = cv.take(P), s.dscores = cv.take(P);
+  }
+}
+
+}  // namespace
+
+void EncoderActs::resize(const BertConfig& c, int B, int T, bool training) {
+  if (B == B_ && T == T_ && training == training_ && C_ == size_t(c.hidden_size) &&
+      L_ == size_t(c.num_hidden_layers) && I_ == size_t(c.intermediate_size))
+    return;
+  Carver count(nullptr);
+  carve(*this, count, c, B, T, training);
+  buf_.assign(count.used(), 0.0f);
+  Carver cv(buf_.data());
+  carve(*this, cv, c, B, T, training);
+  B_ = B, T_ = T, training_ = training;
+  C_ = c.hidden_size, L_ = c.num_hidden_layers, I_ = c.intermediate_size;
+  position_ids.resize(size_t(B) * T);
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t < T; ++t) position_ids[size_t(b) * T + t] = t;
+}
+
+static void check_inputs(const BertConfig& c, const EncoderInputs& in) {
+  if (in.T > c.max_position_embeddings)
+    fail("sequence length {} exceeds max_position_embeddings {}", in.T,
+         c.max_position_embeddings);
+  const size_t N = size_t(in.B) * in.T;
+  for (size_t i = 0; i < N; ++i) {
+    if (in.input_ids[i] < 0 || in.input_ids[i] >= c.vocab_size)
+      fail("input_ids[{}] = {} is outside the vocabulary [0, {})", i, in.input_ids[i],
+           c.vocab_size);
+    if (in.token_type_ids && (in.token_type_ids[i] < 0 || in.token_type_ids[i] >= c.type_vocab_size))
+      fail("token_type_ids[{}] = {} is outside [0, type_vocab_size {})", i, in.token_type_ids[i],
+           c.type_vocab_size);
+  }
+}
+
+void encoder_forward(Backend& be, const BertConfig& c, const BertParams& w, EncoderActs& a,
+                     const EncoderInputs& in) {
+  check_inputs(c, in);
+  const int B = in.B, T = in.T, C = c.hidden_size, N = B * T;
+  const LayerDims d = layer_dims(c, B, T);
+  const int32_t* types = in.token_type_ids;
+  if (!types) {
+    a.token_type_ids.assign(size_t(N), 0);
+    types = a.token_type_ids.data();
+  }
+  for (int i = 0; i < N; ++i)  // additive mask, -10000 as in google-research/bert modeling.py
+    a.mask_add[i] = (!in.attention_mask || in.attention_mask[i]) ? 0.0f : -10000.0f;
+
+  embeddings_forward(be, a.emb, in.input_ids, a.position_ids.data(), types, w.word_emb, w.pos_emb,
+                     w.type_emb, w.emb_ln_w, w.emb_ln_b, N, C, c.layer_norm_eps);
+  const float* x = a.emb.out;
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    encoder_layer_forward(be, a.layers[l], a.scores, x, a.mask_add, w.layers[l], d);
+    x = a.layers[l].out;
+  }
+  a.hidden = x;
+  // Pooler: dense + tanh on the [CLS] row of each sequence (rows T·C apart).
+  linear_forward(be, a.pooled_pre, x, w.pooler_w, w.pooler_b, B, C, C, T * C);
+  be.tanh_forward(a.pooled, a.pooled_pre, size_t(B) * C);
+  if (a.training()) {
+    std::fill(a.dhidden, a.dhidden + size_t(N) * C, 0.0f);
+    std::fill(a.dpooled, a.dpooled + size_t(B) * C, 0.0f);
+  }
+}
+
+void encoder_backward(Backend& be, const BertConfig& c, const BertParams& dw, EncoderActs& a,
+                      const BertParams& w, const EncoderInputs& in) {
+  const int B = in.B, T = in.T, C = c.hidden_size, N = B * T;
+  const size_t NC = size_t(N) * C;
+  const LayerDims d = layer_dims(c, B, T);
+  const int32_t* types = in.token_type_ids ? in.token_type_ids : a.token_type_ids.data();
+  // Pooler.
+  std::fill(a.dpooled_pre, a.dpooled_pre + size_t(B) * C, 0.0f);
+  be.tanh_backward(a.dpooled_pre, a.pooled, a.dpooled, size_t(B) * C);
+  linear_backward(be, a.dhidden, dw.pooler_w, dw.pooler_b, a.dpooled_pre, a.hidden, w.pooler_w, B,
+                  C, C, T * C, T * C);
+  // Layers, last to first; dhidden and dnext ping-pong.
+  float* dout = a.dhidden;
+  float* dinp = a.dnext;
+  for (int l = c.num_hidden_layers - 1; l >= 0; --l) {
+    const float* inp = l > 0 ? a.layers[l - 1].out : a.emb.out;
+    std::fill(dinp, dinp + NC, 0.0f);
+    encoder_layer_backward(be, dinp, dw.layers[l], a.scratch, dout, inp, a.layers[l], w.layers[l],
+                           d);
+    std::swap(dout, dinp);
+  }
+  embeddings_backward(be, a.demb_sum, dw.word_emb, dw.pos_emb, dw.type_emb, dw.emb_ln_w,
+                      dw.emb_ln_b, dout, a.emb, in.input_ids, a.position_ids.data(), types,
+                      w.emb_ln_w, N, C);
+}
+
+}  // namespace bertrt

@@ -1,0 +1,61 @@
+// The BERT encoder (BertModel): embeddings → num_hidden_layers encoder layers → pooler
+// (tanh(Dense(h[CLS])), paper §3). Shape letters: B batch, T seq_len, C hidden_size,
+// NH num_attention_heads, I intermediate_size, N = B·T.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/buffer.h"
+#include "model/bert_params.h"
+#include "model/embeddings.h"
+#include "model/encoder_layer.h"
+
+namespace bertrt {
+
+struct EncoderInputs {
+  int B = 0, T = 0;
+  const int32_t* input_ids = nullptr;       // [B, T]
+  const int32_t* token_type_ids = nullptr;  // [B, T]; nullptr = all 0
+  const int32_t* attention_mask = nullptr;  // [B, T] 1 keep / 0 pad; nullptr = all 1
+};
+
+// Activations for one (B, T); allocated once and reused while the shape stays the same. With
+// training=false the layers share one set of buffers (only what the next layer reads survives).
+class EncoderActs {
+ public:
+  void resize(const BertConfig& c, int B, int T, bool training);
+  int B() const { return B_; }
+  int T() const { return T_; }
+  bool training() const { return training_; }
+
+  EmbeddingActs emb;
+  std::vector<LayerActs> layers;
+  float* scores = nullptr;       // [B, NH, T, T] scratch
+  float* mask_add = nullptr;     // [B, T] 0 or −10000 (google-research/bert modeling.py)
+  float* pooled_pre = nullptr;   // [B, C] before tanh
+  float* pooled = nullptr;       // [B, C] pooler_output
+  const float* hidden = nullptr; // [B, T, C] last_hidden_state (points into a layer's out)
+  // Backward: heads accumulate into dhidden / dpooled (zeroed by the forward in training mode).
+  float *dhidden = nullptr, *dpooled = nullptr, *dpooled_pre = nullptr, *dnext = nullptr;
+  float* demb_sum = nullptr;
+  LayerGradScratch scratch{};
+  std::vector<int32_t> position_ids, token_type_ids;  // [N]
+
+ private:
+  int B_ = 0, T_ = 0;
+  bool training_ = false;
+  size_t C_ = 0, L_ = 0, I_ = 0;
+  FloatBuffer buf_;
+};
+
+// Runs the encoder and pooler. Throws bertrt::Error for an input id ≥ vocab_size, a token type
+// ≥ type_vocab_size or T > max_position_embeddings.
+void encoder_forward(Backend& be, const BertConfig& c, const BertParams& w, EncoderActs& a,
+                     const EncoderInputs& in);
+
+// Back-propagates a.dhidden and a.dpooled into the gradients dw (accumulating).
+void encoder_backward(Backend& be, const BertConfig& c, const BertParams& dw, EncoderActs& a,
+                      const BertParams& w, const EncoderInputs& in);
+
+}  // namespace bertrt

@@ -1,0 +1,52 @@
+// One post-LN Transformer encoder layer (BertLayer in Hugging Face modeling_bert.py):
+//   a   = LayerNorm(inp + Dense(SelfAttention(inp)))
+//   out = LayerNorm(a + Dense(GELU(Dense(a))))
+// N = B·T rows, C = hidden_size, I = intermediate_size.
+#pragma once
+
+#include "model/attention.h"
+#include "model/bert_params.h"
+
+namespace bertrt {
+
+// What the forward keeps for the backward, per layer.
+struct LayerActs {
+  float *q, *k, *v;          // [N, C]
+  float* probs;              // [B, NH, T, T]
+  float* ctx;                // [N, C]
+  float* res1;               // [N, C] inp + attention output (LayerNorm 1 input)
+  float* ln1;                // [N, C]
+  float *ln1_mean, *ln1_rstd;  // [N]
+  float* inter_pre;          // [N, I] before GELU
+  float* inter;              // [N, I] after GELU
+  float* res2;               // [N, C] ln1 + FFN output (LayerNorm 2 input)
+  float* out;                // [N, C]
+  float *ln2_mean, *ln2_rstd;  // [N]
+};
+
+// Gradient scratch shared by all layers (the backward visits one layer at a time).
+struct LayerGradScratch {
+  float *dres, *dln1, *dctx, *dq, *dk, *dv;  // [N, C]
+  float *dinter, *dinter_pre;                // [N, I]
+  float *dprobs, *dscores;                   // [B, NH, T, T]
+};
+
+struct LayerDims {
+  AttentionDims att;
+  int I;  // intermediate_size
+  float eps;
+  Gelu gelu;
+  int N() const { return att.B * att.T; }
+  int C() const { return att.C(); }
+};
+
+// scores: [B, NH, T, T] scratch.
+void encoder_layer_forward(Backend& be, const LayerActs& a, float* scores, const float* inp,
+                           const float* mask_add, const LayerParams& w, const LayerDims& d);
+
+// dinp [N, C] accumulates; dw accumulates.
+void encoder_layer_backward(Backend& be, float* dinp, const LayerParams& dw,
+                            const LayerGradScratch& s, const float* dout, const float* inp,
+                            const LayerActs& a, const LayerParams& w, const LayerDims& d);
+
+}  // namespace bertrt

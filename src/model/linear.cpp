@@ -1,0 +1,24 @@
+#include "model/linear.h"
+
+namespace bertrt {
+
+void linear_forward(Backend& be, float* out, const float* inp, const float* weight,
+                    const float* bias, int rows, int in_f, int out_f, int lda) {
+  be.gemm(false, true, rows, out_f, in_f, 1.0f, inp, lda ? lda : in_f, weight, in_f, 0.0f, out,
+          out_f);
+  if (bias) be.bias_add(out, bias, rows, out_f);
+}
+
+void linear_backward(Backend& be, float* dinp, float* dweight, float* dbias, const float* dout,
+                     const float* inp, const float* weight, int rows, int in_f, int out_f,
+                     int lda, int ldd) {
+  if (dinp)
+    be.gemm(false, false, rows, in_f, out_f, 1.0f, dout, out_f, weight, in_f, 1.0f, dinp,
+            ldd ? ldd : in_f);
+  if (dweight)
+    be.gemm(true, false, out_f, in_f, rows, 1.0f, dout, out_f, inp, lda ? lda : in_f, 1.0f,
+            dweight, in_f);
+  if (dbias) be.bias_backward(dbias, dout, rows, out_f);
+}
+
+}  // namespace bertrt

@@ -1,0 +1,62 @@
+// The MLM + NSP pre-training loop (paper §3.1, Appendix A.2) and its held-out evaluation.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "train/pretraining_data.h"
+#include "train/trainer.h"
+
+namespace bertrt {
+
+// Endless fixed-shape batches: one pass of create_pretraining_examples per epoch, fresh masks and
+// pairs each epoch (dynamic masking across epochs; within an epoch masks are static).
+class PretrainingStream {
+ public:
+  PretrainingStream(const Documents& docs, const PretrainingOptions& opts, int batch_size,
+                    int32_t cls, int32_t sep, int32_t mask, int32_t pad, int vocab_size);
+  Batch next();
+  int64_t epoch() const { return epoch_; }
+  size_t examples_per_epoch() const { return examples_.size(); }
+
+ private:
+  void refill();
+  const Documents& docs_;
+  PretrainingOptions opts_;
+  int batch_size_;
+  int32_t cls_, sep_, mask_, pad_;
+  int vocab_size_;
+  std::mt19937_64 rng_;
+  std::vector<PretrainingExample> examples_;
+  size_t cursor_ = 0;
+  int64_t epoch_ = 0;
+};
+
+struct PretrainEval {
+  double mlm_loss = 0, mlm_accuracy = 0, nsp_loss = 0, nsp_accuracy = 0;
+  int64_t examples = 0, masked = 0;
+};
+
+// Masked-token and next-sentence accuracy/loss of `model` over `examples` (no gradient).
+PretrainEval evaluate_pretraining(BertModel& model, Backend& be,
+                                  const std::vector<PretrainingExample>& examples, int batch_size,
+                                  int seq_len, int32_t pad_id);
+
+struct PretrainStepLog {
+  int64_t step = 0, total_steps = 0, epoch = 0;
+  StepResult result;
+  double tokens_per_second = 0;  // non-padding tokens through forward+backward
+  double elapsed_seconds = 0;
+};
+
+// Runs `total_steps` steps of `trainer` on `stream`, calling on_step after each.
+void pretrain(Trainer& trainer, PretrainingStream& stream, int64_t total_steps,
+              const std::function<void(const PretrainStepLog&)>& on_step);
+
+// The EncoderInputs/Targets views of a batch.
+EncoderInputs batch_inputs(const Batch& b);
+Targets batch_targets(const Batch& b);
+
+}  // namespace bertrt

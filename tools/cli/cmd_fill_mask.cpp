@@ -1,0 +1,69 @@
+// bertrt fill-mask: the MLM head's top-k candidates for each [MASK] in a text.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "common.h"
+#include "core/error.h"
+#include "io/model_io.h"
+
+namespace bertrt::cli {
+
+void add_fill_mask(CLI::App& app) {
+  struct Opts {
+    std::string model, text;
+    int top_k = 5;
+    bool json = false;
+    BackendChoice backend;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* c = app.add_subcommand("fill-mask", "predict the tokens hidden behind [MASK]");
+  c->add_option("--model", o->model, "model file with an MLM head (.brt)")->required();
+  c->add_option("--top-k", o->top_k, "candidates per [MASK]")->capture_default_str();
+  c->add_flag("--json", o->json, "one JSON object a [MASK]: {position, candidates:[{token, probability}]}");
+  c->add_option("text", o->text, "text with one or more [MASK] tokens")->required();
+  o->backend.add_to(c);
+  c->callback([o] {
+    check_input_file("--model", o->model);
+    if (o->top_k < 1) fail("--top-k must be ≥ 1, got {}", o->top_k);
+    LoadedModel m = load_model(o->model);
+    BertModel& model = *m.model;
+    if (!model.heads().mlm) fail("{}: the model has no MLM head (cls.predictions.*)", o->model);
+    const Tokenizer& tok = *m.tokenizer;
+    const Encoding e = tok.encode(o->text, std::nullopt, model.config().max_position_embeddings);
+    std::vector<int> masks;
+    for (size_t i = 0; i < e.input_ids.size(); ++i)
+      if (e.input_ids[i] == tok.mask_id()) masks.push_back(int(i));
+    if (masks.empty()) fail("text: no {} token found in \"{}\"", tok.options().mask_token, o->text);
+    auto be = o->backend.make();
+    const int T = int(e.input_ids.size()), V = model.config().vocab_size;
+    EncoderInputs in{1, T, e.input_ids.data(), e.token_type_ids.data(), e.attention_mask.data()};
+    model.forward(*be, in, Targets{}, false);
+    const float* logits = model.mlm_logits_all(*be);
+    const int k = std::min(o->top_k, V);
+    for (int pos : masks) {
+      const float* z = logits + size_t(pos) * V;
+      const float mx = *std::max_element(z, z + V);
+      double sum = 0;
+      for (int v = 0; v < V; ++v) sum += std::exp(double(z[v]) - mx);
+      std::vector<int> idx(V);
+      std::iota(idx.begin(), idx.end(), 0);
+      std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
+                        [z](int a, int b) { return z[a] > z[b]; });
+      nlohmann::json cands = nlohmann::json::array();
+      for (int i = 0; i < k; ++i) {
+        const double p = std::exp(double(z[idx[i]]) - mx) / sum;
+        if (o->json)
+          cands.push_back({{"token", tok.vocab().token(idx[i])}, {"token_id", idx[i]}, {"probability", p}});
+        else
+          fmt::print("{}\t{:.4f}\n", tok.vocab().token(idx[i]), p);
+      }
+      if (o->json) fmt::print("{}\n", nlohmann::json{{"position", pos}, {"candidates", cands}}.dump());
+      else if (masks.size() > 1) fmt::print("\n");
+    }
+  });
+}
+
+}  // namespace bertrt::cli

@@ -1,0 +1,156 @@
+// bertrt pretrain: MLM + NSP pre-training on a plain-text corpus (paper §3.1, A.2).
+#include <fmt/format.h>
+
+#include "common.h"
+#include "core/error.h"
+#include "io/model_io.h"
+#include "progress.h"
+#include "train/metrics_log.h"
+#include "train/pretrain.h"
+#include "train/schedule.h"
+
+namespace bertrt::cli {
+
+namespace {
+
+nlohmann::json eval_json(const PretrainEval& e) {
+  return {{"mlm_loss", e.mlm_loss}, {"mlm_accuracy", e.mlm_accuracy}, {"nsp_loss", e.nsp_loss},
+          {"nsp_accuracy", e.nsp_accuracy}, {"examples", e.examples}, {"masked_tokens", e.masked}};
+}
+
+Documents load_corpus(const std::string& flag, const std::string& path, const Tokenizer& tok) {
+  ProgressBar bar("reading " + flag, 1000);
+  CorpusOptions co;
+  co.min_documents = 2;  // NSP's random next segment comes from another document
+  co.progress = [&bar](size_t done, size_t total) {
+    if (total) bar.update(int64_t(done * 1000 / total), fmt::format("{:.1f} MB", done / 1e6));
+  };
+  CorpusStats stats;
+  Documents docs = read_corpus(path, tok, co, &stats);
+  bar.finish(fmt::format("{} documents, {} lines, {:.2f} M tokens", stats.documents, stats.lines,
+                         stats.tokens / 1e6));
+  if (stats.invalid_utf8_lines)
+    fmt::print(stderr, "warning: {}: {} lines hold invalid UTF-8 (first: line {}); those bytes were dropped\n",
+               path, stats.invalid_utf8_lines, stats.first_invalid_utf8_line);
+  return docs;
+}
+
+}  // namespace
+
+void add_pretrain(CLI::App& app) {
+  struct Opts {
+    std::string model, corpus, valid, out, metrics;
+    int64_t max_steps = 0;
+    int batch_size = 32, max_seq_length = 128, max_predictions = 20, valid_examples = 2000;
+    float lr = 1e-4f, warmup_ratio = 0.01f, weight_decay = 0.01f, masked_lm_prob = 0.15f;
+    uint64_t seed = 12345;
+    BackendChoice backend;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* c = app.add_subcommand("pretrain", "MLM + NSP pre-training on a plain-text corpus");
+  c->add_option("--model", o->model, "initial model with MLM+NSP heads (bertrt init)")->required();
+  c->add_option("--corpus", o->corpus,
+                "training text: one sentence or paragraph a line, a blank line between documents")
+      ->required();
+  c->add_option("--valid", o->valid, "held-out text (same layout): MLM/NSP accuracy before and after");
+  c->add_option("--max-steps", o->max_steps, "optimizer steps")->required();
+  c->add_option("--batch-size", o->batch_size)->capture_default_str();
+  c->add_option("--max-seq-length", o->max_seq_length)->capture_default_str();
+  c->add_option("--max-predictions-per-seq", o->max_predictions)->capture_default_str();
+  c->add_option("--masked-lm-prob", o->masked_lm_prob)->capture_default_str();
+  c->add_option("--learning-rate", o->lr, "peak AdamW learning rate")->capture_default_str();
+  c->add_option("--warmup-ratio", o->warmup_ratio, "share of steps with linear warm-up")->capture_default_str();
+  c->add_option("--weight-decay", o->weight_decay, "AdamW decay (not on LayerNorm/bias)")->capture_default_str();
+  c->add_option("--valid-examples", o->valid_examples, "evaluate on at most this many held-out examples")
+      ->capture_default_str();
+  c->add_option("--seed", o->seed)->capture_default_str();
+  c->add_option("--metrics", o->metrics, "write JSON lines of step metrics to this file");
+  c->add_option("-o,--output", o->out, "output model (.brt), written atomically")->required();
+  o->backend.add_to(c);
+  c->callback([o] {
+    // Check everything cheap before the long work.
+    check_output_path("-o", o->out);
+    check_input_file("--model", o->model);
+    check_input_file("--corpus", o->corpus);
+    if (!o->valid.empty()) check_input_file("--valid", o->valid);
+    if (!o->metrics.empty()) check_output_path("--metrics", o->metrics);
+    if (o->max_steps < 0) fail("--max-steps must be ≥ 0, got {}", o->max_steps);
+    if (o->batch_size < 1) fail("--batch-size must be ≥ 1, got {}", o->batch_size);
+    if (!(o->lr > 0)) fail("--learning-rate must be positive, got {}", o->lr);
+    LoadedModel m = load_model(o->model);
+    BertModel& model = *m.model;
+    const Tokenizer& tok = *m.tokenizer;
+    if (!model.heads().mlm || !model.heads().nsp)
+      fail("{}: pre-training needs the MLM and NSP heads (start from `bertrt init`)", o->model);
+    if (o->max_seq_length > model.config().max_position_embeddings)
+      fail("--max-seq-length {} exceeds the model's max_position_embeddings {}", o->max_seq_length,
+           model.config().max_position_embeddings);
+    auto be = o->backend.make();
+    MetricsLog metrics = o->metrics.empty() ? MetricsLog() : MetricsLog(o->metrics);
+    PretrainingOptions popts;
+    popts.max_seq_length = o->max_seq_length;
+    popts.max_predictions_per_seq = o->max_predictions;
+    popts.masked_lm_prob = o->masked_lm_prob;
+    popts.seed = o->seed;
+
+    const Documents train_docs = load_corpus("--corpus", o->corpus, tok);
+    std::vector<PretrainingExample> valid;
+    auto evaluate = [&](const char* when, int64_t step) {
+      if (valid.empty()) return;
+      const PretrainEval e = evaluate_pretraining(model, *be, valid, o->batch_size,
+                                                  o->max_seq_length, tok.pad_id());
+      fmt::print("valid {}: MLM accuracy {:.4f} (loss {:.3f}), NSP accuracy {:.4f} (loss {:.3f}) "
+                 "on {} examples / {} masked tokens\n",
+                 when, e.mlm_accuracy, e.mlm_loss, e.nsp_accuracy, e.nsp_loss, e.examples, e.masked);
+      nlohmann::json j = eval_json(e);
+      j["eval"] = when;
+      j["step"] = step;
+      metrics.write(j);
+    };
+    if (!o->valid.empty()) {
+      const Documents valid_docs = load_corpus("--valid", o->valid, tok);
+      PretrainingOptions vopts = popts;
+      vopts.seed = 987654321;  // a fixed held-out set, whatever the training seed
+      std::mt19937_64 rng(vopts.seed);
+      valid = create_pretraining_examples(valid_docs, vopts, tok.cls_id(), tok.sep_id(),
+                                          tok.mask_id(), model.config().vocab_size, rng);
+      if (o->valid_examples > 0 && valid.size() > size_t(o->valid_examples))
+        valid.resize(o->valid_examples);
+      evaluate("before", 0);
+    }
+
+    PretrainingStream stream(train_docs, popts, o->batch_size, tok.cls_id(), tok.sep_id(),
+                             tok.mask_id(), tok.pad_id(), model.config().vocab_size);
+    OptimOptions oo;
+    oo.learning_rate = o->lr;
+    oo.total_steps = o->max_steps;
+    oo.warmup_steps = warmup_steps_from_ratio(o->max_steps, o->warmup_ratio);
+    oo.weight_decay = o->weight_decay;
+    Trainer trainer(model, *be, oo);
+    ProgressBar bar("pretrain", o->max_steps);
+    pretrain(trainer, stream, o->max_steps, [&](const PretrainStepLog& log) {
+      const ForwardResult& f = log.result.fwd;
+      const double mlm_acc = f.mlm.count ? double(f.mlm.correct) / f.mlm.count : 0;
+      const double nsp_acc = f.nsp.count ? double(f.nsp.correct) / f.nsp.count : 0;
+      metrics.write({{"step", log.step}, {"epoch", log.epoch}, {"loss", f.loss},
+                     {"mlm_loss", f.mlm.loss}, {"nsp_loss", f.nsp.loss},
+                     {"mlm_accuracy", mlm_acc}, {"nsp_accuracy", nsp_acc},
+                     {"learning_rate", log.result.learning_rate},
+                     {"grad_norm", log.result.grad_norm},
+                     {"tokens_per_second", log.tokens_per_second},
+                     {"elapsed_seconds", log.elapsed_seconds}});
+      bar.update(log.step, fmt::format("loss {:.3f} mlm {:.3f} nsp {:.3f} | {:.0f} tok/s", f.loss,
+                                       f.mlm.loss, f.nsp.loss, log.tokens_per_second));
+    });
+    bar.finish();
+    evaluate("after", o->max_steps);
+    auto meta = m.metadata;
+    meta["source"] = "bertrt pretrain";
+    meta["pretrain_steps"] = std::to_string(o->max_steps);
+    meta["pretrain_corpus"] = o->corpus;
+    save_model(o->out, model, tok, meta);
+    fmt::print("wrote {}\n", o->out);
+  });
+}
+
+}  // namespace bertrt::cli

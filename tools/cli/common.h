@@ -1,0 +1,44 @@
+// Helpers shared by the `bertrt` subcommands.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <string>
+
+#include "backends/backend.h"
+#include "model/config.h"
+
+namespace bertrt::cli {
+
+// Fails (naming the flag) unless the folder that would hold `path` exists; run before long work
+// so that a bad -o is reported at once, not after an hour of training.
+void check_output_path(const std::string& flag, const std::string& path);
+// Fails (naming the flag) unless `path` is an existing regular file.
+void check_input_file(const std::string& flag, const std::string& path);
+
+// --backend option (default "cpu") and its construction.
+struct BackendChoice {
+  std::string name = "cpu";
+  void add_to(CLI::App* app);
+  std::unique_ptr<Backend> make() const { return make_backend(name); }
+};
+
+// The config with Hugging Face config.json key names.
+nlohmann::json config_json(const BertConfig& config);
+// Reads stdin line by line (a trailing \r dropped); calls fn(line, 1-based line number).
+void for_each_stdin_line(const std::function<void(const std::string&, size_t)>& fn);
+
+// Registration of each subcommand (one file each).
+void add_init(CLI::App& app);
+void add_info(CLI::App& app);
+void add_tokenize(CLI::App& app);
+void add_forward(CLI::App& app);
+void add_pretrain(CLI::App& app);
+void add_finetune(CLI::App& app);
+void add_eval(CLI::App& app);
+void add_predict(CLI::App& app);
+void add_fill_mask(CLI::App& app);
+
+}  // namespace bertrt::cli

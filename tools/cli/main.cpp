@@ -1,0 +1,35 @@
+// `bertrt`: on-device BERT inference, pre-training and fine-tuning. One subcommand per file.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "common.h"
+#include "core/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "bertrt: BERT on small devices: inference, MLM+NSP pre-training and fine-tuning.\n"
+      "Models are .brt files (see `bertrt init`, `bertrt info`)."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "bertrt 0.1.0");
+  bertrt::cli::add_init(app);
+  bertrt::cli::add_info(app);
+  bertrt::cli::add_tokenize(app);
+  bertrt::cli::add_forward(app);
+  bertrt::cli::add_pretrain(app);
+  bertrt::cli::add_finetune(app);
+  bertrt::cli::add_eval(app);
+  bertrt::cli::add_predict(app);
+  bertrt::cli::add_fill_mask(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const bertrt::Error& e) {
+    fmt::print(stderr, "bertrt: error: {}\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "bertrt: error: out of memory (try a smaller --batch-size)\n");
+    return 1;
+  }
+  return 0;
+}
