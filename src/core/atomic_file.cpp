@@ -1,0 +1,82 @@
+#include "core/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+
+namespace bertrt {
+
+static std::string parent_dir(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+AtomicFile::AtomicFile(const std::string& path) : path_(path), dir_(parent_dir(path)) {
+  struct stat st {};
+  if (::stat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    fail("{}: cannot write: folder '{}' does not exist", path, dir_);
+  std::string tmpl = path + ".tmp.XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  fd_ = ::mkstemp(buf.data());
+  if (fd_ < 0) fail("{}: cannot create a temp file in '{}': {}", path, dir_, std::strerror(errno));
+  temp_path_ = buf.data();
+  ::fchmod(fd_, 0644);  // mkstemp creates 0600; a model file is an ordinary readable file
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_ && !temp_path_.empty()) ::unlink(temp_path_.c_str());
+}
+
+void AtomicFile::write(const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t k = ::write(fd_, p, n);
+    if (k < 0) {
+      if (errno == EINTR) continue;
+      fail("{}: write failed after {} bytes: {}", path_, written_, std::strerror(errno));
+    }
+    p += k;
+    n -= static_cast<size_t>(k);
+    written_ += static_cast<size_t>(k);
+  }
+}
+
+void AtomicFile::write_zeros(size_t n) {
+  static const char zeros[256] = {};
+  while (n > 0) {
+    const size_t k = n < sizeof zeros ? n : sizeof zeros;
+    write(zeros, k);
+    n -= k;
+  }
+}
+
+void AtomicFile::commit() {
+  if (::fsync(fd_) != 0) fail("{}: fsync failed: {}", path_, std::strerror(errno));
+  if (::close(fd_) != 0) {
+    fd_ = -1;
+    fail("{}: close failed: {}", path_, std::strerror(errno));
+  }
+  fd_ = -1;
+  if (::rename(temp_path_.c_str(), path_.c_str()) != 0)
+    fail("{}: cannot rename temp file into place: {}", path_, std::strerror(errno));
+  committed_ = true;
+  // Make the rename itself durable (best effort: some filesystems refuse fsync on folders).
+  const int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+}  // namespace bertrt

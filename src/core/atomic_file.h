@@ -1,0 +1,32 @@
+// Writes a file atomically: bytes go to a temp file in the destination folder, which commit()
+// fsyncs and renames over `path` (rename is atomic within one filesystem, POSIX). Destroying an
+// uncommitted AtomicFile removes the temp file, so a failed write leaves any old file untouched.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace bertrt {
+
+class AtomicFile {
+ public:
+  // Throws bertrt::Error naming the folder when it is missing or not writable.
+  explicit AtomicFile(const std::string& path);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  void write(const void* data, size_t n);
+  void write_zeros(size_t n);
+  size_t written() const { return written_; }
+  // fsync + rename onto the final path + fsync of the folder; throws on failure.
+  void commit();
+
+ private:
+  std::string path_, temp_path_, dir_;
+  int fd_ = -1;
+  size_t written_ = 0;
+  bool committed_ = false;
+};
+
+}  // namespace bertrt
