@@ -123,9 +123,10 @@ Documents read_corpus(const std::string& path, const TokenizeFn& tokenize,
     fail("{}: corpus yields no tokens ({} non-blank lines, all dropped by the tokenizer)", path,
          nonblank_lines);
   if (docs.size() < options.min_documents)
-    fail("{}: {} document(s), need at least {}: next-sentence prediction draws the random "
-         "segment from another document (separate documents with a blank line, or turn NSP off)",
-         path, docs.size(), options.min_documents);
+    fail(
+        "{}: {} document(s), need at least {}: next-sentence prediction draws the random "
+        "segment from another document (separate documents with a blank line, or turn NSP off)",
+        path, docs.size(), options.min_documents);
   return docs;
 }
 

@@ -72,7 +72,8 @@ std::vector<std::string> glue_task_names() {
 std::vector<TextExample> read_glue_tsv(const std::string& path, const TaskSpec& spec) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) fail("{}: {} file not found", path, spec.name);
-  if (std::filesystem::is_directory(path, ec)) fail("{}: is a directory, expected a TSV file", path);
+  if (std::filesystem::is_directory(path, ec))
+    fail("{}: is a directory, expected a TSV file", path);
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("{}: cannot open for reading", path);
 

@@ -21,7 +21,7 @@ struct TaskSpec {
   std::vector<std::string> header;  // expected column names; their count is the column count
   int num_columns = 0;              // every line has exactly this many tab-separated fields
   int text_a_column = 0;
-  int text_b_column = -1;           // -1 for single-sentence tasks
+  int text_b_column = -1;  // -1 for single-sentence tasks
   int label_column = 0;
   std::vector<std::string> labels;  // label text in the file → id = position in this list
 };

@@ -56,8 +56,8 @@ void mask_tokens(const Recipe& r, PretrainingExample& ex) {
     if (ids[i] != r.cls && ids[i] != r.sep) cand.push_back(static_cast<int32_t>(i));
   random_shuffle(cand, r.rng);
   const size_t n = std::min<size_t>(
-      cand.size(), num_masked_predictions(ids.size(), r.opts.masked_lm_prob,
-                                          r.opts.max_predictions_per_seq));
+      cand.size(),
+      num_masked_predictions(ids.size(), r.opts.masked_lm_prob, r.opts.max_predictions_per_seq));
   std::vector<std::pair<int32_t, int32_t>> masked;  // (position, original id)
   for (size_t k = 0; k < n; ++k) {
     const int32_t pos = cand[k];
@@ -156,9 +156,10 @@ void examples_from_document(const Recipe& r, size_t doc_index,
 void check_options(const PretrainingOptions& o, int vocab_size) {
   const int min_len = o.nsp ? 5 : 3;
   if (o.max_seq_length < min_len)
-    fail("pre-training: max_seq_length {} is too small (need ≥ {}: [CLS] A [SEP]{} with a token "
-         "in each segment)",
-         o.max_seq_length, min_len, o.nsp ? " B [SEP]" : "");
+    fail(
+        "pre-training: max_seq_length {} is too small (need ≥ {}: [CLS] A [SEP]{} with a token "
+        "in each segment)",
+        o.max_seq_length, min_len, o.nsp ? " B [SEP]" : "");
   if (o.max_predictions_per_seq < 1)
     fail("pre-training: max_predictions_per_seq must be ≥ 1, got {}", o.max_predictions_per_seq);
   if (!(o.masked_lm_prob >= 0.f && o.masked_lm_prob <= 1.f))
@@ -177,16 +178,17 @@ int num_masked_predictions(size_t n, float masked_lm_prob, int max_predictions) 
 }
 
 std::vector<PretrainingExample> create_pretraining_examples(const Documents& documents,
-                                                           const PretrainingOptions& opts,
-                                                           int32_t cls, int32_t sep, int32_t mask,
-                                                           int vocab_size, std::mt19937_64& rng,
-                                                           PretrainingStats* stats) {
+                                                            const PretrainingOptions& opts,
+                                                            int32_t cls, int32_t sep, int32_t mask,
+                                                            int vocab_size, std::mt19937_64& rng,
+                                                            PretrainingStats* stats) {
   check_options(opts, vocab_size);
   if (documents.empty()) fail("pre-training: no documents");
   if (opts.nsp && documents.size() < 2)
-    fail("pre-training: {} document, need at least 2 for next-sentence prediction (the random "
-         "next segment comes from another document); turn NSP off or add documents",
-         documents.size());
+    fail(
+        "pre-training: {} document, need at least 2 for next-sentence prediction (the random "
+        "next segment comes from another document); turn NSP off or add documents",
+        documents.size());
   for (size_t d = 0; d < documents.size(); ++d) {
     if (documents[d].empty()) fail("pre-training: document {} is empty", d);
     for (const auto& line : documents[d])
@@ -194,8 +196,16 @@ std::vector<PretrainingExample> create_pretraining_examples(const Documents& doc
   }
 
   PretrainingStats st;
-  Recipe r{documents, opts, cls, sep, mask, vocab_size,
-           as_decimal(opts.masked_lm_prob), as_decimal(opts.short_seq_prob), rng, st};
+  Recipe r{documents,
+           opts,
+           cls,
+           sep,
+           mask,
+           vocab_size,
+           as_decimal(opts.masked_lm_prob),
+           as_decimal(opts.short_seq_prob),
+           rng,
+           st};
   // The reference shuffles the documents, then walks them in that order.
   std::vector<size_t> order(documents.size());
   for (size_t d = 0; d < order.size(); ++d) order[d] = d;

@@ -48,10 +48,10 @@ struct PretrainingStats {
 // bertrt::Error on invalid options (max_seq_length < 5 with NSP, < 3 without; probabilities
 // outside [0, 1]; max_predictions_per_seq < 1) or too few documents.
 std::vector<PretrainingExample> create_pretraining_examples(const Documents& documents,
-                                                           const PretrainingOptions& opts,
-                                                           int32_t cls, int32_t sep, int32_t mask,
-                                                           int vocab_size, std::mt19937_64& rng,
-                                                           PretrainingStats* stats = nullptr);
+                                                            const PretrainingOptions& opts,
+                                                            int32_t cls, int32_t sep, int32_t mask,
+                                                            int vocab_size, std::mt19937_64& rng,
+                                                            PretrainingStats* stats = nullptr);
 
 // num_to_predict of create_masked_lm_predictions for a sequence of n tokens ([CLS]/[SEP] included):
 // min(max_predictions, max(1, round_half_even(n · masked_lm_prob))), where masked_lm_prob is taken
@@ -61,9 +61,9 @@ int num_masked_predictions(size_t n, float masked_lm_prob, int max_predictions);
 // A fixed-shape batch. B = batch_size, T = seq_len.
 struct Batch {
   int batch_size = 0, seq_len = 0;
-  std::vector<int32_t> input_ids;       // [B*T], padded with pad_id
-  std::vector<int32_t> token_type_ids;  // [B*T], padded with 0
-  std::vector<int32_t> attention_mask;  // [B*T], 1 for tokens, 0 for padding
+  std::vector<int32_t> input_ids;             // [B*T], padded with pad_id
+  std::vector<int32_t> token_type_ids;        // [B*T], padded with 0
+  std::vector<int32_t> attention_mask;        // [B*T], 1 for tokens, 0 for padding
   std::vector<int32_t> masked_lm_positions;   // [P], flat indices b*T + t into [B*T]
   std::vector<int32_t> masked_lm_ids;         // [P], the targets at those positions
   std::vector<int32_t> next_sentence_labels;  // [B]

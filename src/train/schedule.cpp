@@ -12,8 +12,9 @@ float linear_schedule_lr(float base_lr, int64_t step, int64_t warmup_steps, int6
   if (step < warmup_steps)
     factor = static_cast<double>(step) / static_cast<double>(std::max<int64_t>(1, warmup_steps));
   else
-    factor = std::max(0.0, static_cast<double>(total_steps - step) /
-                               static_cast<double>(std::max<int64_t>(1, total_steps - warmup_steps)));
+    factor =
+        std::max(0.0, static_cast<double>(total_steps - step) /
+                          static_cast<double>(std::max<int64_t>(1, total_steps - warmup_steps)));
   return static_cast<float>(base_lr * factor);
 }
 

@@ -22,9 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string enwiki_valid() {
-  return test::data_dir() + "/corpus/enwiki/enwiki_valid_1000docs.txt";
-}
+std::string enwiki_valid() { return test::data_dir() + "/corpus/enwiki/enwiki_valid_1000docs.txt"; }
 std::string uncased_vocab() { return test::data_dir() + "/vocab/bert-base-uncased-vocab.txt"; }
 std::string sst2_dev() { return test::data_dir() + "/glue/SST-2/dev.tsv"; }
 
@@ -73,7 +71,8 @@ struct WordIds {
     std::istringstream in(line);
     std::vector<int32_t> out;
     for (std::string w; in >> w;)
-      if (w[0] != '~') out.push_back(ids.emplace(w, static_cast<int32_t>(ids.size())).first->second);
+      if (w[0] != '~')
+        out.push_back(ids.emplace(w, static_cast<int32_t>(ids.size())).first->second);
     return out;
   }
 };
@@ -84,27 +83,31 @@ TEST(Corpus, BlankLinesSeparateDocumentsAndEmptyOnesAreDropped) {
   TempDir dir;
   // Several blank lines in a row, a white-space-only line (spaces, tab, NBSP: Python's strip()
   // removes all three), a line the tokenizer empties, CRLF, no final newline.
-  const std::string p = dir.write(
-      "c.txt", "\n\na b\nc\n\n\n \t\xC2\xA0\nd e\r\n~gone\n\n~gone\n\nf");
+  const std::string p =
+      dir.write("c.txt", "\n\na b\nc\n\n\n \t\xC2\xA0\nd e\r\n~gone\n\n~gone\n\nf");
   WordIds words;
   const Documents docs = read_corpus(p, std::ref(words));
   ASSERT_EQ(docs.size(), 3u);
   EXPECT_EQ(docs[0], (std::vector<std::vector<int32_t>>{{0, 1}, {2}}));
   EXPECT_EQ(docs[1], (std::vector<std::vector<int32_t>>{{3, 4}}));  // "~gone" line skipped
   EXPECT_EQ(docs[2], (std::vector<std::vector<int32_t>>{{5}}));     // "~gone"-only doc dropped
-  EXPECT_EQ(words.seen_lines[2], "d e");  // \r stripped before tokenizing
+  EXPECT_EQ(words.seen_lines[2], "d e");                            // \r stripped before tokenizing
 }
 
 TEST(Corpus, DropsInvalidUtf8LikePythonDecodeIgnore) {
   // Expected strings: Python 3 bytes.decode("utf-8", "ignore") on the same bytes.
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"\xE2\x82" "A", "A"},                  // truncated 3-byte sequence
-      {"\xED\xA0\x80x", "x"},                 // UTF-16 surrogate
-      {"\xC0\xAFy", "y"},                     // overlong '/'
-      {"\xE0\x80\x80q", "q"},                 // overlong NUL
-      {"\xF4\x90\x80\x80z", "z"},             // above U+10FFFF
-      {"a\xFF" "b", "ab"},
-      {"\xF0\x9F\x98", ""},                   // truncated at the end
+      {"\xE2\x82"
+       "A",
+       "A"},                       // truncated 3-byte sequence
+      {"\xED\xA0\x80x", "x"},      // UTF-16 surrogate
+      {"\xC0\xAFy", "y"},          // overlong '/'
+      {"\xE0\x80\x80q", "q"},      // overlong NUL
+      {"\xF4\x90\x80\x80z", "z"},  // above U+10FFFF
+      {"a\xFF"
+       "b",
+       "ab"},
+      {"\xF0\x9F\x98", ""},                                      // truncated at the end
       {"\xF0\x9F\x98\x80\xC3\xA9", "\xF0\x9F\x98\x80\xC3\xA9"},  // valid: 😀é
   };
   for (auto [in, want] : cases) {
@@ -115,7 +118,9 @@ TEST(Corpus, DropsInvalidUtf8LikePythonDecodeIgnore) {
   }
 
   TempDir dir;
-  const std::string p = dir.write("u.txt", "ok line\nbad\xFF word\n\nfine\n\xC0\xAF" "x\n");
+  const std::string p = dir.write("u.txt",
+                                  "ok line\nbad\xFF word\n\nfine\n\xC0\xAF"
+                                  "x\n");
   WordIds words;
   CorpusStats st;
   const Documents docs = read_corpus(p, std::ref(words), {}, &st);
@@ -231,8 +236,8 @@ TEST(PretrainingData, SegmentsComeFromTheRightDocuments) {
   opts.max_seq_length = 64;
   std::mt19937_64 rng(opts.seed);
   PretrainingStats st;
-  const auto examples = create_pretraining_examples(docs, opts, kCls, kSep, kMask,
-                                                    kBase + 1000 * 40, rng, &st);
+  const auto examples =
+      create_pretraining_examples(docs, opts, kCls, kSep, kMask, kBase + 1000 * 40, rng, &st);
   ASSERT_EQ(examples.size(), st.examples);
   size_t label0 = 0, label1 = 0;
   for (const auto& ex : examples) {
@@ -355,8 +360,8 @@ TEST_F(RealPretrainingData, LayoutAndMaskCounts) {
     // [CLS] A [SEP] B [SEP] with types 0 for [CLS] A [SEP] and 1 for B [SEP].
     const size_t ones = std::count(ex.token_type_ids.begin(), ex.token_type_ids.end(), 1);
     const size_t sep1 = n - ones - 1;
-    ASSERT_GE(sep1, 2u);      // A has ≥ 1 token
-    ASSERT_GE(ones, 2u);      // B has ≥ 1 token
+    ASSERT_GE(sep1, 2u);  // A has ≥ 1 token
+    ASSERT_GE(ones, 2u);  // B has ≥ 1 token
     EXPECT_TRUE(std::is_sorted(ex.token_type_ids.begin(), ex.token_type_ids.end()));
     EXPECT_EQ(ids[0], cls);
     EXPECT_EQ(ids[sep1], sep);
@@ -424,9 +429,10 @@ TEST_F(RealPretrainingData, MaskingAndNspFractions) {
   ASSERT_LT(st.forced_random_next, examples.size());
   expect_binomial(label1 - st.forced_random_next, examples.size() - st.forced_random_next, 0.5,
                   "NSP label 1 among coin-flip examples");
-  std::printf("enwiki valid: %zu examples, %zu masked tokens, NSP label 1: %.3f overall "
-              "(%zu forced by single-line chunks)\n",
-              examples.size(), total, double(label1) / examples.size(), st.forced_random_next);
+  std::printf(
+      "enwiki valid: %zu examples, %zu masked tokens, NSP label 1: %.3f overall "
+      "(%zu forced by single-line chunks)\n",
+      examples.size(), total, double(label1) / examples.size(), st.forced_random_next);
 }
 
 // ------------------------------------------------------------------------------ batching -------
@@ -492,8 +498,8 @@ TEST(GlueTsv, ErrorsNameFileAndLine) {
   auto fails = [&](const std::string& name, const std::string& bytes,
                    std::vector<std::string> parts) {
     SCOPED_TRACE(name);
-    const std::string p = name == "missing.tsv" ? dir.path() + "/missing.tsv"
-                                                : dir.write(name, bytes);
+    const std::string p =
+        name == "missing.tsv" ? dir.path() + "/missing.tsv" : dir.write(name, bytes);
     parts.insert(parts.begin(), p);
     expect_error([&] { read_glue_tsv(p, sst2); }, parts);
   };
