@@ -1,0 +1,108 @@
+// The bertrt model file (.brt, schema/bertrt.fbs): config, tokenizer, heads, HF-named tensors,
+// optional training state and metadata in one FlatBuffer, tensor bytes in 64-byte-aligned segments
+// after it, so weights are memory-mapped and used without copying.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/mapped_file.h"
+#include "model/config.h"
+
+namespace bertrt {
+
+enum class DType { f32, f16, bf16, i8, i32 };
+
+const char* dtype_name(DType dtype);  // "f32", "f16", ...
+size_t dtype_size(DType dtype);       // bytes per element
+
+struct TensorRecord {
+  std::string name;            // Hugging Face state-dict name
+  std::vector<int64_t> shape;  // empty = scalar
+  DType dtype = DType::f32;
+  // Quantization (integer dtypes): real = (q - zero_point) * scale; axis -1 = one scale for the
+  // tensor, else one scale per index along `axis`. zero_points: empty (all 0), one, or per scale.
+  std::vector<float> scales;
+  std::vector<int64_t> zero_points;
+  int axis = -1;
+  const uint8_t* data = nullptr;  // reader: into the mapping; writer: caller memory
+  size_t nbytes = 0;              // numel * dtype_size(dtype)
+
+  int64_t numel() const;
+};
+
+struct TokenizerSpec {
+  std::vector<std::string> vocab;  // id = index
+  bool do_lower_case = true;
+  std::optional<bool> strip_accents;  // unset: follows do_lower_case (HF BertTokenizer)
+  bool tokenize_chinese_chars = true;
+  int max_input_chars_per_word = 100;
+  std::string unk_token = "[UNK]", sep_token = "[SEP]", pad_token = "[PAD]", cls_token = "[CLS]",
+              mask_token = "[MASK]";
+};
+
+struct TrainingState {
+  int64_t step = 0;
+  std::string optimizer;                        // e.g. "adamw", "bert_adam"
+  std::map<std::string, double> hyper;          // lr, beta1, beta2, eps, weight_decay, ...
+  std::map<std::string, std::string> schedule;  // e.g. kind=linear, warmup_steps=1000
+  std::vector<uint8_t> rng_state;
+  uint64_t data_cursor = 0;
+  std::vector<TensorRecord> optimizer_tensors;  // moments, named like the weights they belong to
+};
+
+struct ModelContents {
+  BertConfig config;
+  HeadsConfig heads;
+  TokenizerSpec tokenizer;
+  std::vector<TensorRecord> tensors;
+  std::optional<TrainingState> training_state;
+  std::map<std::string, std::string> metadata;  // provenance, free key/value pairs
+};
+
+// The format version this build writes and the newest it reads.
+constexpr uint32_t kModelFormatVersion = 1;
+// Every tensor segment starts at a multiple of this many bytes from the start of the file.
+constexpr size_t kSegmentAlignment = 64;
+
+// Writes atomically: temp file in the same folder, fsync, rename. Contents are validated first
+// (config, non-empty vocab, unique tensor names, nbytes == numel * itemsize, quantization shape);
+// on any error the temp file is removed and an existing file at `path` is untouched. Throws
+// bertrt::Error (e.g. a missing folder is named).
+void write_model_file(const std::string& path, const ModelContents& m);
+
+// A memory-mapped model file; tensors' data point into the mapping and stay valid while the
+// ModelFile lives (moving it keeps them valid).
+class ModelFile {
+ public:
+  // Verifies size, identifier "BRT1", format version, the FlatBuffer (flatbuffers::Verifier),
+  // every segment (64-byte aligned, inside the file, after the FlatBuffer, nbytes == numel *
+  // itemsize), dtypes, quantization records, config (BertConfig::validate) and a non-empty vocab.
+  // Throws bertrt::Error saying what is wrong; a truncated or foreign file never crashes.
+  static ModelFile open(const std::string& path);
+
+  const ModelContents& contents() const { return contents_; }
+  const std::string& path() const { return file_.path(); }
+  const TensorRecord* find(const std::string& name) const;  // nullptr if absent
+  const TensorRecord& at(const std::string& name) const;    // throws naming file + tensor
+
+ private:
+  MappedFile file_;
+  ModelContents contents_;
+  std::unordered_map<std::string, size_t> index_;
+};
+
+// f32/f16/bf16 -> f32; i8/i32 with scales -> dequantized f32 (per tensor or per `axis`).
+// Throws bertrt::Error for an integer tensor without scales.
+std::vector<float> tensor_to_f32(const TensorRecord& t);
+
+// Throws bertrt::Error (prefixed by `where`) when `t` is inconsistent: negative dimension, nbytes
+// != numel * itemsize, or scales/zero_points that do not fit the shape and axis.
+void validate_tensor_record(const TensorRecord& t, const std::string& where);
+
+}  // namespace bertrt

@@ -1,0 +1,161 @@
+// write_model_file: FlatBuffer first, then the tensor bytes in 64-byte-aligned segments.
+#include <set>
+
+#include "bertrt_generated.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "io/model_file.h"
+
+namespace bertrt {
+
+namespace {
+
+using flatbuffers::FlatBufferBuilder;
+using flatbuffers::Offset;
+
+uint64_t align_up(uint64_t x) { return (x + kSegmentAlignment - 1) / kSegmentAlignment * kSegmentAlignment; }
+
+// All segments in file order: the weights, then the optimizer moments.
+std::vector<const TensorRecord*> all_segments(const ModelContents& m) {
+  std::vector<const TensorRecord*> out;
+  for (const TensorRecord& t : m.tensors) out.push_back(&t);
+  if (m.training_state)
+    for (const TensorRecord& t : m.training_state->optimizer_tensors) out.push_back(&t);
+  return out;
+}
+
+void validate_contents(const std::string& path, const ModelContents& m) {
+  try {
+    m.config.validate();
+  } catch (const Error& e) {
+    fail("{}: cannot write: {}", path, e.what());
+  }
+  if (m.tokenizer.vocab.empty()) fail("{}: cannot write: tokenizer vocab is empty", path);
+  std::set<std::string> names;
+  for (const TensorRecord& t : m.tensors) {
+    validate_tensor_record(t, path + ": cannot write");
+    if (!names.insert(t.name).second) fail("{}: cannot write: tensor '{}' given twice", path, t.name);
+  }
+  if (m.training_state) {
+    std::set<std::string> moments;
+    for (const TensorRecord& t : m.training_state->optimizer_tensors) {
+      validate_tensor_record(t, path + ": cannot write optimizer state");
+      if (!moments.insert(t.name).second)
+        fail("{}: cannot write: optimizer tensor '{}' given twice", path, t.name);
+    }
+  }
+}
+
+fb::DType to_fb(DType d) {
+  switch (d) {
+    case DType::f32: return fb::DType::f32;
+    case DType::f16: return fb::DType::f16;
+    case DType::bf16: return fb::DType::bf16;
+    case DType::i8: return fb::DType::i8;
+    case DType::i32: return fb::DType::i32;
+  }
+  fail("invalid dtype {}", static_cast<int>(d));
+}
+
+Offset<fb::Tensor> build_tensor(FlatBufferBuilder& b, const TensorRecord& t, uint64_t offset) {
+  Offset<fb::Quantization> q = 0;
+  if (!t.scales.empty()) q = fb::CreateQuantizationDirect(b, &t.scales, &t.zero_points, t.axis);
+  return fb::CreateTensorDirect(b, t.name.c_str(), &t.shape, to_fb(t.dtype), offset, t.nbytes, q);
+}
+
+std::vector<Offset<fb::Tensor>> build_tensors(FlatBufferBuilder& b, const std::vector<TensorRecord>& ts,
+                                              const std::vector<uint64_t>& offsets, size_t first) {
+  std::vector<Offset<fb::Tensor>> out;
+  for (size_t i = 0; i < ts.size(); ++i) out.push_back(build_tensor(b, ts[i], offsets[first + i]));
+  return out;
+}
+
+std::vector<Offset<fb::KeyValue>> build_pairs(FlatBufferBuilder& b, const std::map<std::string, std::string>& kv) {
+  std::vector<Offset<fb::KeyValue>> out;
+  for (const auto& [k, v] : kv) out.push_back(fb::CreateKeyValueDirect(b, k.c_str(), v.c_str()));
+  return out;
+}
+
+Offset<fb::Config> build_config(FlatBufferBuilder& b, const BertConfig& c) {
+  return fb::CreateConfigDirect(b, c.vocab_size, c.hidden_size, c.num_hidden_layers, c.num_attention_heads,
+                                c.intermediate_size, c.hidden_act.c_str(), c.max_position_embeddings,
+                                c.type_vocab_size, c.layer_norm_eps, c.pad_token_id, c.initializer_range,
+                                c.hidden_dropout_prob, c.attention_probs_dropout_prob);
+}
+
+Offset<fb::Tokenizer> build_tokenizer(FlatBufferBuilder& b, const TokenizerSpec& t) {
+  const auto vocab = b.CreateVectorOfStrings(t.vocab);
+  const fb::TriState strip = !t.strip_accents ? fb::TriState::unset
+                             : *t.strip_accents ? fb::TriState::true_
+                                                : fb::TriState::false_;
+  return fb::CreateTokenizer(b, vocab, t.do_lower_case, strip, t.tokenize_chinese_chars, t.max_input_chars_per_word,
+                             b.CreateString(t.unk_token), b.CreateString(t.sep_token), b.CreateString(t.pad_token),
+                             b.CreateString(t.cls_token), b.CreateString(t.mask_token));
+}
+
+Offset<fb::TrainingState> build_training_state(FlatBufferBuilder& b, const TrainingState& s,
+                                               const std::vector<uint64_t>& offsets, size_t first) {
+  std::vector<Offset<fb::KeyNumber>> hyper;
+  for (const auto& [k, v] : s.hyper) hyper.push_back(fb::CreateKeyNumberDirect(b, k.c_str(), v));
+  const auto schedule = build_pairs(b, s.schedule);
+  const auto moments = build_tensors(b, s.optimizer_tensors, offsets, first);
+  return fb::CreateTrainingStateDirect(b, s.step, s.optimizer.c_str(), &hyper, &schedule, &s.rng_state,
+                                       s.data_cursor, &moments);
+}
+
+// The size-prefixed FlatBuffer for `m` with segment offsets `offsets` (one per all_segments entry).
+flatbuffers::DetachedBuffer build_buffer(const ModelContents& m, const std::vector<uint64_t>& offsets) {
+  FlatBufferBuilder b(1 << 16);
+  b.ForceDefaults(true);  // every scalar stored: the buffer size does not depend on the offsets' values
+  const auto config = build_config(b, m.config);
+  const auto tokenizer = build_tokenizer(b, m.tokenizer);
+  const auto tensors = build_tensors(b, m.tensors, offsets, 0);
+  const auto heads = fb::CreateHeads(b, m.heads.mlm, m.heads.nsp, b.CreateString(m.heads.task),
+                                     b.CreateVectorOfStrings(m.heads.labels));
+  Offset<fb::TrainingState> state = 0;
+  if (m.training_state) state = build_training_state(b, *m.training_state, offsets, m.tensors.size());
+  const auto metadata = build_pairs(b, m.metadata);
+  const auto root = fb::CreateModelDirect(b, kModelFormatVersion, config, tokenizer, &tensors, heads, state, &metadata);
+  fb::FinishSizePrefixedModelBuffer(b, root);
+  return b.Release();
+}
+
+// Segments packed in order after the buffer, each starting on a 64-byte boundary.
+std::vector<uint64_t> plan_segments(const std::vector<const TensorRecord*>& segs, uint64_t buffer_size) {
+  std::vector<uint64_t> offsets;
+  uint64_t pos = align_up(buffer_size);
+  for (const TensorRecord* t : segs) {
+    offsets.push_back(pos);
+    pos = align_up(pos + t->nbytes);
+  }
+  return offsets;
+}
+
+}  // namespace
+
+void write_model_file(const std::string& path, const ModelContents& m) {
+  validate_contents(path, m);
+  const std::vector<const TensorRecord*> segs = all_segments(m);
+  // Two passes: the buffer's size fixes where the segments start, and (with ForceDefaults) the
+  // offsets' values do not change that size; loop in case they ever do.
+  std::vector<uint64_t> offsets(segs.size(), 0);
+  flatbuffers::DetachedBuffer buf = build_buffer(m, offsets);
+  for (int pass = 0;; ++pass) {
+    offsets = plan_segments(segs, buf.size());
+    flatbuffers::DetachedBuffer next = build_buffer(m, offsets);
+    const bool stable = next.size() == buf.size();
+    buf = std::move(next);
+    if (stable) break;
+    if (pass == 3) fail("{}: internal error: model file layout did not converge", path);
+  }
+
+  AtomicFile out(path);
+  out.write(buf.data(), buf.size());
+  for (size_t i = 0; i < segs.size(); ++i) {
+    out.write_zeros(offsets[i] - out.written());
+    out.write(segs[i]->data, segs[i]->nbytes);
+  }
+  out.commit();
+}
+
+}  // namespace bertrt

@@ -1,0 +1,128 @@
+// TensorRecord helpers: dtype facts, consistency checks and conversion to f32.
+#include <cstring>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "io/model_file.h"
+
+namespace bertrt {
+
+const char* dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return "f32";
+    case DType::f16: return "f16";
+    case DType::bf16: return "bf16";
+    case DType::i8: return "i8";
+    case DType::i32: return "i32";
+  }
+  return "?";
+}
+
+size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return 4;
+    case DType::f16: return 2;
+    case DType::bf16: return 2;
+    case DType::i8: return 1;
+    case DType::i32: return 4;
+  }
+  return 0;
+}
+
+int64_t TensorRecord::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+static std::string shape_str(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+void validate_tensor_record(const TensorRecord& t, const std::string& where) {
+  const std::string id = where + ": tensor '" + t.name + "'";
+  if (t.name.empty()) fail("{}: a tensor has an empty name", where);
+  uint64_t bytes = dtype_size(t.dtype);
+  if (bytes == 0) fail("{}: invalid dtype {}", id, static_cast<int>(t.dtype));
+  for (int64_t d : t.shape) {
+    if (d < 0) fail("{}: negative dimension in shape {}", id, shape_str(t.shape));
+    if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes))
+      fail("{}: shape {} is too large", id, shape_str(t.shape));
+  }
+  if (bytes != t.nbytes)
+    fail("{}: shape {} of {} needs {} bytes, the record holds {}", id, shape_str(t.shape),
+         dtype_name(t.dtype), bytes, t.nbytes);
+  if (t.nbytes > 0 && t.data == nullptr) fail("{}: {} bytes but no data", id, t.nbytes);
+  if (t.scales.empty()) {
+    if (!t.zero_points.empty()) fail("{}: zero_points without scales", id);
+    return;
+  }
+  if (t.axis == -1) {
+    if (t.scales.size() != 1)
+      fail("{}: per-tensor quantization (axis -1) needs 1 scale, got {}", id, t.scales.size());
+  } else {
+    if (t.axis < 0 || t.axis >= static_cast<int>(t.shape.size()))
+      fail("{}: quantization axis {} outside the {}-d shape {}", id, t.axis, t.shape.size(), shape_str(t.shape));
+    if (static_cast<int64_t>(t.scales.size()) != t.shape[t.axis])
+      fail("{}: {} scales for axis {} of shape {} (expected {})", id, t.scales.size(), t.axis,
+           shape_str(t.shape), t.shape[t.axis]);
+  }
+  const size_t nz = t.zero_points.size();
+  if (nz > 1 && nz != t.scales.size())
+    fail("{}: {} zero_points for {} scales (expected 0, 1 or one per scale)", id, nz, t.scales.size());
+}
+
+template <typename T>
+static T load(const uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// real = (q - zero_point[c]) * scale[c], c = index along `axis` (or 0 for per-tensor).
+template <typename Q>
+static std::vector<float> dequantize(const TensorRecord& t) {
+  const size_t n = static_cast<size_t>(t.numel());
+  size_t inner = 1, channels = 1;
+  if (t.axis >= 0) {
+    channels = static_cast<size_t>(t.shape[t.axis]);
+    for (size_t d = static_cast<size_t>(t.axis) + 1; d < t.shape.size(); ++d) inner *= static_cast<size_t>(t.shape[d]);
+  }
+  std::vector<float> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t c = channels == 1 ? 0 : (i / inner) % channels;
+    const int64_t zp = t.zero_points.empty() ? 0 : t.zero_points[t.zero_points.size() == 1 ? 0 : c];
+    out[i] = static_cast<float>(static_cast<int64_t>(load<Q>(t.data + i * sizeof(Q))) - zp) * t.scales[c];
+  }
+  return out;
+}
+
+std::vector<float> tensor_to_f32(const TensorRecord& t) {
+  validate_tensor_record(t, "tensor_to_f32");
+  const size_t n = static_cast<size_t>(t.numel());
+  std::vector<float> out;
+  switch (t.dtype) {
+    case DType::f32:
+      out.resize(n);
+      if (n) std::memcpy(out.data(), t.data, t.nbytes);
+      return out;
+    case DType::f16:
+      out.resize(n);
+      for (size_t i = 0; i < n; ++i) out[i] = f16_to_f32(load<uint16_t>(t.data + 2 * i));
+      return out;
+    case DType::bf16:
+      out.resize(n);
+      for (size_t i = 0; i < n; ++i) out[i] = bf16_to_f32(load<uint16_t>(t.data + 2 * i));
+      return out;
+    case DType::i8:
+    case DType::i32:
+      if (t.scales.empty())
+        fail("tensor '{}': {} data has no quantization scales, cannot convert to f32", t.name, dtype_name(t.dtype));
+      return t.dtype == DType::i8 ? dequantize<int8_t>(t) : dequantize<int32_t>(t);
+  }
+  fail("tensor '{}': invalid dtype", t.name);
+}
+
+}  // namespace bertrt
