@@ -35,8 +35,10 @@ std::unique_ptr<Tokenizer> make_tokenizer(const TokenizerSpec& s) {
 LoadedModel load_model(const std::string& path) {
   LoadedModel m{nullptr, nullptr, {}, std::nullopt, ModelFile::open(path)};
   const ModelContents& c = m.file.contents();
-  if (int(c.tokenizer.vocab.size()) != c.config.vocab_size)
-    fail("{}: tokenizer vocab has {} tokens but config.vocab_size is {}", path,
+  // vocab_size may exceed the vocab (padded embeddings, as some released models do), never the
+  // other way round: an id without an embedding row would index out of bounds.
+  if (int(c.tokenizer.vocab.size()) > c.config.vocab_size)
+    fail("{}: tokenizer vocab has {} tokens but config.vocab_size is only {}", path,
          c.tokenizer.vocab.size(), c.config.vocab_size);
   m.model = std::make_unique<BertModel>(c.config, c.heads);
   for (const ParamInfo& p : m.model->layout().params()) {

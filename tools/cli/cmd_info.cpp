@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common.h"
+#include "core/error.h"
 #include "io/model_io.h"
 
 namespace bertrt::cli {

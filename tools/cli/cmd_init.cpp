@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "common.h"
+#include "core/error.h"
 #include "io/model_io.h"
 
 namespace bertrt::cli {

@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include "common.h"
+#include "core/error.h"
 #include "io/model_io.h"
 
 namespace bertrt::cli {

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# End-to-end checks of the `bertrt` command on real data: every subcommand on a tiny model, then
+# the bad inputs of issue #2 — each must exit non-zero, name the file/line/flag, and leave no
+# output file behind.
+# Usage: cli_test.sh BERTRT_BINARY DATA_DIR
+set -uo pipefail
+BIN=$1
+DATA=${BERTRT_DATA:-$2}
+VOCAB=$DATA/vocab/bert-base-uncased-vocab.txt
+if [ ! -f "$VOCAB" ]; then
+  if [ "${BERTRT_REQUIRE_DATA:-0}" = 1 ]; then echo "required data missing: $VOCAB"; exit 1; fi
+  echo "SKIP: data missing ($VOCAB)"; exit 0
+fi
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# expect_error NAME OUTFILE PATTERN -- CMD...: non-zero exit, stderr matches PATTERN, OUTFILE absent.
+expect_error() {
+  local name=$1 out=$2 pattern=$3; shift 4
+  "$@" >"$T/stdout" 2>"$T/stderr" </dev/null
+  local rc=$?
+  if [ $rc -eq 0 ]; then bad "$name: exit 0"; return; fi
+  if ! grep -qiE -- "$pattern" "$T/stderr"; then bad "$name: stderr lacks /$pattern/: $(cat "$T/stderr")"; return; fi
+  if [ -n "$out" ] && [ -e "$out" ]; then bad "$name: left $out behind"; return; fi
+  ok
+}
+# expect_ok NAME CMD...: exit 0.
+expect_ok() {
+  local name=$1; shift
+  if "$@" >"$T/stdout" 2>"$T/stderr"; then ok; else bad "$name: exit $?: $(tail -3 "$T/stderr")"; fi
+}
+
+# --- the happy path on a tiny model ---------------------------------------------------------------
+head -c 300000 "$DATA/corpus/enwiki/enwiki_valid_1000docs.txt" > "$T/corpus.txt"
+head -n 200 "$DATA/glue/SST-2/train.tsv" > "$T/train.tsv"
+head -n 101 "$DATA/glue/SST-2/dev.tsv" > "$T/dev.tsv"
+expect_ok init "$BIN" init --preset tiny --vocab "$VOCAB" --seed 3 -o "$T/init.brt"
+expect_ok info "$BIN" info "$T/init.brt" --json
+grep -q '"num_hidden_layers": 2' "$T/stdout" && ok || bad "info --json lacks num_hidden_layers"
+printf 'Hello, world!\tSecond sentence.\n' | "$BIN" tokenize --model "$T/init.brt" --json > "$T/tok.json" \
+  && grep -q '"tokens":\["\[CLS\]","hello",",","world","!","\[SEP\]","second","sentence",".","\[SEP\]"\]' "$T/tok.json" \
+  && ok || bad "tokenize: $(cat "$T/tok.json")"
+echo '{"input_ids":[101,7592,102],"attention_mask":[1,1,1]}' | "$BIN" forward --model "$T/init.brt" > "$T/fwd.json" \
+  && grep -q '"last_hidden_state"' "$T/fwd.json" && grep -q '"prediction_logits"' "$T/fwd.json" \
+  && grep -q '"seq_relationship_logits"' "$T/fwd.json" && ok || bad "forward"
+expect_ok pretrain "$BIN" pretrain --model "$T/init.brt" --corpus "$T/corpus.txt" --valid "$T/corpus.txt" \
+  --max-steps 4 --batch-size 4 --max-seq-length 64 --learning-rate 1e-3 --valid-examples 16 \
+  --metrics "$T/pt.jsonl" -o "$T/pt.brt"
+[ "$(grep -c '"step"' "$T/pt.jsonl")" -ge 4 ] && grep -q '"tokens_per_second"' "$T/pt.jsonl" && ok || bad "pretrain metrics"
+expect_ok fill-mask "$BIN" fill-mask --model "$T/pt.brt" --top-k 3 "the cat sat on the [MASK] ."
+[ "$(wc -l < "$T/stdout")" -eq 3 ] && ok || bad "fill-mask prints 3 candidates: $(cat "$T/stdout")"
+expect_ok finetune "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/train.tsv" --dev "$T/dev.tsv" \
+  --max-steps 3 --batch-size 8 --learning-rate 1e-4 -o "$T/sst2.brt"
+expect_ok eval "$BIN" eval --model "$T/sst2.brt" --task sst2 --data "$T/dev.tsv" --json
+grep -qE '^\{"accuracy":[0-9.e-]+,"examples":100,.*"task":"sst2"\}$' "$T/stdout" && ok || bad "eval json: $(cat "$T/stdout")"
+printf 'a great movie\nawful\n' | "$BIN" predict --model "$T/sst2.brt" --json > "$T/pred.json" \
+  && [ "$(grep -c '"probabilities"' "$T/pred.json")" -eq 2 ] && ok || bad "predict"
+
+# --- bad input -------------------------------------------------------------------------------------
+: > "$T/empty.txt"
+printf '\n\n   \n' > "$T/blank.txt"
+expect_error "empty corpus" "$T/o1.brt" "empty.txt" -- "$BIN" pretrain --model "$T/init.brt" --corpus "$T/empty.txt" --max-steps 1 -o "$T/o1.brt"
+expect_error "blank corpus" "$T/o1.brt" "blank.txt" -- "$BIN" pretrain --model "$T/init.brt" --corpus "$T/blank.txt" --max-steps 1 -o "$T/o1.brt"
+printf 'sentence\tlabel\nfine movie\n' > "$T/missing_col.tsv"
+expect_error "tsv missing column" "$T/o2.brt" "missing_col.tsv.*line 2" -- "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/missing_col.tsv" --dev "$T/dev.tsv" --max-steps 1 -o "$T/o2.brt"
+printf 'sentence\tlabel\nfine movie\tgood\n' > "$T/bad_label.tsv"
+expect_error "tsv non-numeric label" "$T/o2.brt" "bad_label.tsv.*line 2" -- "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/dev.tsv" --dev "$T/bad_label.tsv" --max-steps 1 -o "$T/o2.brt"
+grep -v '^\[MASK\]$' "$VOCAB" > "$T/vocab_nomask.txt"
+expect_error "vocab without [MASK]" "$T/o3.brt" "vocab_nomask.txt.*\[MASK\]" -- "$BIN" init --preset tiny --vocab "$T/vocab_nomask.txt" -o "$T/o3.brt"
+expect_error "max-seq-length too long" "$T/o4.brt" "max-seq-length.*512" -- "$BIN" pretrain --model "$T/init.brt" --corpus "$T/corpus.txt" --max-steps 1 --max-seq-length 1000 -o "$T/o4.brt"
+expect_error "output in missing folder" "" "-o.*no/such/dir" -- "$BIN" init --preset tiny --vocab "$VOCAB" -o "$T/no/such/dir/x.brt"
+[ -e "$T/no" ] && bad "created the missing folder" || ok
+expect_error "truncated model" "" "trunc.brt" -- sh -c "head -c 5000 '$T/init.brt' > '$T/trunc.brt' && '$BIN' info '$T/trunc.brt'"
+expect_error "foreign model" "" "BRT1|not a bertrt" -- "$BIN" info "$VOCAB"
+expect_error "fill-mask without [MASK]" "" "MASK" -- "$BIN" fill-mask --model "$T/pt.brt" "no mask here"
+expect_error "unknown task" "$T/o5.brt" "task" -- "$BIN" finetune --model "$T/pt.brt" --task nope --train "$T/train.tsv" --dev "$T/dev.tsv" -o "$T/o5.brt"
+expect_error "unknown backend" "" "backend" -- "$BIN" fill-mask --backend gpu --model "$T/pt.brt" "[MASK]"
+# A failed run never destroys the last good file.
+cp "$T/pt.brt" "$T/keep.brt"
+expect_error "failed run keeps old output" "" "empty.txt" -- "$BIN" pretrain --model "$T/init.brt" --corpus "$T/empty.txt" --max-steps 1 -o "$T/keep.brt"
+cmp -s "$T/pt.brt" "$T/keep.brt" && ok || bad "the old output file changed"
+
+echo "cli_test: $pass passed, $fail failed"
+[ $fail -eq 0 ]

@@ -1,0 +1,4 @@
+# CLI end-to-end checks on real data (tests/e2e/cli_test.sh).
+get_filename_component(E2E_DATA ${CMAKE_SOURCE_DIR}/../shared/data ABSOLUTE)
+add_test(NAME cli_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/cli_test.sh $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
+set_tests_properties(cli_e2e PROPERTIES TIMEOUT 600)
