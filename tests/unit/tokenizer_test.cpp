@@ -204,6 +204,10 @@ TEST(Tokenizer, MalformedUtf8IsDropped) {
                                "c \xC0\xAF"
                                "d"),
             (std::vector<std::string>{"ab", "c", "d"}));
+  // Decoding comes first, so a special token broken by a stray byte is still whole.
+  EXPECT_EQ(tok.basic_tokenize("x[S\xE8"
+                               "EP]"),
+            (std::vector<std::string>{"x", "[SEP]"}));
 }
 
 // --- the real bert-base-uncased vocab ------------------------------------------------------------
