@@ -1,6 +1,7 @@
 // BasicTokenizer (google-research/bert tokenization.py), with Hugging Face's never_split for the
 // special tokens: split the text on special tokens, then for each other stretch clean it, space
 // out CJK ideographs, split on whitespace, lower-case / strip accents per token, split punctuation.
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,9 +21,10 @@ struct BasicScratch {
 
 // _clean_text + _tokenize_chinese_chars: drop NUL, U+FFFD and control characters, map whitespace
 // to ' ', surround CJK ideographs with spaces.
-void clean(const std::u32string& in, bool space_cjk, std::u32string& out) {
+void clean(const char32_t* begin, const char32_t* end, bool space_cjk, std::u32string& out) {
   out.clear();
-  for (char32_t c : in) {
+  for (const char32_t* p = begin; p != end; ++p) {
+    const char32_t c = *p;
     if (c == 0 || c == 0xFFFD || unicode::is_control(c)) continue;
     if (unicode::is_whitespace(c)) {
       out.push_back(U' ');
@@ -53,28 +55,26 @@ void split_on_punctuation(const char32_t* begin, const char32_t* end, std::strin
   if (!word.empty()) out.push_back(word);
 }
 
-// One stretch of text that holds no special token.
-void append_plain_tokens(std::string_view text, const TokenizerOptions& options, BasicScratch& s,
+// One stretch of decoded text that holds no special token.
+void append_plain_tokens(const char32_t* begin, const char32_t* end,
+                         const TokenizerOptions& options, BasicScratch& s,
                          std::vector<std::string>& out) {
   // Hugging Face: strip_accents unset follows do_lower_case; set, it applies either way.
   const bool lower = options.do_lower_case;
   const bool strip = options.strip_accents.value_or(options.do_lower_case);
-  s.decoded.clear();
-  unicode::decode_utf8(text, s.decoded);
-  clean(s.decoded, options.tokenize_chinese_chars, s.cleaned);
+  clean(begin, end, options.tokenize_chinese_chars, s.cleaned);
 
   const char32_t* p = s.cleaned.data();
-  const char32_t* const end = p + s.cleaned.size();
-  while (p != end) {
+  const char32_t* const stop = p + s.cleaned.size();
+  while (p != stop) {
     // whitespace_tokenize is str.split(): after cleaning, ' ' and U+2028/U+2029 remain to split on.
-    while (p != end && unicode::is_python_space(*p)) ++p;
+    while (p != stop && unicode::is_python_space(*p)) ++p;
     const char32_t* token_end = p;
-    while (token_end != end && !unicode::is_python_space(*token_end)) ++token_end;
+    while (token_end != stop && !unicode::is_python_space(*token_end)) ++token_end;
     if (p == token_end) break;
     const char32_t* b = p;
     const char32_t* e = token_end;
-    if (lower) {  // str.lower() of the whole whitespace token (Final_Sigma looks across
-                  // punctuation)
+    if (lower) {  // str.lower() of the whole token: Final_Sigma looks across punctuation
       s.lowered.clear();
       unicode::append_lower(b, e, s.lowered);
       b = s.lowered.data(), e = b + s.lowered.size();
@@ -89,15 +89,35 @@ void append_plain_tokens(std::string_view text, const TokenizerOptions& options,
   }
 }
 
-// Length of the longest special token of `options` that starts at text[pos], or 0.
-size_t special_token_at(std::string_view text, size_t pos, const TokenizerOptions& options) {
-  size_t best = 0;
-  for (const std::string* t : {&options.unk_token, &options.sep_token, &options.pad_token,
-                               &options.cls_token, &options.mask_token}) {
-    if (!t->empty() && t->size() > best && text.compare(pos, t->size(), *t) == 0) best = t->size();
+// The special tokens of `options`, decoded, to be matched in decoded text.
+struct SpecialTokens {
+  explicit SpecialTokens(const TokenizerOptions& options) {
+    for (const std::string* t : {&options.unk_token, &options.sep_token, &options.pad_token,
+                                 &options.cls_token, &options.mask_token}) {
+      std::u32string cps;
+      unicode::decode_utf8(*t, cps);
+      if (cps.empty()) continue;
+      if (cps[0] < 128) ascii_first[cps[0]] = true;
+      utf8.push_back(t);
+      decoded.push_back(std::move(cps));
+    }
   }
-  return best;
-}
+  // Index of the longest special token that starts at p, or -1.
+  int match(const char32_t* p, const char32_t* end) const {
+    if (*p < 128 && !ascii_first[*p]) return -1;  // fast path: no special token starts here
+    int best = -1;
+    for (size_t k = 0; k < decoded.size(); ++k) {
+      const std::u32string& t = decoded[k];
+      if (static_cast<size_t>(end - p) >= t.size() && std::equal(t.begin(), t.end(), p) &&
+          (best < 0 || t.size() > decoded[best].size()))
+        best = static_cast<int>(k);
+    }
+    return best;
+  }
+  std::vector<std::u32string> decoded;
+  std::vector<const std::string*> utf8;
+  bool ascii_first[128] = {};
+};
 
 }  // namespace
 
@@ -108,28 +128,27 @@ bool is_special_token(std::string_view token, const TokenizerOptions& options) {
 
 void append_basic_tokens(std::string_view text, const TokenizerOptions& options,
                          std::vector<std::string>& out) {
-  // Special tokens are found in the raw text, case-sensitively, before any cleaning or
-  // lower-casing, and are never split (Hugging Face tokenize(): added-token split + never_split).
-  bool first_byte[256] = {};
-  for (const std::string* t : {&options.unk_token, &options.sep_token, &options.pad_token,
-                               &options.cls_token, &options.mask_token}) {
-    if (!t->empty()) first_byte[static_cast<unsigned char>((*t)[0])] = true;
-  }
-  BasicScratch scratch;
-  size_t stretch = 0;
-  for (size_t i = 0; i < text.size();) {
-    const size_t len =
-        first_byte[static_cast<unsigned char>(text[i])] ? special_token_at(text, i, options) : 0;
-    if (len == 0) {
-      ++i;
+  BasicScratch s;
+  // Decode first (convert_to_unicode: malformed bytes dropped), then find the special tokens,
+  // case-sensitively, before any cleaning or lower-casing; they are never split (Hugging Face
+  // tokenize(): the added-token split, then never_split in BasicTokenizer).
+  unicode::decode_utf8(text, s.decoded);
+  const SpecialTokens specials(options);
+  const char32_t* const begin = s.decoded.data();
+  const char32_t* const end = begin + s.decoded.size();
+  const char32_t* stretch = begin;
+  for (const char32_t* p = begin; p != end;) {
+    const int k = specials.match(p, end);
+    if (k < 0) {
+      ++p;
       continue;
     }
-    append_plain_tokens(text.substr(stretch, i - stretch), options, scratch, out);
-    out.emplace_back(text.substr(i, len));
-    i += len;
-    stretch = i;
+    append_plain_tokens(stretch, p, options, s, out);
+    out.push_back(*specials.utf8[k]);
+    p += specials.decoded[k].size();
+    stretch = p;
   }
-  append_plain_tokens(text.substr(stretch), options, scratch, out);
+  append_plain_tokens(stretch, end, options, s, out);
 }
 
 }  // namespace detail

@@ -204,6 +204,10 @@ TEST(Tokenizer, MalformedUtf8IsDropped) {
                                "c \xC0\xAF"
                                "d"),
             (std::vector<std::string>{"ab", "c", "d"}));
+  // Decoding comes first, so a special token broken by a stray byte is still whole.
+  EXPECT_EQ(tok.basic_tokenize("x[S\xE8"
+                               "EP]"),
+            (std::vector<std::string>{"x", "[SEP]"}));
 }
 
 // --- the real bert-base-uncased vocab ------------------------------------------------------------
@@ -273,8 +277,7 @@ TEST_F(UncasedVocab, LongestFirstTruncation) {
   // Budget 10 - 3 = 7 of 9: A (6 > 3) loses two -> A 4, B 3.
   Encoding e = tok_->encode_ids(a, b, 10);
   EXPECT_EQ(e.input_ids, (std::vector<int32_t>{101, 1, 2, 3, 4, 102, 11, 12, 13, 102}));
-  // Budget 5: A 6->3, then tie 3/3 -> B loses one (B on ties), then A 3 > 2 -> A 2, B 2... count:
-  // 9 -> 5 removes 4: A6->5->4->3, tie: B3->2. Result A 3, B 2.
+  // Budget 8 - 3 = 5 of 9 removes 4: A 6->5->4->3, then the 3/3 tie goes to B: 3->2.
   e = tok_->encode_ids(a, b, 8);
   EXPECT_EQ(e.input_ids, (std::vector<int32_t>{101, 1, 2, 3, 102, 11, 12, 102}));
   EXPECT_EQ(e.token_type_ids, (std::vector<int32_t>{0, 0, 0, 0, 0, 1, 1, 1}));

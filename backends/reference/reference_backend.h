@@ -1,0 +1,58 @@
+// The scalar oracle: every op of backends/backend.h written as the plain math, accumulating in
+// double where that makes the result meaningfully more exact (dot products, LayerNorm statistics,
+// softmax and log-sum-exp sums). Other backends derive from it, so an op they do not override
+// falls back to this code; their tests compare against it (tests/unit/ops_test.cpp).
+//
+// Clarity over speed: loops are written in the order of the formula in backend.h.
+#pragma once
+
+#include "backends/backend.h"
+
+namespace bertrt {
+
+class ReferenceBackend : public Backend {
+ public:
+  const char* name() const override { return "reference"; }
+  bool supports(Op op) const override { return op != Op::kCount; }
+
+  void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
+            const float* B, int ldb, float beta, float* C, int ldc) override;
+  void gemm_batched(int batch, bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                    const float* A, int lda, int64_t stride_a, const float* B, int ldb,
+                    int64_t stride_b, float beta, float* C, int ldc, int64_t stride_c) override;
+
+  void add(float* out, const float* a, const float* b, size_t n) override;
+  void bias_add(float* out, const float* bias, int rows, int cols) override;
+  void bias_backward(float* dbias, const float* dout, int rows, int cols) override;
+
+  void gelu_forward(float* out, const float* inp, size_t n, Gelu kind) override;
+  void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n,
+                     Gelu kind) override;
+  void tanh_forward(float* out, const float* inp, size_t n) override;
+  void tanh_backward(float* dinp, const float* out, const float* dout, size_t n) override;
+
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                         const float* weight, const float* bias, int rows, int C,
+                         float eps) override;
+  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                          const float* inp, const float* weight, const float* mean,
+                          const float* rstd, int rows, int C) override;
+
+  void softmax_forward(float* probs, const float* scores, const float* mask, int B, int NH, int T,
+                       float scale) override;
+  void softmax_backward(float* dscores, const float* probs, const float* dprobs, int rows, int T,
+                        float scale) override;
+
+  void embedding_forward(float* out, const int32_t* ids, const float* table, int n,
+                         int C) override;
+  void embedding_backward(float* dtable, const int32_t* ids, const float* dout, int n,
+                          int C) override;
+
+  double cross_entropy(float* dlogits, const float* logits, const int32_t* targets, int rows,
+                       int V, float grad_scale) override;
+
+  void adamw_step(float* param, float* m, float* v, const float* grad, size_t n,
+                  const AdamWHyper& h, int64_t t) override;
+};
+
+}  // namespace bertrt

@@ -1,0 +1,59 @@
+// Shared by the op tests: deterministic inputs and an element-wise comparison that prints the
+// first offending elements (ggml test-backend-ops / XNNPACK tester style).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace bertrt::test {
+
+constexpr double kEps = FLT_EPSILON;  // 2^-23: one float ulp at 1
+
+inline std::vector<float> randn(size_t n, uint32_t seed, float stddev = 1.0f, float mean = 0.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(mean, stddev);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+inline std::vector<float> uniform(size_t n, uint32_t seed, float lo, float hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// Passes when |got[i] − want[i]| ≤ tol[i] for every i; otherwise reports the count and the first
+// few offenders. `tol` may hold one value for all elements.
+inline ::testing::AssertionResult all_close(const std::vector<float>& want,
+                                            const std::vector<float>& got,
+                                            const std::vector<double>& tol) {
+  if (want.size() != got.size())
+    return ::testing::AssertionFailure() << "size " << got.size() << " != " << want.size();
+  size_t bad = 0;
+  std::string first;
+  double worst = 0.0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double t = tol.size() == 1 ? tol[0] : tol[i];
+    const double err = std::fabs(static_cast<double>(got[i]) - want[i]);
+    if (!(err <= t)) {  // also catches NaN
+      if (bad < 5)
+        first += "\n  [" + std::to_string(i) + "] want " + std::to_string(want[i]) + " got " +
+                 std::to_string(got[i]) + " err " + std::to_string(err) + " tol " + std::to_string(t);
+      ++bad;
+    }
+    if (t > 0) worst = std::max(worst, err / t);
+  }
+  if (bad == 0) return ::testing::AssertionSuccess() << "worst err/tol " << worst;
+  return ::testing::AssertionFailure() << bad << " of " << want.size() << " elements off" << first;
+}
+
+}  // namespace bertrt::test

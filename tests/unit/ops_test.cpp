@@ -1,0 +1,671 @@
+// The op table (ggml test-backend-ops style): every op of backends/backend.h run on the cpu
+// backend and on the scalar reference over awkward sizes (1, primes, non-multiples of 8/16), with
+// a tolerance per op derived from how the cpu code rounds; plus the softmax edge cases, the
+// accuracy of the cpu backend's exp/erf, the backend factory, the support matrix and a GEMM
+// throughput figure (printed, never asserted).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/f32_math.h"
+#include "backends/reference/reference_backend.h"
+#include "core/error.h"
+#include "op_test_util.h"
+
+namespace bertrt {
+namespace {
+
+using test::all_close;
+using test::kEps;
+using test::randn;
+using test::uniform;
+
+const std::vector<int> kSizes = {1, 2, 3, 7, 13, 17, 31, 33, 65, 127};
+
+struct OpCase {
+  Op op;
+  std::string label;
+  // Runs the op on `ref` and `cpu` with the same inputs and compares the results.
+  std::function<::testing::AssertionResult(Backend& ref, Backend& cpu)> check;
+};
+
+// --- GEMM ----------------------------------------------------------------------------------------
+
+struct GemmShape {
+  int M, N, K;
+};
+
+// Tolerance: a float dot product of K terms is off by at most γ_K·Σ|a||b| with γ_K ≈ K·eps
+// (Higham, Accuracy and Stability, §3.1), whatever order OpenBLAS sums in; alpha and the beta·C
+// term add two more roundings. The bound |α|·(|op(A)||op(B)|) + |β||C| is itself computed with the
+// reference GEMM on absolute values.
+::testing::AssertionResult check_gemm(Backend& ref, Backend& cpu, int batch, bool ta, bool tb,
+                                      GemmShape s, float alpha, float beta, uint32_t seed) {
+  const int lda = (ta ? s.M : s.K) + 3, ldb = (tb ? s.K : s.N) + 5, ldc = s.N + 2;
+  const int64_t a_rows = ta ? s.K : s.M, b_rows = tb ? s.N : s.K;
+  const int64_t stride_a = a_rows * lda + 11, stride_b = b_rows * ldb + 7,
+                stride_c = int64_t{s.M} * ldc + 5;
+  auto A = randn(static_cast<size_t>(stride_a * batch), seed);
+  auto B = randn(static_cast<size_t>(stride_b * batch), seed + 1);
+  auto C0 = randn(static_cast<size_t>(stride_c * batch), seed + 2);
+  auto c_ref = C0, c_cpu = C0;
+  if (batch == 1) {
+    ref.gemm(ta, tb, s.M, s.N, s.K, alpha, A.data(), lda, B.data(), ldb, beta, c_ref.data(), ldc);
+    cpu.gemm(ta, tb, s.M, s.N, s.K, alpha, A.data(), lda, B.data(), ldb, beta, c_cpu.data(), ldc);
+  } else {
+    ref.gemm_batched(batch, ta, tb, s.M, s.N, s.K, alpha, A.data(), lda, stride_a, B.data(), ldb,
+                     stride_b, beta, c_ref.data(), ldc, stride_c);
+    cpu.gemm_batched(batch, ta, tb, s.M, s.N, s.K, alpha, A.data(), lda, stride_a, B.data(), ldb,
+                     stride_b, beta, c_cpu.data(), ldc, stride_c);
+  }
+  // Bound via |A|, |B|, |C0| (padding included: it must come back untouched, tolerance 0 there).
+  std::vector<float> absA(A.size()), absB(B.size()), bound(C0.size(), 0.0f);
+  for (size_t i = 0; i < A.size(); ++i) absA[i] = std::fabs(A[i]);
+  for (size_t i = 0; i < B.size(); ++i) absB[i] = std::fabs(B[i]);
+  std::vector<double> tol(C0.size(), 0.0);
+  ReferenceBackend oracle;
+  for (int p = 0; p < batch; ++p) {
+    float* bp = bound.data() + p * stride_c;
+    oracle.gemm(ta, tb, s.M, s.N, s.K, std::fabs(alpha), absA.data() + p * stride_a, lda,
+                absB.data() + p * stride_b, ldb, 0.0f, bp, ldc);
+    for (int i = 0; i < s.M; ++i)
+      for (int j = 0; j < s.N; ++j) {
+        const size_t at = static_cast<size_t>(p * stride_c) + static_cast<size_t>(i) * ldc + j;
+        const double beta_c = beta == 0.0f ? 0.0 : std::fabs(beta * C0[at]);
+        tol[at] = (s.K + 2) * kEps * (bound[at] + beta_c);
+      }
+  }
+  return all_close(c_ref, c_cpu, tol);
+}
+
+void add_gemm_cases(std::vector<OpCase>& cases) {
+  const std::vector<GemmShape> shapes = {{1, 1, 1},   {2, 3, 7},    {7, 1, 13},  {1, 127, 33},
+                                         {13, 17, 31}, {33, 65, 127}, {65, 33, 17}, {31, 13, 2},
+                                         {17, 31, 65}, {127, 7, 3}};
+  uint32_t seed = 100;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (const GemmShape& s : shapes) {
+        const std::string tag = std::string(ta ? "T" : "N") + (tb ? "T" : "N") + "_" +
+                                std::to_string(s.M) + "x" + std::to_string(s.N) + "x" +
+                                std::to_string(s.K);
+        const uint32_t sd = seed += 3;
+        cases.push_back({Op::kGemm, "gemm_" + tag, [=](Backend& r, Backend& c) {
+                           return check_gemm(r, c, 1, ta, tb, s, 0.75f, -0.5f, sd);
+                         }});
+        cases.push_back({Op::kGemmBatched, "gemm_batched3_" + tag, [=](Backend& r, Backend& c) {
+                           return check_gemm(r, c, 3, ta, tb, s, -1.25f, 0.25f, sd);
+                         }});
+      }
+  // beta = 0 must ignore C (BLAS), alpha = 1 / beta = 1 is the accumulate-into-gradient form.
+  cases.push_back({Op::kGemm, "gemm_NT_beta0", [](Backend& r, Backend& c) {
+                     return check_gemm(r, c, 1, false, true, {13, 33, 65}, 1.0f, 0.0f, 7);
+                   }});
+  cases.push_back({Op::kGemm, "gemm_TN_beta1", [](Backend& r, Backend& c) {
+                     return check_gemm(r, c, 1, true, false, {31, 17, 127}, 1.0f, 1.0f, 8);
+                   }});
+}
+
+// --- elementwise ---------------------------------------------------------------------------------
+
+void add_elementwise_cases(std::vector<OpCase>& cases) {
+  for (int n : kSizes) {
+    const std::string sz = std::to_string(n);
+    // add, bias_add: one float addition each, the same on both backends: exact.
+    cases.push_back({Op::kAdd, "add_" + sz, [n](Backend& r, Backend& c) {
+                       auto a = randn(n, 1), b = randn(n, 2);
+                       std::vector<float> o1(n), o2 = a;
+                       r.add(o1.data(), a.data(), b.data(), n);
+                       c.add(o2.data(), o2.data(), b.data(), n);  // in place (aliases a)
+                       return all_close(o1, o2, {0.0});
+                     }});
+    cases.push_back({Op::kBiasAdd, "bias_add_5x" + sz, [n](Backend& r, Backend& c) {
+                       auto out = randn(5 * n, 3), bias = randn(n, 4);
+                       auto o1 = out, o2 = out;
+                       r.bias_add(o1.data(), bias.data(), 5, n);
+                       c.bias_add(o2.data(), bias.data(), 5, n);
+                       return all_close(o1, o2, {0.0});
+                     }});
+    // bias_backward: a float sum over `rows` terms onto dbias: (rows + 2)·eps·(Σ|dout| + |dbias|).
+    cases.push_back({Op::kBiasBackward, "bias_backward_" + sz + "x" + sz, [n](Backend& r, Backend& c) {
+                       const int rows = n;
+                       auto dout = randn(rows * n, 5), db0 = randn(n, 6);
+                       auto d1 = db0, d2 = db0;
+                       r.bias_backward(d1.data(), dout.data(), rows, n);
+                       c.bias_backward(d2.data(), dout.data(), rows, n);
+                       std::vector<double> tol(n);
+                       for (int j = 0; j < n; ++j) {
+                         double s = std::fabs(db0[j]);
+                         for (int i = 0; i < rows; ++i) s += std::fabs(dout[i * n + j]);
+                         tol[j] = (rows + 2) * kEps * s;
+                       }
+                       return all_close(d1, d2, tol);
+                     }});
+  }
+  for (int n : {1, 7, 33, 127, 4099}) {
+    const std::string sz = std::to_string(n);
+    // GELU (erf): the cpu erf is within 1e-7 (ErfF32Accuracy below), scaled by 0.5|x| in
+    // 0.5x(1 + erf(x/√2)), plus one rounding of each result.
+    cases.push_back({Op::kGeluForward, "gelu_erf_forward_" + sz, [n](Backend& r, Backend& c) {
+                       auto x = randn(n, 10, 3.0f);
+                       std::vector<float> o1(n), o2(n);
+                       r.gelu_forward(o1.data(), x.data(), n, Gelu::kErf);
+                       c.gelu_forward(o2.data(), x.data(), n, Gelu::kErf);
+                       std::vector<double> tol(n);
+                       for (int i = 0; i < n; ++i)
+                         tol[i] = 0.5 * std::fabs(x[i]) * 1e-7 + kEps * std::fabs(o1[i]);
+                       return all_close(o1, o2, tol);
+                     }});
+    // GELU (tanh) in float: u takes ~4 roundings, tanh ~1 ulp; where 1 + tanh(u) cancels (x ≪ 0)
+    // the absolute error of 1 + t stays a few eps, times 0.5|x|.
+    cases.push_back({Op::kGeluForward, "gelu_tanh_forward_" + sz, [n](Backend& r, Backend& c) {
+                       auto x = randn(n, 11, 3.0f);
+                       std::vector<float> o1(n), o2(n);
+                       r.gelu_forward(o1.data(), x.data(), n, Gelu::kTanh);
+                       c.gelu_forward(o2.data(), x.data(), n, Gelu::kTanh);
+                       std::vector<double> tol(n);
+                       for (int i = 0; i < n; ++i)
+                         tol[i] = 8 * kEps * (std::fabs(o1[i]) + 0.5 * std::fabs(x[i]));
+                       return all_close(o1, o2, tol);
+                     }});
+    // GELU backward: gelu' = Φ + xφ carries the erf error (≤ 0.5e-7 in Φ) and a few roundings
+    // (exp of a rounded −x²/2: relative eps·x²/2); tanh form ~16 roundings over terms up to
+    // (1 + x²); times |dout|, plus the accumulation into dinp.
+    for (Gelu kind : {Gelu::kErf, Gelu::kTanh}) {
+      const std::string k = kind == Gelu::kErf ? "erf" : "tanh";
+      cases.push_back({Op::kGeluBackward, "gelu_" + k + "_backward_" + sz,
+                       [n, kind](Backend& r, Backend& c) {
+                         auto x = randn(n, 12, 3.0f), dout = randn(n, 13), d0 = randn(n, 14);
+                         auto d1 = d0, d2 = d0;
+                         r.gelu_backward(d1.data(), x.data(), dout.data(), n, kind);
+                         c.gelu_backward(d2.data(), x.data(), dout.data(), n, kind);
+                         std::vector<double> tol(n);
+                         for (int i = 0; i < n; ++i) {
+                           const double x2 = double{x[i]} * x[i];
+                           const double g = kind == Gelu::kErf ? 1e-7 + 8 * kEps * (1 + x2)
+                                                               : 16 * kEps * (1 + x2);
+                           tol[i] = g * std::fabs(dout[i]) +
+                                    2 * kEps * (std::fabs(d0[i]) + std::fabs(d1[i]));
+                         }
+                         return all_close(d1, d2, tol);
+                       }});
+    }
+    // tanh is not overridden by the cpu backend: it runs the reference, so results are exact.
+    cases.push_back({Op::kTanhForward, "tanh_forward_" + sz, [n](Backend& r, Backend& c) {
+                       auto x = randn(n, 15, 2.0f);
+                       std::vector<float> o1(n), o2(n);
+                       r.tanh_forward(o1.data(), x.data(), n);
+                       c.tanh_forward(o2.data(), x.data(), n);
+                       return all_close(o1, o2, {0.0});
+                     }});
+    cases.push_back({Op::kTanhBackward, "tanh_backward_" + sz, [n](Backend& r, Backend& c) {
+                       auto y = uniform(n, 16, -1, 1), dout = randn(n, 17), d0 = randn(n, 18);
+                       auto d1 = d0, d2 = d0;
+                       r.tanh_backward(d1.data(), y.data(), dout.data(), n);
+                       c.tanh_backward(d2.data(), y.data(), dout.data(), n);
+                       return all_close(d1, d2, {0.0});
+                     }});
+  }
+}
+
+// --- LayerNorm -----------------------------------------------------------------------------------
+
+// Float two-pass statistics over C terms: μ off by ~C·eps·mean|x|, var and so rstd by ~C·eps
+// relative; out = (x − μ)·rstd·w + b inherits (C + 8)·eps of |n·w|, the μ error through w·|μ|·rstd,
+// and a rounding of b.
+::testing::AssertionResult check_layernorm_forward(Backend& r, Backend& c, int rows, int C) {
+  auto x = randn(rows * C, 20, 1.5f, 2.0f), w = randn(C, 21, 0.1f, 1.0f), b = randn(C, 22, 0.1f);
+  std::vector<float> o1(rows * C), o2(rows * C), m1(rows), m2(rows), s1(rows), s2(rows);
+  r.layernorm_forward(o1.data(), m1.data(), s1.data(), x.data(), w.data(), b.data(), rows, C, 1e-12f);
+  c.layernorm_forward(o2.data(), m2.data(), s2.data(), x.data(), w.data(), b.data(), rows, C, 1e-12f);
+  std::vector<double> tol_o(rows * C), tol_m(rows), tol_s(rows);
+  for (int i = 0; i < rows; ++i) {
+    double abs_mean = 0;
+    for (int j = 0; j < C; ++j) abs_mean += std::fabs(x[i * C + j]) / C;
+    tol_m[i] = (C + 2) * kEps * abs_mean;
+    tol_s[i] = (C + 8) * kEps * s1[i];
+    for (int j = 0; j < C; ++j) {
+      const double nw = std::fabs(o1[i * C + j] - b[j]);
+      tol_o[i * C + j] = (C + 8) * kEps * (nw + std::fabs(w[j]) * (1 + abs_mean * s1[i]) + std::fabs(b[j]));
+    }
+  }
+  auto r1 = all_close(m1, m2, tol_m);
+  if (!r1) return r1 << " (mean)";
+  auto r2 = all_close(s1, s2, tol_s);
+  if (!r2) return r2 << " (rstd)";
+  return all_close(o1, o2, tol_o) << " (out)";
+}
+
+// dbias, dweight: float sums over `rows` terms: (rows + 2)·eps·(Σ|terms| + |initial|). dinp:
+// rstd·(dn − mean(dn) − n·mean(dn·n)) with the means over C float terms: (C + 8)·eps of the
+// magnitudes involved.
+::testing::AssertionResult check_layernorm_backward(Backend& r, Backend& c, int rows, int C) {
+  auto x = randn(rows * C, 30, 1.5f, 2.0f), w = randn(C, 31, 0.1f, 1.0f), b = randn(C, 32, 0.1f);
+  auto dout = randn(rows * C, 33);
+  std::vector<float> out(rows * C), mean(rows), rstd(rows);
+  r.layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), rows, C, 1e-12f);
+  auto dx0 = randn(rows * C, 34), dw0 = randn(C, 35), db0 = randn(C, 36);
+  auto dx1 = dx0, dx2 = dx0, dw1 = dw0, dw2 = dw0, db1 = db0, db2 = db0;
+  r.layernorm_backward(dx1.data(), dw1.data(), db1.data(), dout.data(), x.data(), w.data(),
+                       mean.data(), rstd.data(), rows, C);
+  c.layernorm_backward(dx2.data(), dw2.data(), db2.data(), dout.data(), x.data(), w.data(),
+                       mean.data(), rstd.data(), rows, C);
+  std::vector<double> tol_x(rows * C), tol_w(C), tol_b(C);
+  for (int j = 0; j < C; ++j) {
+    double sb = std::fabs(db0[j]), sw = std::fabs(dw0[j]);
+    for (int i = 0; i < rows; ++i) {
+      const double n = (x[i * C + j] - mean[i]) * double{rstd[i]};
+      sb += std::fabs(dout[i * C + j]);
+      sw += std::fabs(n * dout[i * C + j]);
+    }
+    tol_b[j] = (rows + 2) * kEps * sb;
+    tol_w[j] = (rows + 8) * kEps * sw;
+  }
+  for (int i = 0; i < rows; ++i) {
+    double mag = 0;  // mean |dn| + mean |dn·n|·max|n|
+    double max_n = 0;
+    for (int j = 0; j < C; ++j) {
+      const double n = (x[i * C + j] - mean[i]) * double{rstd[i]};
+      max_n = std::max(max_n, std::fabs(n));
+      mag += std::fabs(w[j] * dout[i * C + j]) * (1 + std::fabs(n)) / C;
+    }
+    for (int j = 0; j < C; ++j) {
+      const double dn = std::fabs(w[j] * dout[i * C + j]);
+      tol_x[i * C + j] = (C + 8) * kEps * rstd[i] * (dn + mag * (1 + max_n)) +
+                         2 * kEps * (std::fabs(dx0[i * C + j]) + std::fabs(dx1[i * C + j]));
+    }
+  }
+  auto r1 = all_close(db1, db2, tol_b);
+  if (!r1) return r1 << " (dbias)";
+  auto r2 = all_close(dw1, dw2, tol_w);
+  if (!r2) return r2 << " (dweight)";
+  return all_close(dx1, dx2, tol_x) << " (dinp)";
+}
+
+void add_layernorm_cases(std::vector<OpCase>& cases) {
+  for (int C : kSizes)
+    for (int rows : {1, 3}) {
+      const std::string tag = std::to_string(rows) + "x" + std::to_string(C);
+      cases.push_back({Op::kLayerNormForward, "layernorm_forward_" + tag,
+                       [=](Backend& r, Backend& c) { return check_layernorm_forward(r, c, rows, C); }});
+      cases.push_back({Op::kLayerNormBackward, "layernorm_backward_" + tag,
+                       [=](Backend& r, Backend& c) { return check_layernorm_backward(r, c, rows, C); }});
+    }
+  cases.push_back({Op::kLayerNormForward, "layernorm_forward_17x256",
+                   [](Backend& r, Backend& c) { return check_layernorm_forward(r, c, 17, 256); }});
+  cases.push_back({Op::kLayerNormBackward, "layernorm_backward_17x256",
+                   [](Backend& r, Backend& c) { return check_layernorm_backward(r, c, 17, 256); }});
+}
+
+// --- softmax -------------------------------------------------------------------------------------
+
+// probs: scale·s + mask rounds (eps·|v| absolute, so a relative eps·|v| after exp), exp is within
+// ~1 ulp, Σ over T float terms (T·eps), one division: (T + 16 + |v|)·eps relative to p.
+::testing::AssertionResult check_softmax_forward(Backend& r, Backend& c, int T, bool masked) {
+  const int B = 2, NH = 3;
+  const float scale = 0.125f;
+  auto s = randn(B * NH * T * T, 40, 8.0f);
+  std::vector<float> mask(B * T, 0.0f);
+  for (int j = 0; j < T; ++j) {
+    if (j % 3 == 2) mask[j] = -10000.0f;                        // batch 0: every third key
+    if (j >= (T + 1) / 2) mask[T + j] = -10000.0f;              // batch 1: right padding
+  }
+  std::vector<float> p1(s.size()), p2(s.size());
+  const float* m = masked ? mask.data() : nullptr;
+  r.softmax_forward(p1.data(), s.data(), m, B, NH, T, scale);
+  c.softmax_forward(p2.data(), s.data(), m, B, NH, T, scale);
+  std::vector<double> tol(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    const size_t b = i / (static_cast<size_t>(NH) * T * T), j = i % T;
+    const double v = scale * s[i] + (m ? m[b * T + j] : 0.0f);
+    tol[i] = (T + 16 + std::fabs(v)) * kEps * p1[i];
+  }
+  return all_close(p1, p2, tol);
+}
+
+// dscores += scale·p·(dp − Σ p·dp): the dot over T float terms is off by T·eps·Σ|p·dp|.
+::testing::AssertionResult check_softmax_backward(Backend& r, Backend& c, int rows, int T) {
+  const float scale = 0.35f;
+  auto p = uniform(rows * T, 41, 0, 1), dp = randn(rows * T, 42), ds0 = randn(rows * T, 43);
+  for (int i = 0; i < rows; ++i) {  // make rows sum to 1 like real probabilities
+    double sum = 0;
+    for (int j = 0; j < T; ++j) sum += p[i * T + j];
+    for (int j = 0; j < T; ++j) p[i * T + j] = static_cast<float>(p[i * T + j] / sum);
+  }
+  auto d1 = ds0, d2 = ds0;
+  r.softmax_backward(d1.data(), p.data(), dp.data(), rows, T, scale);
+  c.softmax_backward(d2.data(), p.data(), dp.data(), rows, T, scale);
+  std::vector<double> tol(rows * T);
+  for (int i = 0; i < rows; ++i) {
+    double dot_abs = 0, dot = 0;
+    for (int j = 0; j < T; ++j) {
+      dot_abs += std::fabs(p[i * T + j] * dp[i * T + j]);
+      dot += double{p[i * T + j]} * dp[i * T + j];
+    }
+    for (int j = 0; j < T; ++j) {
+      const size_t at = static_cast<size_t>(i) * T + j;
+      const double sp = std::fabs(scale * p[at]);
+      tol[at] = sp * (4 * kEps * (std::fabs(dp[at]) + std::fabs(dot)) + (T + 2) * kEps * dot_abs) +
+                2 * kEps * (std::fabs(ds0[at]) + std::fabs(d1[at]));
+    }
+  }
+  return all_close(d1, d2, tol);
+}
+
+void add_softmax_cases(std::vector<OpCase>& cases) {
+  for (int T : kSizes) {
+    const std::string sz = std::to_string(T);
+    for (bool masked : {false, true})
+      cases.push_back({Op::kSoftmaxForward, std::string("softmax_forward_") + (masked ? "mask_" : "") + sz,
+                       [=](Backend& r, Backend& c) { return check_softmax_forward(r, c, T, masked); }});
+    cases.push_back({Op::kSoftmaxBackward, "softmax_backward_" + sz,
+                     [=](Backend& r, Backend& c) { return check_softmax_backward(r, c, 5, T); }});
+  }
+}
+
+// --- embeddings and loss -------------------------------------------------------------------------
+
+void add_embedding_cases(std::vector<OpCase>& cases) {
+  for (int C : kSizes) {
+    const std::string sz = std::to_string(C);
+    // Gather/scatter-add of float rows in the same order on both backends: exact.
+    const std::vector<int32_t> ids = {3, 0, 3, 6, 1, 3, 6, 2, 0};  // repeats accumulate
+    const int V = 7, n = static_cast<int>(ids.size());
+    cases.push_back({Op::kEmbeddingForward, "embedding_forward_" + sz, [=](Backend& r, Backend& c) {
+                       auto table = randn(V * C, 50), out0 = randn(n * C, 51);
+                       auto o1 = out0, o2 = out0;
+                       r.embedding_forward(o1.data(), ids.data(), table.data(), n, C);
+                       c.embedding_forward(o2.data(), ids.data(), table.data(), n, C);
+                       return all_close(o1, o2, {0.0});
+                     }});
+    cases.push_back({Op::kEmbeddingBackward, "embedding_backward_" + sz, [=](Backend& r, Backend& c) {
+                       auto dout = randn(n * C, 52), dt0 = randn(V * C, 53);
+                       auto d1 = dt0, d2 = dt0;
+                       r.embedding_backward(d1.data(), ids.data(), dout.data(), n, C);
+                       c.embedding_backward(d2.data(), ids.data(), dout.data(), n, C);
+                       return all_close(d1, d2, {0.0});
+                     }});
+  }
+}
+
+// Loss: per row, exp is ~1 ulp off plus eps·|z − max| from the rounded shift, Σ over V float
+// terms adds V·eps, so lse is off by (V + 8 + range)·eps. dlogits: the same relative error on
+// grad_scale·p, plus one rounding of grad_scale at the target.
+::testing::AssertionResult check_cross_entropy(Backend& r, Backend& c, int V) {
+  const int rows = 6;
+  const float gs = 1.0f / 5;
+  auto z = randn(rows * V, 60, 4.0f);
+  std::vector<int32_t> t(rows);
+  for (int i = 0; i < rows; ++i) t[i] = (i * 7 + 3) % V;
+  t[2] = -100;  // ignored row
+  std::vector<float> d1(rows * V, 123.0f), d2(rows * V, -7.0f);  // garbage: must be overwritten
+  const double l1 = r.cross_entropy(d1.data(), z.data(), t.data(), rows, V, gs);
+  const double l2 = c.cross_entropy(d2.data(), z.data(), t.data(), rows, V, gs);
+  const double l2_nograd = c.cross_entropy(nullptr, z.data(), t.data(), rows, V, gs);
+  if (l2 != l2_nograd) return ::testing::AssertionFailure() << "loss depends on dlogits being set";
+  double loss_tol = 0;
+  std::vector<double> tol(rows * V);
+  for (int i = 0; i < rows; ++i) {
+    const float* zi = z.data() + i * V;
+    const double range = *std::max_element(zi, zi + V) - *std::min_element(zi, zi + V);
+    if (t[i] >= 0) loss_tol += (V + 8 + range) * kEps * (1 + std::fabs(zi[t[i]]));
+    for (int j = 0; j < V; ++j)
+      tol[i * V + j] = (V + 16 + range) * kEps * std::fabs(gs * (d1[i * V + j] / gs + (j == t[i])))
+                       + 2 * kEps * gs;
+  }
+  if (!(std::fabs(l1 - l2) <= loss_tol))
+    return ::testing::AssertionFailure() << "loss " << l2 << " vs reference " << l1 << " tol " << loss_tol;
+  return all_close(d1, d2, tol);
+}
+
+void add_loss_and_optimizer_cases(std::vector<OpCase>& cases) {
+  for (int V : {1, 2, 3, 7, 13, 17, 31, 33, 65, 127, 1000}) {
+    cases.push_back({Op::kCrossEntropy, "cross_entropy_" + std::to_string(V),
+                     [=](Backend& r, Backend& c) { return check_cross_entropy(r, c, V); }});
+  }
+  // AdamW: both backends do the same float operations in the same order; only FMA contraction
+  // (on by default for GCC on ARM) may change a rounding per operation: a few eps of |p| and of
+  // the step lr/(1 − β1^t)·|m|/denom ≤ ~lr·√(1 − β2^t)/(1 − β1^t)·1/√(1 − β2) (< 10·lr here).
+  for (bool bc : {true, false})
+    for (int n : {1, 7, 33, 127}) {
+      cases.push_back({Op::kAdamW, std::string("adamw_") + (bc ? "torch_" : "bert_") + std::to_string(n),
+                       [=](Backend& r, Backend& c) {
+                         AdamWHyper h;
+                         h.lr = 1e-2f;
+                         h.weight_decay = 0.01f;
+                         h.bias_correction = bc;
+                         h.eps = bc ? 1e-8f : 1e-6f;
+                         auto p1 = randn(n, 70), m1 = std::vector<float>(n), v1 = m1;
+                         auto p2 = p1, m2 = m1, v2 = v1;
+                         for (int step = 1; step <= 3; ++step) {
+                           auto g = randn(n, 70 + step, 0.1f);
+                           r.adamw_step(p1.data(), m1.data(), v1.data(), g.data(), n, h, step);
+                           c.adamw_step(p2.data(), m2.data(), v2.data(), g.data(), n, h, step);
+                         }
+                         std::vector<double> tp(n), tm(n), tv(n);
+                         for (int i = 0; i < n; ++i) {
+                           tp[i] = 16 * kEps * (std::fabs(p1[i]) + 10 * h.lr);
+                           tm[i] = 8 * kEps * std::fabs(m1[i]);
+                           tv[i] = 8 * kEps * std::fabs(v1[i]);
+                         }
+                         auto rm = all_close(m1, m2, tm);
+                         if (!rm) return rm << " (m)";
+                         auto rv = all_close(v1, v2, tv);
+                         if (!rv) return rv << " (v)";
+                         return all_close(p1, p2, tp) << " (param)";
+                       }});
+    }
+}
+
+std::vector<OpCase> all_cases() {
+  std::vector<OpCase> cases;
+  add_gemm_cases(cases);
+  add_elementwise_cases(cases);
+  add_layernorm_cases(cases);
+  add_softmax_cases(cases);
+  add_embedding_cases(cases);
+  add_loss_and_optimizer_cases(cases);
+  return cases;
+}
+
+const std::vector<OpCase>& cases() {
+  static const std::vector<OpCase> all = all_cases();
+  return all;
+}
+
+class CpuVsReference : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(CpuVsReference, Matches) {
+  const OpCase& oc = cases()[GetParam()];
+  ReferenceBackend ref;
+  CpuBackend cpu;
+  EXPECT_TRUE(oc.check(ref, cpu)) << oc.label;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, CpuVsReference, ::testing::Range<size_t>(0, cases().size()),
+                         [](const ::testing::TestParamInfo<size_t>& info) {
+                           return cases()[info.param].label;
+                         });
+
+// Every op of the interface has at least one case in the table.
+TEST(OpTable, CoversEveryOp) {
+  for (int i = 0; i < static_cast<int>(Op::kCount); ++i) {
+    const Op op = static_cast<Op>(i);
+    const bool covered = std::any_of(cases().begin(), cases().end(),
+                                     [op](const OpCase& c) { return c.op == op; });
+    EXPECT_TRUE(covered) << op_name(op) << " has no case in the op table";
+  }
+}
+
+// The ops × backends support matrix, generated rather than written by hand (ggml style).
+TEST(OpTable, SupportMatrix) {
+  std::vector<std::unique_ptr<Backend>> backends;
+  for (const std::string& name : backend_names()) backends.push_back(make_backend(name));
+  std::string table = "op                   ";
+  for (auto& b : backends) table += std::string(" ") + b->name();
+  table += "\n";
+  for (int i = 0; i < static_cast<int>(Op::kCount); ++i) {
+    const Op op = static_cast<Op>(i);
+    std::string line = op_name(op);
+    line.resize(21, ' ');
+    for (auto& b : backends) {
+      std::string cell = b->supports(op) ? "yes" : "ref";
+      cell.resize(std::string(b->name()).size(), ' ');
+      line += " " + cell;
+    }
+    table += line + "\n";
+  }
+  std::cout << table;
+  EXPECT_TRUE(make_backend("reference")->supports(Op::kTanhForward));
+  EXPECT_FALSE(make_backend("cpu")->supports(Op::kTanhForward));
+  EXPECT_TRUE(make_backend("cpu")->supports(Op::kGemm));
+}
+
+TEST(BackendFactory, NamesAndErrors) {
+  EXPECT_EQ(backend_names(), (std::vector<std::string>{"reference", "cpu"}));
+  EXPECT_STREQ(make_backend("reference")->name(), "reference");
+  EXPECT_STREQ(make_backend("cpu")->name(), "cpu");
+  try {
+    make_backend("vulkan9");
+    FAIL() << "expected bertrt::Error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("vulkan9"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("reference, cpu"), std::string::npos) << msg;
+  }
+}
+
+TEST(CrossEntropy, TargetOutsideVocabularyThrows) {
+  const std::vector<float> z(2 * 3, 0.0f);
+  const std::vector<int32_t> t = {1, 3};
+  for (const std::string& name : backend_names()) {
+    auto b = make_backend(name);
+    EXPECT_THROW(b->cross_entropy(nullptr, z.data(), t.data(), 2, 3, 1.0f), Error) << name;
+  }
+}
+
+// --- softmax edges -------------------------------------------------------------------------------
+
+// 12 equal scores of −200 (scale 1): exp(−200) underflows in float without the max shift; with it
+// every key gets exactly exp(0)/12.
+TEST(SoftmaxEdge, LargeNegativeRowIsUniform) {
+  const int T = 12;
+  std::vector<float> s(T * T, -200.0f), p(T * T);
+  for (const std::string& name : backend_names()) {
+    make_backend(name)->softmax_forward(p.data(), s.data(), nullptr, 1, 1, T, 1.0f);
+    for (float x : p) EXPECT_NEAR(x, 1.0 / 12, 1e-7) << name;
+  }
+}
+
+// Every key of a row masked by −10000 (Hugging Face's extended mask before v4.21): the mask
+// shifts all scores of the row equally, so the max subtraction cancels it: equal scores give
+// exactly uniform probabilities, random scores give softmax of the unmasked scores (to the
+// precision float keeps at 10000: spacing 2^-10, so ≤ 2^-11 absolute in each score, ~1e-3
+// relative in p), never NaN. torch.finfo(float32).min (newer HF) and −inf masks swallow the
+// scores entirely: uniform.
+TEST(SoftmaxEdge, FullyMaskedRow) {
+  const int B = 2, T = 5;
+  auto s = randn(B * T * T, 80);
+  std::vector<float> zeros(B * T * T, 0.0f), mask(B * T, 0.0f), p(B * T * T), p_unmasked(B * T * T);
+  for (int j = 0; j < T; ++j) mask[T + j] = -10000.0f;  // batch 1: every key dropped
+  for (const std::string& name : backend_names()) {
+    auto be = make_backend(name);
+    be->softmax_forward(p.data(), zeros.data(), mask.data(), B, 1, T, 1.0f);
+    for (int i = T * T; i < B * T * T; ++i) EXPECT_NEAR(p[i], 1.0 / T, 1e-7) << name;
+    be->softmax_forward(p.data(), s.data(), mask.data(), B, 1, T, 1.0f);
+    be->softmax_forward(p_unmasked.data(), s.data(), nullptr, B, 1, T, 1.0f);
+    for (int i = T * T; i < B * T * T; ++i)
+      EXPECT_NEAR(p[i], p_unmasked[i], 1.5e-3 * p_unmasked[i]) << name;
+  }
+  for (float fill : {-std::numeric_limits<float>::max(), -std::numeric_limits<float>::infinity()}) {
+    for (int j = 0; j < T; ++j) mask[T + j] = fill;
+    for (const std::string& name : backend_names()) {
+      make_backend(name)->softmax_forward(p.data(), s.data(), mask.data(), B, 1, T, 1.0f);
+      for (int i = T * T; i < B * T * T; ++i) EXPECT_EQ(p[i], 1.0f / T) << name << " fill " << fill;
+    }
+  }
+}
+
+// --- the cpu backend's approximations ------------------------------------------------------------
+
+template <typename F>
+void for_float_range(float lo, float hi, uint32_t stride, F f) {
+  uint32_t a, b;
+  std::memcpy(&a, &lo, 4);
+  std::memcpy(&b, &hi, 4);
+  for (uint32_t u = a; u <= b; u += stride) {
+    float x;
+    std::memcpy(&x, &u, 4);
+    f(x);
+  }
+}
+
+// erf to 1e-7 absolute (DESIGN.md: the ≤1e-7 erf that exact GELU needs). Every 17th float of
+// [1e-30, 10] and of its negation, and every float of [0.9, 1.1] where the two formulas meet.
+TEST(CpuMath, ErfF32Accuracy) {
+  double worst = 0, at = 0;
+  auto probe = [&](float x) {
+    for (float y : {x, -x}) {
+      const double err = std::fabs(static_cast<double>(cpu::erf_f32(y)) - std::erf(double{y}));
+      if (err > worst) worst = err, at = y;
+    }
+  };
+  for_float_range(1e-30f, 10.0f, 17, probe);
+  for_float_range(0.9f, 1.1f, 1, probe);
+  probe(0.0f);
+  probe(1e30f);
+  std::cout << "erf_f32 max abs error " << worst << " at x = " << at << "\n";
+  EXPECT_LE(worst, 1e-7);
+}
+
+TEST(CpuMath, ExpF32Accuracy) {
+  double worst = 0, at = 0;
+  for_float_range(1e-30f, 87.3f, 13, [&](float x) {
+    const double want = std::exp(-double{x});
+    const double err = std::fabs(cpu::exp_nonpos_f32(-x) - want) / want;
+    if (err > worst) worst = err, at = -x;
+  });
+  std::cout << "exp_nonpos_f32 max relative error " << worst << " at z = " << at << "\n";
+  EXPECT_LE(worst, 1.2e-7);
+  EXPECT_EQ(cpu::exp_nonpos_f32(-88.0f), 0.0f);
+  EXPECT_EQ(cpu::exp_nonpos_f32(-std::numeric_limits<float>::infinity()), 0.0f);
+  EXPECT_EQ(cpu::exp_nonpos_f32(0.0f), 1.0f);
+}
+
+// --- throughput (reported, not asserted) ---------------------------------------------------------
+
+double gemm_gflops(Backend& b, int M, int N, int K, int reps) {
+  auto A = randn(static_cast<size_t>(M) * K, 90), W = randn(static_cast<size_t>(N) * K, 91);
+  std::vector<float> C(static_cast<size_t>(M) * N);
+  b.gemm(false, true, M, N, K, 1.0f, A.data(), K, W.data(), K, 0.0f, C.data(), N);  // warm-up
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int r = 0; r < reps; ++r)
+    b.gemm(false, true, M, N, K, 1.0f, A.data(), K, W.data(), K, 0.0f, C.data(), N);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return 2.0 * M * N * K * reps / s / 1e9;
+}
+
+// The BERT-base FFN up-projection for 128 tokens (Y = X·Wᵀ, nn.Linear layout).
+TEST(GemmThroughput, Report128x3072x768) {
+  ReferenceBackend ref;
+  CpuBackend cpu;
+  const double g_ref = gemm_gflops(ref, 128, 3072, 768, 1);
+  const double g_cpu = gemm_gflops(cpu, 128, 3072, 768, 10);
+  std::cout << "gemm 128x3072x768 (NT): reference " << g_ref << " GFLOP/s, cpu (OpenBLAS) "
+            << g_cpu << " GFLOP/s\n";
+  RecordProperty("reference_gflops", std::to_string(g_ref));
+  RecordProperty("cpu_gflops", std::to_string(g_cpu));
+}
+
+}  // namespace
+}  // namespace bertrt
