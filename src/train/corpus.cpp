@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "core/error.h"
+#include "train/sentence_split.h"
 
 namespace bertrt {
 
@@ -100,10 +101,16 @@ Documents read_corpus(const std::string& path, const TokenizeFn& tokenize,
       if (!docs.back().empty()) docs.emplace_back();
     } else {
       ++nonblank_lines;
-      std::vector<int32_t> ids = tokenize(line);
-      if (!ids.empty()) {
+      auto add = [&](const std::string& text) {
+        std::vector<int32_t> ids = tokenize(text);
+        if (ids.empty()) return;
         st.tokens += ids.size();
         docs.back().push_back(std::move(ids));
+      };
+      if (options.split_sentences) {
+        for (std::string_view sentence : split_sentences(line)) add(std::string(sentence));
+      } else {
+        add(line);
       }
     }
     if (options.progress && bytes >= next_report) {

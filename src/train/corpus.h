@@ -26,6 +26,9 @@ struct CorpusOptions {
   // come from another document (create_instances_from_document).
   size_t min_documents = 1;
   ProgressFn progress;  // optional
+  // Split each line into sentences first (train/sentence_split.h): the recipe expects a sentence
+  // a line; paragraph-a-line corpora otherwise skew NSP towards "random next".
+  bool split_sentences = false;
 };
 
 struct CorpusStats {

@@ -18,10 +18,12 @@ nlohmann::json eval_json(const PretrainEval& e) {
           {"nsp_accuracy", e.nsp_accuracy}, {"examples", e.examples}, {"masked_tokens", e.masked}};
 }
 
-Documents load_corpus(const std::string& flag, const std::string& path, const Tokenizer& tok) {
+Documents load_corpus(const std::string& flag, const std::string& path, const Tokenizer& tok,
+                      bool split_sentences) {
   ProgressBar bar("reading " + flag, 1000);
   CorpusOptions co;
   co.min_documents = 2;  // NSP's random next segment comes from another document
+  co.split_sentences = split_sentences;
   co.progress = [&bar](size_t done, size_t total) {
     if (total) bar.update(int64_t(done * 1000 / total), fmt::format("{:.1f} MB", done / 1e6));
   };
@@ -44,6 +46,7 @@ void add_pretrain(CLI::App& app) {
     int batch_size = 32, max_seq_length = 128, max_predictions = 20, valid_examples = 2000;
     float lr = 1e-4f, warmup_ratio = 0.01f, weight_decay = 0.01f, masked_lm_prob = 0.15f;
     uint64_t seed = 12345;
+    bool no_sentence_split = false;
     BackendChoice backend;
   };
   auto o = std::make_shared<Opts>();
@@ -64,6 +67,9 @@ void add_pretrain(CLI::App& app) {
   c->add_option("--valid-examples", o->valid_examples, "evaluate on at most this many held-out examples")
       ->capture_default_str();
   c->add_option("--seed", o->seed)->capture_default_str();
+  c->add_flag("--no-sentence-split", o->no_sentence_split,
+              "treat each line as one sentence (default: split paragraph lines into sentences, "
+              "which keeps NSP pairs 50/50 on paragraph-a-line corpora)");
   c->add_option("--metrics", o->metrics, "write JSON lines of step metrics to this file");
   c->add_option("-o,--output", o->out, "output model (.brt), written atomically")->required();
   o->backend.add_to(c);
@@ -93,7 +99,7 @@ void add_pretrain(CLI::App& app) {
     popts.masked_lm_prob = o->masked_lm_prob;
     popts.seed = o->seed;
 
-    const Documents train_docs = load_corpus("--corpus", o->corpus, tok);
+    const Documents train_docs = load_corpus("--corpus", o->corpus, tok, !o->no_sentence_split);
     std::vector<PretrainingExample> valid;
     auto evaluate = [&](const char* when, int64_t step) {
       if (valid.empty()) return;
@@ -108,7 +114,7 @@ void add_pretrain(CLI::App& app) {
       metrics.write(j);
     };
     if (!o->valid.empty()) {
-      const Documents valid_docs = load_corpus("--valid", o->valid, tok);
+      const Documents valid_docs = load_corpus("--valid", o->valid, tok, !o->no_sentence_split);
       PretrainingOptions vopts = popts;
       vopts.seed = 987654321;  // a fixed held-out set, whatever the training seed
       std::mt19937_64 rng(vopts.seed);
@@ -116,6 +122,10 @@ void add_pretrain(CLI::App& app) {
                                           tok.mask_id(), model.config().vocab_size, rng);
       if (o->valid_examples > 0 && valid.size() > size_t(o->valid_examples))
         valid.resize(o->valid_examples);
+      size_t random_next = 0;
+      for (const PretrainingExample& e : valid) random_next += e.next_sentence_label == 1;
+      fmt::print("valid: {} examples, {:.1f}% with a random next segment (NSP label 1)\n",
+                 valid.size(), 100.0 * random_next / std::max<size_t>(1, valid.size()));
       evaluate("before", 0);
     }
 
