@@ -1,7 +1,6 @@
 #include "train/finetune.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -85,8 +84,7 @@ void finetune(Trainer& trainer, const std::vector<EncodedExample>& train, int ba
   std::iota(order.begin(), order.end(), 0);
   size_t cursor = order.size();
   int64_t epoch = 0;
-  const auto start = std::chrono::steady_clock::now();
-  auto last = start;
+  StepClock clock;
   while (trainer.steps_done() < total_steps) {
     if (cursor >= order.size()) {
       random_shuffle(order, rng);
@@ -99,11 +97,9 @@ void finetune(Trainer& trainer, const std::vector<EncodedExample>& train, int ba
     t.labels = b.labels.data();
     FinetuneStepLog log;
     log.result = trainer.step(b.inputs(), t);
-    const auto now = std::chrono::steady_clock::now();
-    const int64_t tokens = std::accumulate(b.attention_mask.begin(), b.attention_mask.end(), int64_t(0));
-    log.tokens_per_second = tokens / std::chrono::duration<double>(now - last).count();
-    log.elapsed_seconds = std::chrono::duration<double>(now - start).count();
-    last = now;
+    log.tokens_per_second =
+        clock.lap(std::accumulate(b.attention_mask.begin(), b.attention_mask.end(), int64_t(0)));
+    log.elapsed_seconds = clock.elapsed_seconds();
     log.step = trainer.steps_done();
     log.total_steps = total_steps;
     log.epoch = epoch;

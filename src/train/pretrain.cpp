@@ -1,6 +1,5 @@
 #include "train/pretrain.h"
 
-#include <chrono>
 #include <numeric>
 
 namespace bertrt {
@@ -65,17 +64,14 @@ PretrainEval evaluate_pretraining(BertModel& model, Backend& be,
 
 void pretrain(Trainer& trainer, PretrainingStream& stream, int64_t total_steps,
               const std::function<void(const PretrainStepLog&)>& on_step) {
-  const auto start = std::chrono::steady_clock::now();
-  auto last = start;
+  StepClock clock;
   while (trainer.steps_done() < total_steps) {
     const Batch b = stream.next();
     PretrainStepLog log;
     log.result = trainer.step(batch_inputs(b), batch_targets(b));
-    const auto now = std::chrono::steady_clock::now();
-    const int64_t tokens = std::accumulate(b.attention_mask.begin(), b.attention_mask.end(), int64_t(0));
-    log.tokens_per_second = tokens / std::chrono::duration<double>(now - last).count();
-    log.elapsed_seconds = std::chrono::duration<double>(now - start).count();
-    last = now;
+    log.tokens_per_second =
+        clock.lap(std::accumulate(b.attention_mask.begin(), b.attention_mask.end(), int64_t(0)));
+    log.elapsed_seconds = clock.elapsed_seconds();
     log.step = trainer.steps_done();
     log.total_steps = total_steps;
     log.epoch = stream.epoch();

@@ -8,6 +8,16 @@
 
 namespace bertrt {
 
+StepClock::StepClock() : start_(std::chrono::steady_clock::now()), last_(start_) {}
+
+double StepClock::lap(int64_t tokens) {
+  const auto now = std::chrono::steady_clock::now();
+  const double dt = std::chrono::duration<double>(now - last_).count();
+  elapsed_ = std::chrono::duration<double>(now - start_).count();
+  last_ = now;
+  return dt > 0 ? tokens / dt : 0.0;
+}
+
 static AdamWHyper hyper_of(const OptimOptions& o) {
   AdamWHyper h;
   h.lr = o.learning_rate;

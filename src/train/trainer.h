@@ -2,6 +2,7 @@
 // linear warm-up/decay rate. Data loops (pre-training, fine-tuning) call step() per batch.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 
@@ -23,6 +24,19 @@ struct StepResult {
   ForwardResult fwd;
   double grad_norm = 0;  // before clipping
   float learning_rate = 0;
+};
+
+// Wall-clock bookkeeping of a training loop: tokens/s of the last step and time since start.
+class StepClock {
+ public:
+  StepClock();
+  // Call once per step with the step's non-padding tokens; returns tokens per second.
+  double lap(int64_t tokens);
+  double elapsed_seconds() const { return elapsed_; }
+
+ private:
+  std::chrono::steady_clock::time_point start_, last_;
+  double elapsed_ = 0;
 };
 
 class Trainer {
