@@ -50,6 +50,10 @@ expect_ok pretrain "$BIN" pretrain --model "$T/init.brt" --corpus "$T/corpus.txt
   --max-steps 4 --batch-size 4 --max-seq-length 64 --learning-rate 1e-3 --valid-examples 16 \
   --metrics "$T/pt.jsonl" -o "$T/pt.brt"
 [ "$(grep -c '"step"' "$T/pt.jsonl")" -ge 4 ] && grep -q '"tokens_per_second"' "$T/pt.jsonl" && ok || bad "pretrain metrics"
+# Seeded and deterministic: the same flags give a byte-identical model.
+expect_ok pretrain-again "$BIN" pretrain --model "$T/init.brt" --corpus "$T/corpus.txt" --valid "$T/corpus.txt" \
+  --max-steps 4 --batch-size 4 --max-seq-length 64 --learning-rate 1e-3 --valid-examples 16 -o "$T/pt2.brt"
+cmp -s "$T/pt.brt" "$T/pt2.brt" && ok || bad "two runs with the same seed differ"
 expect_ok fill-mask "$BIN" fill-mask --model "$T/pt.brt" --top-k 3 "the cat sat on the [MASK] ."
 [ "$(wc -l < "$T/stdout")" -eq 3 ] && ok || bad "fill-mask prints 3 candidates: $(cat "$T/stdout")"
 expect_ok finetune "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/train.tsv" --dev "$T/dev.tsv" \
