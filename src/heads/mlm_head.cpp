@@ -7,7 +7,7 @@
 namespace bertrt {
 
 void MlmActs::resize(int P_, int C, int V) {
-  if (P_ <= P && C == C_ && V == V_) {
+  if (P_ <= capacity_ && C == C_ && V == V_) {  // P varies per batch: keep the larger buffers
     P = P_;
     return;
   }
@@ -17,9 +17,9 @@ void MlmActs::resize(int P_, int C, int V) {
     gathered = cv.take(PC), dense = cv.take(PC), act = cv.take(PC), ln = cv.take(PC);
     mean = cv.take(P_), rstd = cv.take(P_), logits = cv.take(PV), dlogits = cv.take(PV);
     dln = cv.take(PC), dact = cv.take(PC), ddense = cv.take(PC), dgathered = cv.take(PC);
-    if (!pass) buf_.assign(cv.used(), 0.0f);
+    if (!pass) buf_ = FloatBuffer(cv.used());
   }
-  P = P_, C_ = C, V_ = V;
+  P = capacity_ = P_, C_ = C, V_ = V;
 }
 
 MlmResult mlm_forward(Backend& be, const BertConfig& c, const BertParams& w, MlmActs& a,

@@ -19,7 +19,7 @@ class MlmActs {
   float *dlogits, *dln, *dact, *ddense, *dgathered;            // backward scratch
  private:
   FloatBuffer buf_;
-  int C_ = 0, V_ = 0;
+  int capacity_ = 0, C_ = 0, V_ = 0;
 };
 
 struct MlmResult {

@@ -60,7 +60,9 @@ void EncoderActs::resize(const BertConfig& c, int B, int T, bool training) {
     return;
   Carver count(nullptr);
   carve(*this, count, c, B, T, training);
-  buf_.assign(count.used(), 0.0f);
+  // Grow only: fine-tuning batches change T every step (dynamic padding). Every activation is
+  // written before it is read, so the buffer needs no clearing.
+  if (buf_.size() < count.used()) buf_ = FloatBuffer(count.used());
   Carver cv(buf_.data());
   carve(*this, cv, c, B, T, training);
   B_ = B, T_ = T, training_ = training;
