@@ -29,8 +29,8 @@ void add_eval(CLI::App& app) {
   c->add_option("--model", o->model, "fine-tuned model (.brt)")->required();
   c->add_option("--task", o->task, "task name (sst2)")->required();
   c->add_option("--data", o->data, "labelled TSV (e.g. SST-2 dev.tsv)")->required();
-  c->add_option("--batch-size", o->batch_size)->capture_default_str();
-  c->add_option("--max-seq-length", o->max_seq_length)->capture_default_str();
+  c->add_option("--batch-size", o->batch_size, "examples per forward pass")->capture_default_str();
+  c->add_option("--max-seq-length", o->max_seq_length, "truncate longer examples")->capture_default_str();
   c->add_flag("--json", o->json, "print {\"task\", \"accuracy\", \"examples\", \"loss\"}");
   o->backend.add_to(c);
   c->callback([o] {
@@ -69,7 +69,7 @@ void add_predict(CLI::App& app) {
   CLI::App* c = app.add_subcommand(
       "predict", "classify stdin lines (a tab separates a pair): label and probabilities");
   c->add_option("--model", o->model, "fine-tuned model (.brt)")->required();
-  c->add_option("--max-seq-length", o->max_seq_length)->capture_default_str();
+  c->add_option("--max-seq-length", o->max_seq_length, "truncate longer examples")->capture_default_str();
   c->add_flag("--json", o->json, "one JSON object a line: {\"label\", \"probabilities\"}");
   o->backend.add_to(c);
   c->callback([o] {

@@ -32,11 +32,11 @@ void add_finetune(CLI::App& app) {
   c->add_option("--dev", o->dev, "dev TSV: accuracy after every epoch and at the end")->required();
   auto* ep = c->add_option("--epochs", o->epochs, "passes over --train")->capture_default_str();
   c->add_option("--max-steps", o->max_steps, "optimizer steps (instead of --epochs)")->excludes(ep);
-  c->add_option("--batch-size", o->batch_size)->capture_default_str();
-  c->add_option("--max-seq-length", o->max_seq_length)->capture_default_str();
+  c->add_option("--batch-size", o->batch_size, "examples per optimizer step")->capture_default_str();
+  c->add_option("--max-seq-length", o->max_seq_length, "truncate longer examples (batches are padded to their longest)")->capture_default_str();
   c->add_option("--learning-rate", o->lr, "peak AdamW learning rate")->capture_default_str();
-  c->add_option("--warmup-ratio", o->warmup_ratio)->capture_default_str();
-  c->add_option("--weight-decay", o->weight_decay)->capture_default_str();
+  c->add_option("--warmup-ratio", o->warmup_ratio, "share of steps with linear warm-up")->capture_default_str();
+  c->add_option("--weight-decay", o->weight_decay, "AdamW decay (not on LayerNorm/bias)")->capture_default_str();
   c->add_option("--seed", o->seed, "classifier init and shuffling")->capture_default_str();
   c->add_option("--metrics", o->metrics, "write JSON lines of step metrics to this file");
   c->add_option("-o,--output", o->out, "output model (.brt), written atomically")->required();

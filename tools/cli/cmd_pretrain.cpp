@@ -57,16 +57,16 @@ void add_pretrain(CLI::App& app) {
       ->required();
   c->add_option("--valid", o->valid, "held-out text (same layout): MLM/NSP accuracy before and after");
   c->add_option("--max-steps", o->max_steps, "optimizer steps")->required();
-  c->add_option("--batch-size", o->batch_size)->capture_default_str();
-  c->add_option("--max-seq-length", o->max_seq_length)->capture_default_str();
-  c->add_option("--max-predictions-per-seq", o->max_predictions)->capture_default_str();
-  c->add_option("--masked-lm-prob", o->masked_lm_prob)->capture_default_str();
+  c->add_option("--batch-size", o->batch_size, "sequences per optimizer step")->capture_default_str();
+  c->add_option("--max-seq-length", o->max_seq_length, "tokens per sequence, [CLS]/[SEP] included")->capture_default_str();
+  c->add_option("--max-predictions-per-seq", o->max_predictions, "at most this many masked positions a sequence")->capture_default_str();
+  c->add_option("--masked-lm-prob", o->masked_lm_prob, "share of tokens chosen for MLM (80% [MASK], 10% random, 10% kept)")->capture_default_str();
   c->add_option("--learning-rate", o->lr, "peak AdamW learning rate")->capture_default_str();
   c->add_option("--warmup-ratio", o->warmup_ratio, "share of steps with linear warm-up")->capture_default_str();
   c->add_option("--weight-decay", o->weight_decay, "AdamW decay (not on LayerNorm/bias)")->capture_default_str();
   c->add_option("--valid-examples", o->valid_examples, "evaluate on at most this many held-out examples")
       ->capture_default_str();
-  c->add_option("--seed", o->seed)->capture_default_str();
+  c->add_option("--seed", o->seed, "data order and masking")->capture_default_str();
   c->add_flag("--no-sentence-split", o->no_sentence_split,
               "treat each line as one sentence (default: split paragraph lines into sentences, "
               "which keeps NSP pairs 50/50 on paragraph-a-line corpora)");
