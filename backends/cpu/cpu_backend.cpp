@@ -33,7 +33,11 @@ void for_column_blocks(cpu::ThreadPool& pool, int rows, int cols, F&& f) {
 
 }  // namespace
 
-CpuBackend::CpuBackend(int num_threads) : pool_(num_threads) {}
+CpuBackend::CpuBackend(int num_threads) : pool_(num_threads) {
+#ifdef OPENBLAS_VERSION
+  openblas_set_num_threads(1);  // process-wide; see gemm below
+#endif
+}
 
 bool CpuBackend::supports(Op op) const {
   switch (op) {
@@ -59,24 +63,67 @@ bool CpuBackend::supports(Op op) const {
   return false;
 }
 
-// --- GEMM: OpenBLAS ------------------------------------------------------------------------------
+// --- GEMM: OpenBLAS, one thread per call, split over our pool ----------------------------------
+//
+// OpenBLAS's own threads busy-wait (sched_yield) between calls; next to our pool on a small
+// machine they take the cores our row ops need, and our spinning workers slow its GEMMs. So the
+// constructor sets OpenBLAS to one thread and gemm splits C into one block per thread.
 
-void CpuBackend::gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
-                      int lda, const float* B, int ldb, float beta, float* C, int ldc) {
-  if (M <= 0 || N <= 0) return;
+namespace {
+
+// Below this many multiply-adds a split costs more than it saves.
+constexpr double kGemmSplitFlops = 1 << 18;
+
+void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
+           const float* B, int ldb, float beta, float* C, int ldc) {
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
               trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-// OpenBLAS 0.3.21 (Debian 12) has no cblas_sgemm_batch, so the batch is a loop of sgemm calls;
-// attention's per-head GEMMs (T×T×64) are large enough for that to cost little.
+}  // namespace
+
+void CpuBackend::gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
+                      int lda, const float* B, int ldb, float beta, float* C, int ldc) {
+  if (M <= 0 || N <= 0) return;
+  const int T = pool_.threads();
+  if (T <= 1 || static_cast<double>(M) * N * K < kGemmSplitFlops) {
+    sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
+  // Split the longer side of C in T blocks, rounded to 16 (the kernels' register-block multiple).
+  const bool split_m = M >= N;
+  const int len = split_m ? M : N;
+  const size_t blocks = static_cast<size_t>((len + 15) / 16);
+  const size_t per = (blocks + T - 1) / T;
+  pool_.parallel_for(static_cast<size_t>(T), 1, [&](size_t t0, size_t t1) {
+    for (size_t t = t0; t < t1; ++t) {
+      const int b = static_cast<int>(std::min(t * per * 16, static_cast<size_t>(len)));
+      const int e = static_cast<int>(std::min((t + 1) * per * 16, static_cast<size_t>(len)));
+      if (b >= e) continue;
+      if (split_m)  // rows [b, e) of C and of op(A)
+        sgemm(trans_a, trans_b, e - b, N, K, alpha, trans_a ? A + b : A + static_cast<size_t>(b) * lda,
+              lda, B, ldb, beta, C + static_cast<size_t>(b) * ldc, ldc);
+      else  // columns [b, e) of C and of op(B)
+        sgemm(trans_a, trans_b, M, e - b, K, alpha, A, lda,
+              trans_b ? B + static_cast<size_t>(b) * ldb : B + b, ldb, beta, C + b, ldc);
+    }
+  });
+}
+
+// OpenBLAS 0.3.21 (Debian 12) has no cblas_sgemm_batch: the batch (attention's per-head GEMMs)
+// is split over the pool, each GEMM on one thread.
 void CpuBackend::gemm_batched(int batch, bool trans_a, bool trans_b, int M, int N, int K,
                               float alpha, const float* A, int lda, int64_t stride_a,
                               const float* B, int ldb, int64_t stride_b, float beta, float* C,
                               int ldc, int64_t stride_c) {
-  for (int p = 0; p < batch; ++p)
-    gemm(trans_a, trans_b, M, N, K, alpha, A + p * stride_a, lda, B + p * stride_b, ldb, beta,
-         C + p * stride_c, ldc);
+  if (M <= 0 || N <= 0 || batch <= 0) return;
+  const double flops = static_cast<double>(M) * N * K;
+  const size_t grain = flops >= kGemmSplitFlops ? 1 : static_cast<size_t>(kGemmSplitFlops / (flops + 1)) + 1;
+  pool_.parallel_for(static_cast<size_t>(batch), grain, [&](size_t p0, size_t p1) {
+    for (size_t p = p0; p < p1; ++p)
+      sgemm(trans_a, trans_b, M, N, K, alpha, A + p * stride_a, lda, B + p * stride_b, ldb, beta,
+            C + p * stride_c, ldc);
+  });
 }
 
 // --- elementwise ---------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::run(size_t n, size_t tile, void (*fn)(void*, size_t, size_t), void* ctx) {
-  pthreadpool_parallelize_1d_tile_1d(pool_, fn, ctx, n, tile, PTHREADPOOL_FLAG_YIELD_WORKERS);
+  pthreadpool_parallelize_1d_tile_1d(pool_, fn, ctx, n, tile, 0);
 }
 
 }  // namespace bertrt::cpu
