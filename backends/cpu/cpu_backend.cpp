@@ -67,12 +67,18 @@ bool CpuBackend::supports(Op op) const {
 //
 // OpenBLAS's own threads busy-wait (sched_yield) between calls; next to our pool on a small
 // machine they take the cores our row ops need, and our spinning workers slow its GEMMs. So the
-// constructor sets OpenBLAS to one thread and gemm splits C into one block per thread.
+// constructor sets OpenBLAS to one thread and gemm splits C into blocks run on the pool.
+//
+// OpenBLAS rounds an element of C differently depending on where the call's blocks start, so the
+// blocks are fixed by the shape alone (never by the thread count): results are the same for any
+// number of threads (tests/unit/cpu_threads_test.cpp).
 
 namespace {
 
 // Below this many multiply-adds a split costs more than it saves.
 constexpr double kGemmSplitFlops = 1 << 18;
+// Rows (or columns) of C per block: big enough for OpenBLAS's packing to pay off.
+constexpr int kGemmBlock = 256;
 
 void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
            const float* B, int ldb, float beta, float* C, int ldc) {
@@ -85,21 +91,17 @@ void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const f
 void CpuBackend::gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                       int lda, const float* B, int ldb, float beta, float* C, int ldc) {
   if (M <= 0 || N <= 0) return;
-  const int T = pool_.threads();
-  if (T <= 1 || static_cast<double>(M) * N * K < kGemmSplitFlops) {
+  const bool split_m = M >= N;  // split the longer side of C
+  const int len = split_m ? M : N;
+  if (static_cast<double>(M) * N * K < kGemmSplitFlops || len < 2 * kGemmBlock) {
     sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }
-  // Split the longer side of C in T blocks, rounded to 16 (the kernels' register-block multiple).
-  const bool split_m = M >= N;
-  const int len = split_m ? M : N;
-  const size_t blocks = static_cast<size_t>((len + 15) / 16);
-  const size_t per = (blocks + T - 1) / T;
-  pool_.parallel_for(static_cast<size_t>(T), 1, [&](size_t t0, size_t t1) {
-    for (size_t t = t0; t < t1; ++t) {
-      const int b = static_cast<int>(std::min(t * per * 16, static_cast<size_t>(len)));
-      const int e = static_cast<int>(std::min((t + 1) * per * 16, static_cast<size_t>(len)));
-      if (b >= e) continue;
+  const size_t blocks = static_cast<size_t>((len + kGemmBlock - 1) / kGemmBlock);
+  pool_.parallel_for(blocks, 1, [&](size_t b0, size_t b1) {
+    for (size_t blk = b0; blk < b1; ++blk) {
+      const int b = static_cast<int>(blk) * kGemmBlock;
+      const int e = std::min(b + kGemmBlock, len);
       if (split_m)  // rows [b, e) of C and of op(A)
         sgemm(trans_a, trans_b, e - b, N, K, alpha, trans_a ? A + b : A + static_cast<size_t>(b) * lda,
               lda, B, ldb, beta, C + static_cast<size_t>(b) * ldc, ldc);
@@ -111,7 +113,7 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int M, int N, int K, float alp
 }
 
 // OpenBLAS 0.3.21 (Debian 12) has no cblas_sgemm_batch: the batch (attention's per-head GEMMs)
-// is split over the pool, each GEMM on one thread.
+// is split over the pool, each GEMM whole on one thread.
 void CpuBackend::gemm_batched(int batch, bool trans_a, bool trans_b, int M, int N, int K,
                               float alpha, const float* A, int lda, int64_t stride_a,
                               const float* B, int ldb, int64_t stride_b, float beta, float* C,
