@@ -3,7 +3,7 @@
 # Usage: scripts/setup.sh [build-dir]   (default: build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PKGS=(cmake g++ make pkg-config libopenblas-dev libflatbuffers-dev flatbuffers-compiler
+PKGS=(cmake g++ make pkg-config libopenblas-dev libpthreadpool-dev libflatbuffers-dev flatbuffers-compiler
       libutf8proc-dev nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev python3-torch)
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

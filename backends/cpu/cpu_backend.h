@@ -1,16 +1,25 @@
 // The CPU backend: OpenBLAS sgemm for the GEMMs (where BERT training spends its time) and fp32
-// loops written for the compiler to vectorise (contiguous inner loops, __restrict, selects instead
-// of branches) for the row and elementwise ops. Everything else (tanh) falls back to the scalar
-// ReferenceBackend. Single-threaded apart from OpenBLAS's own threads.
+// loops written for the compiler to vectorise, multi-versioned for AVX2/FMA on x86-64
+// (kernels.h), for the row and elementwise ops. Everything else (tanh) falls back to the scalar
+// ReferenceBackend.
+//
+// Threads: one pool per backend (thread_pool.h), BERTRT_NUM_THREADS or all hardware threads.
+// Results do not depend on the thread count: elementwise and row ops split over rows, and the
+// reductions (bias/LayerNorm parameter gradients, embedding scatter-add, the loss sum) over
+// their outputs, each summed in the serial order.
 #pragma once
 
+#include "backends/cpu/thread_pool.h"
 #include "backends/reference/reference_backend.h"
 
 namespace bertrt {
 
 class CpuBackend : public ReferenceBackend {
  public:
+  // num_threads ≤ 0: cpu::default_num_threads().
+  explicit CpuBackend(int num_threads = 0);
   const char* name() const override { return "cpu"; }
+  int num_threads() const { return pool_.threads(); }
   // True exactly for the ops overridden below.
   bool supports(Op op) const override;
 
@@ -50,6 +59,9 @@ class CpuBackend : public ReferenceBackend {
 
   void adamw_step(float* param, float* m, float* v, const float* grad, size_t n,
                   const AdamWHyper& h, int64_t t) override;
+
+ private:
+  cpu::ThreadPool pool_;
 };
 
 }  // namespace bertrt

@@ -1,0 +1,59 @@
+// A fixed-size pool of worker threads (pthreadpool) for the CPU backend's row and elementwise ops
+// and its GEMM splits. One pool per CpuBackend; the calling thread works too.
+//
+// Determinism: parallel_for hands out tiles of [0, n) whose bounds depend only on n, the grain and
+// the pool size, and every caller writes disjoint outputs per index, so results never depend on
+// which thread ran which tile. Reductions are split so that each output is summed by one thread
+// in the serial order (see cpu_backend.cpp), never by combining per-thread partials.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <type_traits>
+
+struct pthreadpool;
+
+namespace bertrt::cpu {
+
+// BERTRT_NUM_THREADS when set to a positive integer, else std::thread::hardware_concurrency()
+// (at least 1). Throws bertrt::Error naming the variable for a value that is not a positive int.
+int default_num_threads();
+
+class ThreadPool {
+ public:
+  // threads ≤ 0: default_num_threads(); 1: no worker threads, everything runs inline.
+  explicit ThreadPool(int threads = 0);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int threads() const { return threads_; }
+
+  // Calls f(begin, end) over tiles covering [0, n), in parallel. Tiles hold at least `grain`
+  // items (so tiny ops run inline on the caller) and there are about 4 per thread (balance when
+  // the other core is busy). f must not throw.
+  template <class F>
+  void parallel_for(size_t n, size_t grain, F&& f) {
+    if (n == 0) return;
+    if (threads_ <= 1 || n <= grain) {
+      f(size_t{0}, n);
+      return;
+    }
+    size_t tile = (n + 4 * threads_ - 1) / (4 * threads_);
+    if (tile < grain) tile = grain;
+    using Fn = std::remove_reference_t<F>;
+    run(n, tile, &call<Fn>, const_cast<void*>(static_cast<const void*>(&f)));
+  }
+
+ private:
+  template <class Fn>
+  static void call(void* ctx, size_t begin, size_t count) {
+    (*static_cast<Fn*>(ctx))(begin, begin + count);
+  }
+  void run(size_t n, size_t tile, void (*fn)(void*, size_t, size_t), void* ctx);
+
+  int threads_ = 1;
+  pthreadpool* pool_ = nullptr;
+};
+
+}  // namespace bertrt::cpu

@@ -1,0 +1,149 @@
+// The cpu backend gives bit-identical results for every thread count (backends/cpu/cpu_backend.h):
+// each op at BERT-mini training sizes (big enough to be split), run with 1, 2 and 3 threads, and
+// again with 2 to check run-to-run determinism. Exact equality is the claim, so the tolerance is 0.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "op_test_util.h"
+
+namespace bertrt {
+namespace {
+
+using test::randn;
+
+// Runs `op` on a fresh CpuBackend per thread count; returns the buffers it wrote.
+using OpRun = std::function<std::vector<std::vector<float>>(CpuBackend&)>;
+
+void expect_same_for_all_thread_counts(const std::string& label, const OpRun& op) {
+  CpuBackend one(1);
+  const auto want = op(one);
+  for (int threads : {2, 3, 2}) {
+    CpuBackend many(threads);
+    const auto got = op(many);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < want.size(); ++k) {
+      ASSERT_EQ(got[k].size(), want[k].size());
+      EXPECT_EQ(0, std::memcmp(got[k].data(), want[k].data(), want[k].size() * sizeof(float)))
+          << label << ": output " << k << " differs with " << threads << " threads";
+    }
+  }
+}
+
+constexpr int kRows = 32 * 128, kC = 256, kFF = 1024, kT = 128, kNH = 4, kV = 30522;
+
+TEST(CpuThreads, Gemm) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      const int M = kRows / 4, N = kFF, K = kC;  // also N > M: split along the other side
+      for (auto [m, n] : {std::pair{M, N}, std::pair{N, M}}) {
+        const auto a = randn(static_cast<size_t>(m) * K, 1), b = randn(static_cast<size_t>(n) * K, 2);
+        const auto c0 = randn(static_cast<size_t>(m) * n, 3);
+        expect_same_for_all_thread_counts("gemm", [&](CpuBackend& be) {
+          auto c = c0;
+          be.gemm(ta, tb, m, n, K, 0.5f, a.data(), ta ? m : K, b.data(), tb ? K : n, 1.0f, c.data(), n);
+          return std::vector<std::vector<float>>{c};
+        });
+      }
+    }
+}
+
+TEST(CpuThreads, GemmBatched) {
+  const int batch = 8 * kNH, D = kC / kNH;
+  const auto q = randn(static_cast<size_t>(batch) * kT * D, 4), k = randn(q.size(), 5);
+  expect_same_for_all_thread_counts("gemm_batched", [&](CpuBackend& be) {
+    std::vector<float> s(static_cast<size_t>(batch) * kT * kT);
+    be.gemm_batched(batch, false, true, kT, kT, D, 1.0f, q.data(), D, kT * D, k.data(), D, kT * D,
+                    0.0f, s.data(), kT, kT * kT);
+    return std::vector<std::vector<float>>{s};
+  });
+}
+
+TEST(CpuThreads, ElementwiseAndRowOps) {
+  const size_t n = static_cast<size_t>(kRows) * kFF;
+  const auto x = randn(n, 6), dy = randn(n, 7), bias = randn(kFF, 8);
+  for (Gelu kind : {Gelu::kErf, Gelu::kTanh})
+    expect_same_for_all_thread_counts("gelu", [&](CpuBackend& be) {
+      std::vector<float> y(n), dx = dy;
+      be.gelu_forward(y.data(), x.data(), n, kind);
+      be.gelu_backward(dx.data(), x.data(), dy.data(), n, kind);
+      return std::vector<std::vector<float>>{y, dx};
+    });
+  expect_same_for_all_thread_counts("add/bias", [&](CpuBackend& be) {
+    std::vector<float> y(n), db = bias;
+    be.add(y.data(), x.data(), dy.data(), n);
+    be.bias_add(y.data(), bias.data(), kRows, kFF);
+    be.bias_backward(db.data(), dy.data(), kRows, kFF);
+    return std::vector<std::vector<float>>{y, db};
+  });
+}
+
+TEST(CpuThreads, LayerNorm) {
+  const size_t n = static_cast<size_t>(kRows) * kC;
+  const auto x = randn(n, 9, 2.0f, 0.5f), dy = randn(n, 10), w = randn(kC, 11), b = randn(kC, 12);
+  expect_same_for_all_thread_counts("layernorm", [&](CpuBackend& be) {
+    std::vector<float> y(n), mean(kRows), rstd(kRows), dx = dy, dw = w, db = b;
+    be.layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), kRows, kC, 1e-12f);
+    be.layernorm_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), mean.data(),
+                          rstd.data(), kRows, kC);
+    return std::vector<std::vector<float>>{y, mean, rstd, dx, dw, db};
+  });
+}
+
+TEST(CpuThreads, Softmax) {
+  const int B = 8;
+  const size_t n = static_cast<size_t>(B) * kNH * kT * kT;
+  const auto s = randn(n, 13, 3.0f), dp = randn(n, 14);
+  std::vector<float> mask(static_cast<size_t>(B) * kT, 0.0f);
+  for (int j = kT / 2; j < kT; ++j) mask[j] = -10000.0f;  // padding in the first sequence
+  expect_same_for_all_thread_counts("softmax", [&](CpuBackend& be) {
+    std::vector<float> p(n), ds = dp;
+    be.softmax_forward(p.data(), s.data(), mask.data(), B, kNH, kT, 0.125f);
+    be.softmax_backward(ds.data(), p.data(), dp.data(), B * kNH * kT, kT, 0.125f);
+    return std::vector<std::vector<float>>{p, ds};
+  });
+}
+
+TEST(CpuThreads, EmbeddingCrossEntropyAdamW) {
+  const int V = 2000;  // repeated ids: the scatter-add order matters
+  std::vector<int32_t> ids(kRows);
+  for (int i = 0; i < kRows; ++i) ids[i] = (i * 37) % V;
+  const auto table = randn(static_cast<size_t>(V) * kC, 15), dout = randn(static_cast<size_t>(kRows) * kC, 16);
+  expect_same_for_all_thread_counts("embedding", [&](CpuBackend& be) {
+    std::vector<float> out(dout.size()), dtable = table;
+    be.embedding_forward(out.data(), ids.data(), table.data(), kRows, kC);
+    be.embedding_backward(dtable.data(), ids.data(), dout.data(), kRows, kC);
+    return std::vector<std::vector<float>>{out, dtable};
+  });
+
+  const int rows = 640;
+  const auto logits = randn(static_cast<size_t>(rows) * kV, 17, 2.0f);
+  std::vector<int32_t> t(rows);
+  for (int i = 0; i < rows; ++i) t[i] = i % 5 == 0 ? -100 : (i * 7919) % kV;
+  expect_same_for_all_thread_counts("cross_entropy", [&](CpuBackend& be) {
+    std::vector<float> d(logits.size());
+    const double loss = be.cross_entropy(d.data(), logits.data(), t.data(), rows, kV, 1.0f / rows);
+    float loss_bits[2];
+    std::memcpy(loss_bits, &loss, sizeof loss);
+    return std::vector<std::vector<float>>{d, {loss_bits[0], loss_bits[1]}};
+  });
+
+  const size_t np = 1 << 20;
+  const auto p0 = randn(np, 18), g = randn(np, 19, 0.1f);
+  for (bool bc : {true, false})
+    expect_same_for_all_thread_counts("adamw", [&](CpuBackend& be) {
+      AdamWHyper h;
+      h.weight_decay = 0.01f;
+      h.bias_correction = bc;
+      std::vector<float> p = p0, m(np), v(np);
+      for (int step = 1; step <= 2; ++step) be.adamw_step(p.data(), m.data(), v.data(), g.data(), np, h, step);
+      return std::vector<std::vector<float>>{p, m, v};
+    });
+}
+
+}  // namespace
+}  // namespace bertrt
