@@ -3,7 +3,7 @@
 #   BERT-mini from scratch → MLM+NSP pre-training on English Wikipedia (held-out MLM/NSP accuracy
 #   before and after) → SST-2 fine-tuning, beside the same architecture fine-tuned from random
 #   init → dev accuracy of both → predict and fill-mask on real sentences.
-# BUDGET=small (default, ≈ 15 min on 2 cores) or BUDGET=full (≈ 20 min pre-training + ≈ 25 min
+# BUDGET=small (default, ≈ 15 min on 2 cores) or BUDGET=full (≈ 20 min pre-training + 2 × ≈ 13 min
 # fine-tuning, the README's figures). Results land in $OUT (default runs/main).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,8 +13,8 @@ OUT=${OUT:-runs/main}
 B=build/bertrt
 mkdir -p "$OUT"
 case "${BUDGET:-small}" in
-  small) PT_STEPS=300; FT_EPOCHS=1 ;;
-  full)  PT_STEPS=2000; FT_EPOCHS=2 ;;
+  small) PT_STEPS=150; FT="--max-steps 600" ;;
+  full)  PT_STEPS=800; FT="--epochs 1" ;;
   *) echo "BUDGET must be small or full" >&2; exit 2 ;;
 esac
 SST=$DATA/glue/SST-2
@@ -22,11 +22,11 @@ SST=$DATA/glue/SST-2
 $B init --preset mini --vocab "$DATA/vocab/bert-base-uncased-vocab.txt" --seed 1 -o "$OUT/init.brt"
 $B pretrain --model "$OUT/init.brt" \
   --corpus "$DATA/corpus/enwiki/enwiki_train_20MB.txt" --valid "$DATA/corpus/enwiki/enwiki_valid_1000docs.txt" \
-  --max-steps $PT_STEPS --batch-size 32 --max-seq-length 128 --learning-rate 1e-3 --warmup-ratio 0.05 \
+  --max-steps $PT_STEPS --batch-size 32 --max-seq-length 128 --learning-rate 1e-3 --warmup-ratio 0.1 \
   --metrics "$OUT/pretrain.jsonl" -o "$OUT/pretrained.brt" | tee "$OUT/pretrain.txt"
 for init in pretrained init; do
   $B finetune --model "$OUT/$init.brt" --task sst2 --train "$SST/train.tsv" --dev "$SST/dev.tsv" \
-    --epochs $FT_EPOCHS --batch-size 32 --max-seq-length 128 --learning-rate 1e-4 \
+    $FT --batch-size 32 --max-seq-length 128 --learning-rate 1e-4 \
     --metrics "$OUT/finetune_$init.jsonl" -o "$OUT/sst2_from_$init.brt"
   $B eval --model "$OUT/sst2_from_$init.brt" --task sst2 --data "$SST/dev.tsv" --json | tee "$OUT/eval_$init.json"
 done
