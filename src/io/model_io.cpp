@@ -1,6 +1,7 @@
 #include "io/model_io.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/ranges.h>
 
@@ -64,6 +65,11 @@ void save_model(const std::string& path, const BertModel& model, const Tokenizer
   c.heads = model.heads();
   c.tokenizer = tokenizer_spec(tokenizer);
   for (const ParamInfo& p : model.layout().params()) {
+    const float* x = model.params() + p.offset;
+    for (size_t i = 0; i < p.numel; ++i)
+      if (!std::isfinite(x[i]))
+        fail("{}: refusing to write non-finite weights ({}[{}] = {}); the run diverged — lower "
+             "--learning-rate", path, p.name, i, x[i]);
     TensorRecord t;
     t.name = p.name;
     t.shape = p.shape;

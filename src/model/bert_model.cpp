@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "core/error.h"
-#include "core/rng.h"
+#include "core/random.h"
 
 namespace bertrt {
 
@@ -37,14 +37,14 @@ static bool ends_with(const std::string& s, const std::string& suffix) {
 }
 
 // One parameter per HF _init_weights rule; the name decides which.
-static void init_param(const ParamInfo& p, float* x, const BertConfig& c, Rng& rng) {
+static void init_param(const ParamInfo& p, float* x, const BertConfig& c, std::mt19937_64& rng) {
   const bool layernorm = p.name.find("LayerNorm") != std::string::npos;
   if (layernorm) {
     std::fill(x, x + p.numel, ends_with(p.name, ".weight") ? 1.0f : 0.0f);
   } else if (ends_with(p.name, ".bias")) {
     std::fill(x, x + p.numel, 0.0f);
   } else {
-    for (size_t i = 0; i < p.numel; ++i) x[i] = float(rng.normal() * c.initializer_range);
+    for (size_t i = 0; i < p.numel; ++i) x[i] = float(random_normal(rng) * c.initializer_range);
     if (p.name == "bert.embeddings.word_embeddings.weight")  // nn.Embedding(padding_idx=pad)
       std::fill(x + size_t(c.pad_token_id) * c.hidden_size,
                 x + size_t(c.pad_token_id + 1) * c.hidden_size, 0.0f);
@@ -52,14 +52,14 @@ static void init_param(const ParamInfo& p, float* x, const BertConfig& c, Rng& r
 }
 
 void BertModel::init_weights(uint64_t seed) {
-  Rng rng(seed);
+  std::mt19937_64 rng(seed);
   for (const ParamInfo& p : layout_.params()) init_param(p, params_.data() + p.offset, config_, rng);
 }
 
 void BertModel::set_heads(const HeadsConfig& heads, uint64_t seed) {
   ParamLayout layout = bert_param_layout(config_, heads);
   FloatBuffer params(layout.total(), 0.0f);
-  Rng rng(seed);
+  std::mt19937_64 rng(seed);
   for (const ParamInfo& p : layout.params()) {
     const ParamInfo* old = layout_.find(p.name);
     if (old && old->shape == p.shape)

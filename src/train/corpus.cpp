@@ -132,7 +132,7 @@ Documents read_corpus(const std::string& path, const TokenizeFn& tokenize,
   if (docs.size() < options.min_documents)
     fail(
         "{}: {} document(s), need at least {}: next-sentence prediction draws the random "
-        "segment from another document (separate documents with a blank line, or turn NSP off)",
+        "segment from another document (separate documents with a blank line)",
         path, docs.size(), options.min_documents);
   return docs;
 }

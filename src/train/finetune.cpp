@@ -5,7 +5,7 @@
 #include <numeric>
 #include <random>
 
-#include "train/random.h"
+#include "core/random.h"
 
 namespace bertrt {
 

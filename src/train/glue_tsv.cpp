@@ -92,6 +92,7 @@ std::vector<TextExample> read_glue_tsv(const std::string& path, const TaskSpec& 
              fmt::join(spec.header, "<TAB>"), line);
       continue;
     }
+    if (line.empty()) continue;  // no data on it (e.g. a trailing blank line)
     const std::vector<std::string> f = split_tabs(line);
     if (f.size() < ncol) {
       const size_t missing = f.size();

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "train/random.h"
+#include "core/random.h"
 
 namespace bertrt {
 
@@ -187,7 +187,7 @@ std::vector<PretrainingExample> create_pretraining_examples(const Documents& doc
   if (opts.nsp && documents.size() < 2)
     fail(
         "pre-training: {} document, need at least 2 for next-sentence prediction (the random "
-        "next segment comes from another document); turn NSP off or add documents",
+        "next segment comes from another document); add documents separated by a blank line",
         documents.size());
   for (size_t d = 0; d < documents.size(); ++d) {
     if (documents[d].empty()) fail("pre-training: document {} is empty", d);

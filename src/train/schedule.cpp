@@ -19,7 +19,7 @@ float linear_schedule_lr(float base_lr, int64_t step, int64_t warmup_steps, int6
 }
 
 int64_t warmup_steps_from_ratio(int64_t total_steps, double ratio) {
-  if (!(ratio >= 0.0 && ratio <= 1.0)) fail("warmup ratio must be in [0, 1], got {}", ratio);
+  if (!(ratio >= 0.0 && ratio <= 1.0)) fail("--warmup-ratio must be in [0, 1], got {}", ratio);
   if (total_steps < 0) fail("total training steps must be ≥ 0, got {}", total_steps);
   return static_cast<int64_t>(std::ceil(static_cast<double>(total_steps) * ratio));
 }

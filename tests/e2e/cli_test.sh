@@ -82,6 +82,13 @@ expect_error "foreign model" "" "BRT1|not a bertrt" -- "$BIN" info "$VOCAB"
 expect_error "fill-mask without [MASK]" "" "MASK" -- "$BIN" fill-mask --model "$T/pt.brt" "no mask here"
 expect_error "unknown task" "$T/o5.brt" "task" -- "$BIN" finetune --model "$T/pt.brt" --task nope --train "$T/train.tsv" --dev "$T/dev.tsv" -o "$T/o5.brt"
 expect_error "unknown backend" "" "backend" -- "$BIN" fill-mask --backend gpu --model "$T/pt.brt" "[MASK]"
+expect_error "eval --batch-size 0" "" "batch-size" -- "$BIN" eval --model "$T/sst2.brt" --task sst2 --data "$T/dev.tsv" --batch-size 0
+expect_error "forward id that would wrap" "" "line 1.*32-bit" -- sh -c "echo '{\"input_ids\":[101,4294967397,102]}' | '$BIN' forward --model '$T/init.brt'"
+expect_error "forward id outside vocab names the line" "" "line 2.*outside the vocabulary" -- sh -c "printf '{\"input_ids\":[101,102]}\n{\"input_ids\":[101,-5]}\n' | '$BIN' forward --model '$T/init.brt'"
+expect_error "learning rate inf" "$T/o6.brt" "learning-rate" -- "$BIN" pretrain --model "$T/init.brt" --corpus "$T/corpus.txt" --max-steps 1 --learning-rate inf -o "$T/o6.brt"
+expect_error "unwritable output folder, before training" "" "cannot write" -- "$BIN" pretrain --model "$T/init.brt" --corpus "$T/corpus.txt" --max-steps 1 -o /proc/x.brt
+expect_error "diverged run writes nothing" "$T/o7.brt" "non-finite" -- "$BIN" pretrain --model "$T/init.brt" --corpus "$T/corpus.txt" --max-steps 3 --batch-size 2 --max-seq-length 32 --learning-rate 1e30 --warmup-ratio 0 -o "$T/o7.brt"
+expect_error "predict --max-seq-length above 512" "" "max-seq-length.*512" -- "$BIN" predict --model "$T/sst2.brt" --max-seq-length 600
 # A failed run never destroys the last good file.
 cp "$T/pt.brt" "$T/keep.brt"
 expect_error "failed run keeps old output" "" "empty.txt" -- "$BIN" pretrain --model "$T/init.brt" --corpus "$T/empty.txt" --max-steps 1 -o "$T/keep.brt"

@@ -36,15 +36,15 @@ void add_eval(CLI::App& app) {
   c->callback([o] {
     check_input_file("--model", o->model);
     check_input_file("--data", o->data);
+    if (o->batch_size < 1) fail("--batch-size must be ≥ 1, got {}", o->batch_size);
     const TaskSpec& spec = glue_task(o->task);
     LoadedModel m = load_model(o->model);
     require_classifier(*m.model, o->model);
     if (m.model->heads().num_labels() != int(spec.labels.size()))
       fail("{}: the model has {} labels, task {} has {}", o->model, m.model->heads().num_labels(),
            o->task, spec.labels.size());
-    if (o->max_seq_length > m.model->config().max_position_embeddings)
-      fail("--max-seq-length {} exceeds the model's max_position_embeddings {}", o->max_seq_length,
-           m.model->config().max_position_embeddings);
+    check_max_seq_length("--max-seq-length", o->max_seq_length,
+                         m.model->config().max_position_embeddings);
     const auto examples = encode_examples(*m.tokenizer, read_glue_tsv(o->data, spec), o->max_seq_length);
     auto be = o->backend.make();
     const ClassificationEval ev = evaluate_classification(*m.model, *be, examples, o->batch_size,
@@ -76,6 +76,8 @@ void add_predict(CLI::App& app) {
     check_input_file("--model", o->model);
     LoadedModel m = load_model(o->model);
     require_classifier(*m.model, o->model);
+    check_max_seq_length("--max-seq-length", o->max_seq_length,
+                         m.model->config().max_position_embeddings);
     auto be = o->backend.make();
     const auto& labels = m.model->heads().labels;
     for_each_stdin_line([&](const std::string& line, size_t) {

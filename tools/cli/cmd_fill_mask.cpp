@@ -32,11 +32,17 @@ void add_fill_mask(CLI::App& app) {
     BertModel& model = *m.model;
     if (!model.heads().mlm) fail("{}: the model has no MLM head (cls.predictions.*)", o->model);
     const Tokenizer& tok = *m.tokenizer;
-    const Encoding e = tok.encode(o->text, std::nullopt, model.config().max_position_embeddings);
+    const int max_len = model.config().max_position_embeddings;
+    const Encoding e = tok.encode(o->text, std::nullopt);
+    if (int(e.input_ids.size()) > max_len)
+      fail("text: {} tokens with [CLS]/[SEP], the model takes at most {} (max_position_embeddings)",
+           e.input_ids.size(), max_len);
     std::vector<int> masks;
     for (size_t i = 0; i < e.input_ids.size(); ++i)
       if (e.input_ids[i] == tok.mask_id()) masks.push_back(int(i));
-    if (masks.empty()) fail("text: no {} token found in \"{}\"", tok.options().mask_token, o->text);
+    if (masks.empty())
+      fail("text: no {} token found in \"{}{}\"", tok.options().mask_token, o->text.substr(0, 80),
+           o->text.size() > 80 ? "…" : "");
     auto be = o->backend.make();
     const int T = int(e.input_ids.size()), V = model.config().vocab_size;
     EncoderInputs in{1, T, e.input_ids.data(), e.token_type_ids.data(), e.attention_mask.data()};
@@ -61,7 +67,7 @@ void add_fill_mask(CLI::App& app) {
           fmt::print("{}\t{:.4f}\n", tok.vocab().token(idx[i]), p);
       }
       if (o->json) fmt::print("{}\n", nlohmann::json{{"position", pos}, {"candidates", cands}}.dump());
-      else if (masks.size() > 1) fmt::print("\n");
+      else if (masks.size() > 1 && pos != masks.back()) fmt::print("\n");
     }
   });
 }

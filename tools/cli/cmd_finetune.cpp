@@ -2,6 +2,8 @@
 // a fresh linear classifier, all weights trained, dev accuracy after every epoch.
 #include <fmt/format.h>
 
+#include <cstdio>
+
 #include <cmath>
 
 #include "common.h"
@@ -49,14 +51,17 @@ void add_finetune(CLI::App& app) {
     if (!o->metrics.empty()) check_output_path("--metrics", o->metrics);
     if (o->batch_size < 1) fail("--batch-size must be ≥ 1, got {}", o->batch_size);
     if (o->epochs < 1 && o->max_steps <= 0) fail("--epochs must be ≥ 1, got {}", o->epochs);
-    if (!(o->lr > 0)) fail("--learning-rate must be positive, got {}", o->lr);
+    check_positive("--learning-rate", o->lr);
+    check_positive("--weight-decay", o->weight_decay, /*allow_zero=*/true);
     const TaskSpec& spec = glue_task(o->task);
     LoadedModel m = load_model(o->model);
     BertModel& model = *m.model;
     const Tokenizer& tok = *m.tokenizer;
-    if (o->max_seq_length > model.config().max_position_embeddings)
-      fail("--max-seq-length {} exceeds the model's max_position_embeddings {}", o->max_seq_length,
-           model.config().max_position_embeddings);
+    check_max_seq_length("--max-seq-length", o->max_seq_length,
+                         model.config().max_position_embeddings);
+    if (model.heads().classifier())
+      fmt::print(stderr, "note: {} already has a classifier ({}); it is kept when the labels match, "
+                 "replaced otherwise\n", o->model, model.heads().task);
     const auto train = encode_examples(tok, read_glue_tsv(o->train, spec), o->max_seq_length);
     const auto dev = encode_examples(tok, read_glue_tsv(o->dev, spec), o->max_seq_length);
     HeadsConfig heads;
@@ -78,6 +83,7 @@ void add_finetune(CLI::App& app) {
       const ClassificationEval ev = evaluate_classification(model, *be, dev, 64, tok.pad_id());
       fmt::print("dev after step {}: accuracy {:.4f} (loss {:.4f}, {} examples)\n", step,
                  ev.accuracy, ev.loss, ev.examples);
+      std::fflush(stdout);
       metrics.write({{"eval", "dev"}, {"step", step}, {"accuracy", ev.accuracy}, {"loss", ev.loss},
                      {"examples", ev.examples}});
       return ev;

@@ -3,6 +3,8 @@
 // seq_relationship_logits, logits).
 #include <fmt/format.h>
 
+#include <cstdint>
+
 #include "common.h"
 #include "core/error.h"
 #include "io/model_io.h"
@@ -21,7 +23,10 @@ std::vector<int32_t> int_list(const nlohmann::json& j, const char* key, size_t l
   if (!a.is_array()) fail("stdin line {}: \"{}\" must be a list of integers", line, key);
   std::vector<int32_t> v;
   for (const auto& x : a) {
-    if (!x.is_number_integer()) fail("stdin line {}: \"{}\" must be a list of integers", line, key);
+    // Range-checked before narrowing: 4294967397 must not wrap around to 101.
+    if (!x.is_number_integer() || x.get<int64_t>() < INT32_MIN || x.get<int64_t>() > INT32_MAX ||
+        (x.is_number_unsigned() && x.get<uint64_t>() > uint64_t(INT32_MAX)))
+      fail("stdin line {}: \"{}\" must be a list of 32-bit integers, got {}", line, key, x.dump());
     v.push_back(x.get<int32_t>());
   }
   if (expect_len && v.size() != expect_len)
@@ -62,10 +67,16 @@ void add_forward(CLI::App& app) {
       if (ids.empty()) fail("stdin line {}: input_ids is empty", n);
       const auto types = int_list(j, "token_type_ids", n, false, ids.size());
       const auto mask = int_list(j, "attention_mask", n, false, ids.size());
+      for (int32_t m : mask)
+        if (m != 0 && m != 1) fail("stdin line {}: attention_mask values must be 0 or 1, got {}", n, m);
       const int T = int(ids.size());
       EncoderInputs in{1, T, ids.data(), types.empty() ? nullptr : types.data(),
                        mask.empty() ? nullptr : mask.data()};
-      model.forward(*be, in, Targets{}, false);
+      try {
+        model.forward(*be, in, Targets{}, false);
+      } catch (const Error& e) {
+        fail("stdin line {}: {}", n, e.what());
+      }
       nlohmann::json out;
       out["last_hidden_state"] = matrix(model.last_hidden_state(), T, cfg.hidden_size);
       out["pooler_output"] = matrix(model.pooler_output(), 1, cfg.hidden_size)[0];

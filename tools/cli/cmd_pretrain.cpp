@@ -1,6 +1,8 @@
 // bertrt pretrain: MLM + NSP pre-training on a plain-text corpus (paper §3.1, A.2).
 #include <fmt/format.h>
 
+#include <cstdio>
+
 #include "common.h"
 #include "core/error.h"
 #include "io/model_io.h"
@@ -82,15 +84,15 @@ void add_pretrain(CLI::App& app) {
     if (!o->metrics.empty()) check_output_path("--metrics", o->metrics);
     if (o->max_steps < 0) fail("--max-steps must be ≥ 0, got {}", o->max_steps);
     if (o->batch_size < 1) fail("--batch-size must be ≥ 1, got {}", o->batch_size);
-    if (!(o->lr > 0)) fail("--learning-rate must be positive, got {}", o->lr);
+    check_positive("--learning-rate", o->lr);
+    check_positive("--weight-decay", o->weight_decay, /*allow_zero=*/true);
     LoadedModel m = load_model(o->model);
     BertModel& model = *m.model;
     const Tokenizer& tok = *m.tokenizer;
     if (!model.heads().mlm || !model.heads().nsp)
       fail("{}: pre-training needs the MLM and NSP heads (start from `bertrt init`)", o->model);
-    if (o->max_seq_length > model.config().max_position_embeddings)
-      fail("--max-seq-length {} exceeds the model's max_position_embeddings {}", o->max_seq_length,
-           model.config().max_position_embeddings);
+    check_max_seq_length("--max-seq-length", o->max_seq_length,
+                         model.config().max_position_embeddings);
     auto be = o->backend.make();
     MetricsLog metrics = o->metrics.empty() ? MetricsLog() : MetricsLog(o->metrics);
     PretrainingOptions popts;
@@ -108,6 +110,7 @@ void add_pretrain(CLI::App& app) {
       fmt::print("valid {}: MLM accuracy {:.4f} (loss {:.3f}), NSP accuracy {:.4f} (loss {:.3f}) "
                  "on {} examples / {} masked tokens\n",
                  when, e.mlm_accuracy, e.mlm_loss, e.nsp_accuracy, e.nsp_loss, e.examples, e.masked);
+      std::fflush(stdout);  // visible at once when piped (tee, logs)
       nlohmann::json j = eval_json(e);
       j["eval"] = when;
       j["step"] = step;

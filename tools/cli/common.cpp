@@ -1,5 +1,12 @@
 #include "common.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 
@@ -16,6 +23,24 @@ void check_output_path(const std::string& flag, const std::string& path) {
   if (!fs::is_directory(dir))
     fail("{} {}: folder '{}' does not exist", flag, path, dir.string());
   if (fs::is_directory(p)) fail("{} {}: is a folder, expected a file path", flag, path);
+  // Writable? Found now rather than after hours of training: create and remove a probe file.
+  std::string probe = (dir / ".bertrt-write-probe-XXXXXX").string();
+  const int fd = mkstemp(probe.data());
+  if (fd < 0) fail("{} {}: cannot write in folder '{}': {}", flag, path, dir.string(), std::strerror(errno));
+  close(fd);
+  std::remove(probe.c_str());
+}
+
+void check_positive(const std::string& flag, double value, bool allow_zero) {
+  if (!std::isfinite(value) || value < 0 || (!allow_zero && value == 0))
+    fail("{} must be a finite number {} 0, got {}", flag, allow_zero ? "≥" : ">", value);
+}
+
+void check_max_seq_length(const std::string& flag, int value, int max_position_embeddings) {
+  if (value < 3) fail("{} must be ≥ 3 ([CLS] A [SEP]), got {}", flag, value);
+  if (value > max_position_embeddings)
+    fail("{} {} exceeds the model's max_position_embeddings {}", flag, value,
+         max_position_embeddings);
 }
 
 void check_input_file(const std::string& flag, const std::string& path) {

@@ -15,6 +15,10 @@ namespace bertrt::cli {
 // Fails (naming the flag) unless the folder that would hold `path` exists; run before long work
 // so that a bad -o is reported at once, not after an hour of training.
 void check_output_path(const std::string& flag, const std::string& path);
+// Fails (naming the flag) unless `value` is finite and > 0 (or ≥ 0 when allow_zero).
+void check_positive(const std::string& flag, double value, bool allow_zero = false);
+// Fails (naming the flag) unless 3 ≤ value ≤ max_position_embeddings.
+void check_max_seq_length(const std::string& flag, int value, int max_position_embeddings);
 // Fails (naming the flag) unless `path` is an existing regular file.
 void check_input_file(const std::string& flag, const std::string& path);
 

@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int rc = app.exit(e);  // prints help or the parse error
+    return rc == 0 ? 0 : 2;      // usage errors: 2; runtime errors: 1
   } catch (const bertrt::Error& e) {
     fmt::print(stderr, "bertrt: error: {}\n", e.what());
     return 1;

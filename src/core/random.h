@@ -1,4 +1,4 @@
-// Random draws the data pipeline needs, defined on top of the raw 64-bit output of std::mt19937_64.
+// Random draws (data pipeline, weight init), defined on top of the raw 64-bit output of std::mt19937_64.
 //
 // Why not <random>'s distributions and std::shuffle: their algorithms are implementation-defined,
 // so libstdc++ and libc++ (or two versions of either) give different sequences for the same seed.
@@ -7,6 +7,7 @@
 // google-research/bert create_pretraining_data.py (random(), randint(a, b) inclusive, shuffle).
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <random>
@@ -39,6 +40,14 @@ void random_shuffle(std::vector<T>& v, std::mt19937_64& rng) {
     const size_t j = static_cast<size_t>(random_int(rng, 0, static_cast<int64_t>(i) - 1));
     std::swap(v[i - 1], v[j]);
   }
+}
+
+// Standard normal draw (Box–Muller, one value per call): weight initialisation N(0, σ²).
+inline double random_normal(std::mt19937_64& rng) {
+  double u1 = random_unit(rng);
+  const double u2 = random_unit(rng);
+  if (u1 < 1e-300) u1 = 1e-300;  // log(0)
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
 }
 
 }  // namespace bertrt
