@@ -24,20 +24,7 @@ using nlohmann::json;
 std::string samples() { return test::shared_dir() + "/ckpt/safetensors-samples"; }
 std::string tiny_bert() { return test::shared_dir() + "/ckpt/hf/inference-server_tiny_bert/model.safetensors"; }
 
-// A fresh folder per test, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "bertrt_st_XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using test::TempDir;
 
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

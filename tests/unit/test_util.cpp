@@ -1,7 +1,10 @@
 #include "test_util.h"
 
+#include <stdlib.h>
+
 #include <cstdlib>
 #include <filesystem>
+#include <stdexcept>
 
 namespace bertrt::test {
 
@@ -15,5 +18,16 @@ std::string build_dir() { return env_or("BERTRT_BUILD_DIR", BERTRT_BUILD_DIR_DEF
 std::string shared_dir() { return env_or("BERTRT_SHARED", source_dir() + "/../shared"); }
 std::string data_dir() { return env_or("BERTRT_DATA", shared_dir() + "/data"); }
 bool have_data(const std::string& path) { return std::filesystem::exists(path); }
+
+TempDir::TempDir() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "bertrt_test_XXXXXX").string();
+  if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed: " + tmpl);
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
 
 }  // namespace bertrt::test

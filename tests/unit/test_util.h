@@ -17,6 +17,20 @@ std::string source_dir();
 // True when `path` exists; otherwise GTEST_SKIP-worthy, unless BERTRT_REQUIRE_DATA=1 makes it fatal.
 bool have_data(const std::string& path);
 
+// A fresh folder per test under the system temp dir, removed with everything in it afterwards.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 }  // namespace bertrt::test
 
 // Skips the test (visibly) when the data is missing; fails it instead under BERTRT_REQUIRE_DATA=1.
