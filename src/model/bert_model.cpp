@@ -76,7 +76,7 @@ void BertModel::set_heads(const HeadsConfig& heads, uint64_t seed) {
 
 ForwardResult BertModel::forward(Backend& be, const EncoderInputs& in, const Targets& t,
                                  bool training) {
-  acts_.resize(config_, in.B, in.T, training);
+  acts_.resize(config_, in.B, in.T, training, plan_);
   encoder_forward(be, config_, w_, acts_, in);
   in_ = in;
   targets_ = t;
@@ -115,6 +115,15 @@ void BertModel::backward(Backend& be) {
     pooled_head_backward(be, acts_.dpooled, dw_.cls_w, dw_.cls_b, cls_, acts_.pooled, w_.cls_w,
                          in_.B, config_.hidden_size, heads_.num_labels());
   encoder_backward(be, config_, dw_, acts_, w_, in_);
+}
+
+void BertModel::set_backward_plan(const BackwardPlan& plan) {
+  if (plan.first_layer < 0 || plan.first_layer > config_.num_hidden_layers ||
+      (plan.embeddings && plan.first_layer != 0))
+    fail("backward plan: first trainable layer {} (of {}) with embeddings {}: the embeddings "
+         "backward needs every layer's backward", plan.first_layer, config_.num_hidden_layers,
+         plan.embeddings ? "trainable" : "frozen");
+  plan_ = plan;
 }
 
 const float* BertModel::mlm_logits_all(Backend& be) {

@@ -53,6 +53,12 @@ class BertModel {
   ForwardResult forward(Backend& be, const EncoderInputs& in, const Targets& t, bool training);
   // After forward(training=true): accumulates ∂loss/∂params into grads().
   void backward(Backend& be);
+  // Memory options of training (encoder.h BackwardPlan): frozen bottom layers get no backward and
+  // keep no activations; recompute keeps only each layer's output. Gradients of the parameters
+  // the plan skips are left untouched (zero after zero_grad). Throws bertrt::Error when
+  // plan.embeddings is set with plan.first_layer > 0 or first_layer is not in [0, layers].
+  void set_backward_plan(const BackwardPlan& plan);
+  const BackwardPlan& backward_plan() const { return plan_; }
 
   // Outputs of the last forward.
   const float* last_hidden_state() const { return acts_.hidden; }  // [B, T, C]
@@ -70,6 +76,7 @@ class BertModel {
   FloatBuffer params_, grads_;
   BertParams w_, dw_;
   EncoderActs acts_;
+  BackwardPlan plan_;
   MlmActs mlm_;
   PooledHeadActs nsp_, cls_;
   EncoderInputs in_;

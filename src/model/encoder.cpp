@@ -14,36 +14,55 @@ LayerDims layer_dims(const BertConfig& c, int B, int T) {
                    c.layer_norm_eps, c.gelu()};
 }
 
+// The per-layer buffers the backward reads (everything but `out`).
+void take_work(LayerActs& L, Carver& cv, size_t N, size_t C, size_t I, size_t P) {
+  L.q = cv.take(N * C), L.k = cv.take(N * C), L.v = cv.take(N * C);
+  L.probs = cv.take(P);
+  L.ctx = cv.take(N * C), L.res1 = cv.take(N * C), L.ln1 = cv.take(N * C);
+  L.ln1_mean = cv.take(N), L.ln1_rstd = cv.take(N);
+  L.inter_pre = cv.take(N * I), L.inter = cv.take(N * I);
+  L.res2 = cv.take(N * C);
+  L.ln2_mean = cv.take(N), L.ln2_rstd = cv.take(N);
+}
+
 // One pass with base == nullptr counts the floats, the second carves the buffer.
-void carve(EncoderActs& a, Carver& cv, const BertConfig& c, int B, int T, bool training) {
+void carve(EncoderActs& a, Carver& cv, const BertConfig& c, int B, int T, bool training,
+           const BackwardPlan& plan) {
   const size_t N = size_t(B) * T, C = c.hidden_size, I = c.intermediate_size;
   const size_t P = size_t(B) * c.num_attention_heads * T * T;
   a.emb = EmbeddingActs{cv.take(N * C), cv.take(N * C), cv.take(N), cv.take(N)};
   a.layers.assign(c.num_hidden_layers, LayerActs{});
-  float* shared_out[2] = {nullptr, nullptr};
+  // Layers below keep_from have no backward (inference, or frozen): one shared set of work
+  // buffers and two outputs used alternately (a layer reads only the previous one's output).
+  const int keep_from = training ? plan.first_layer : c.num_hidden_layers;
+  LayerActs shared{};
+  bool have_shared = false;
+  float* alternate[2] = {nullptr, nullptr};
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     LayerActs& L = a.layers[l];
-    if (!training && l > 0) {  // inference: reuse layer 0's buffers, alternate the outputs
-      L = a.layers[0];
-      L.out = shared_out[l % 2];
+    if (l < keep_from || plan.recompute) {
+      if (!have_shared) take_work(shared, cv, N, C, I, P), have_shared = true;
+      L = shared;
+      if (l < keep_from) {
+        if (!alternate[0]) alternate[0] = cv.take(N * C), alternate[1] = cv.take(N * C);
+        L.out = alternate[l % 2];
+      } else {
+        L.out = cv.take(N * C);  // recompute: the layer's output is all it keeps
+      }
       continue;
     }
-    L.q = cv.take(N * C), L.k = cv.take(N * C), L.v = cv.take(N * C);
-    L.probs = cv.take(P);
-    L.ctx = cv.take(N * C), L.res1 = cv.take(N * C), L.ln1 = cv.take(N * C);
-    L.ln1_mean = cv.take(N), L.ln1_rstd = cv.take(N);
-    L.inter_pre = cv.take(N * I), L.inter = cv.take(N * I);
-    L.res2 = cv.take(N * C), L.out = cv.take(N * C);
-    L.ln2_mean = cv.take(N), L.ln2_rstd = cv.take(N);
-    if (!training) shared_out[0] = L.out, shared_out[1] = cv.take(N * C);
+    take_work(L, cv, N, C, I, P);
+    L.out = cv.take(N * C);
   }
   a.scores = cv.take(P);
   a.mask_add = cv.take(N);
   a.pooled_pre = cv.take(size_t(B) * C);
   a.pooled = cv.take(size_t(B) * C);
+  a.recompute_out = nullptr;
   if (training) {
     a.dhidden = cv.take(N * C), a.dnext = cv.take(N * C), a.demb_sum = cv.take(N * C);
     a.dpooled = cv.take(size_t(B) * C), a.dpooled_pre = cv.take(size_t(B) * C);
+    if (plan.recompute) a.recompute_out = cv.take(N * C);
     LayerGradScratch& s = a.scratch;
     s.dres = cv.take(N * C), s.dln1 = cv.take(N * C), s.dctx = cv.take(N * C);
     s.dq = cv.take(N * C), s.dk = cv.take(N * C), s.dv = cv.take(N * C);
@@ -54,18 +73,23 @@ void carve(EncoderActs& a, Carver& cv, const BertConfig& c, int B, int T, bool t
 
 }  // namespace
 
-void EncoderActs::resize(const BertConfig& c, int B, int T, bool training) {
-  if (B == B_ && T == T_ && training == training_ && C_ == size_t(c.hidden_size) &&
+void EncoderActs::resize(const BertConfig& c, int B, int T, bool training,
+                         const BackwardPlan& plan) {
+  if (plan.first_layer < 0 || plan.first_layer > c.num_hidden_layers ||
+      (plan.embeddings && plan.first_layer != 0))
+    fail("backward plan: first layer {} of {} layers, embeddings {}: the embeddings backward "
+         "needs every layer's backward", plan.first_layer, c.num_hidden_layers, plan.embeddings);
+  if (B == B_ && T == T_ && training == training_ && plan == plan_ && C_ == size_t(c.hidden_size) &&
       L_ == size_t(c.num_hidden_layers) && I_ == size_t(c.intermediate_size))
     return;
   Carver count(nullptr);
-  carve(*this, count, c, B, T, training);
+  carve(*this, count, c, B, T, training, plan);
   // Grow only: fine-tuning batches change T every step (dynamic padding). Every activation is
   // written before it is read, so the buffer needs no clearing.
   if (buf_.size() < count.used()) buf_ = FloatBuffer(count.used());
   Carver cv(buf_.data());
-  carve(*this, cv, c, B, T, training);
-  B_ = B, T_ = T, training_ = training;
+  carve(*this, cv, c, B, T, training, plan);
+  B_ = B, T_ = T, training_ = training, plan_ = plan;
   C_ = c.hidden_size, L_ = c.num_hidden_layers, I_ = c.intermediate_size;
   position_ids.resize(size_t(B) * T);
   for (int b = 0; b < B; ++b)
@@ -128,16 +152,25 @@ void encoder_backward(Backend& be, const BertConfig& c, const BertParams& dw, En
   be.tanh_backward(a.dpooled_pre, a.pooled, a.dpooled, size_t(B) * C);
   linear_backward(be, a.dhidden, dw.pooler_w, dw.pooler_b, a.dpooled_pre, a.hidden, w.pooler_w, B,
                   C, C, T * C, T * C);
-  // Layers, last to first; dhidden and dnext ping-pong.
+  // Layers, last to first, down to the first trainable one; dhidden and dnext ping-pong.
+  const BackwardPlan& plan = a.plan();
   float* dout = a.dhidden;
   float* dinp = a.dnext;
-  for (int l = c.num_hidden_layers - 1; l >= 0; --l) {
+  for (int l = c.num_hidden_layers - 1; l >= plan.first_layer; --l) {
     const float* inp = l > 0 ? a.layers[l - 1].out : a.emb.out;
+    // Recompute: the shared work buffers still hold the last layer's forward; the others run
+    // again on their kept input, with the same ops on the same values (so the same bits).
+    if (plan.recompute && l != c.num_hidden_layers - 1) {
+      LayerActs redo = a.layers[l];
+      redo.out = a.recompute_out;
+      encoder_layer_forward(be, redo, a.scores, inp, a.mask_add, w.layers[l], d);
+    }
     std::fill(dinp, dinp + NC, 0.0f);
     encoder_layer_backward(be, dinp, dw.layers[l], a.scratch, dout, inp, a.layers[l], w.layers[l],
                            d);
     std::swap(dout, dinp);
   }
+  if (!plan.embeddings) return;
   embeddings_backward(be, a.demb_sum, dw.word_emb, dw.pos_emb, dw.type_emb, dw.emb_ln_w,
                       dw.emb_ln_b, dout, a.emb, in.input_ids, a.position_ids.data(), types,
                       w.emb_ln_w, N, C);

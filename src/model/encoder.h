@@ -20,14 +20,27 @@ struct EncoderInputs {
   const int32_t* attention_mask = nullptr;  // [B, T] 1 keep / 0 pad; nullptr = all 1
 };
 
+// What a training forward keeps and what the backward computes (the trainer's memory options).
+struct BackwardPlan {
+  int first_layer = 0;     // layers below get no backward and keep no activations (frozen)
+  bool embeddings = true;  // run the embeddings backward (needs first_layer == 0)
+  bool recompute = false;  // keep only each layer's output; redo the layer's forward in backward
+  bool operator==(const BackwardPlan& o) const {
+    return first_layer == o.first_layer && embeddings == o.embeddings && recompute == o.recompute;
+  }
+};
+
 // Activations for one (B, T); allocated once and reused while the shape stays the same. With
-// training=false the layers share one set of buffers (only what the next layer reads survives).
+// training=false the layers share one set of buffers (only what the next layer reads survives);
+// so do the layers below plan.first_layer in training, and, with plan.recompute, the layers above
+// share one set of work buffers and keep only their outputs.
 class EncoderActs {
  public:
-  void resize(const BertConfig& c, int B, int T, bool training);
+  void resize(const BertConfig& c, int B, int T, bool training, const BackwardPlan& plan = {});
   int B() const { return B_; }
   int T() const { return T_; }
   bool training() const { return training_; }
+  const BackwardPlan& plan() const { return plan_; }
 
   EmbeddingActs emb;
   std::vector<LayerActs> layers;
@@ -39,12 +52,14 @@ class EncoderActs {
   // Backward: heads accumulate into dhidden / dpooled (zeroed by the forward in training mode).
   float *dhidden = nullptr, *dpooled = nullptr, *dpooled_pre = nullptr, *dnext = nullptr;
   float* demb_sum = nullptr;
+  float* recompute_out = nullptr;  // [N, C] where a recomputed layer writes its (unused) output
   LayerGradScratch scratch{};
   std::vector<int32_t> position_ids, token_type_ids;  // [N]
 
  private:
   int B_ = 0, T_ = 0;
   bool training_ = false;
+  BackwardPlan plan_;
   size_t C_ = 0, L_ = 0, I_ = 0;
   FloatBuffer buf_;
 };
@@ -54,7 +69,8 @@ class EncoderActs {
 void encoder_forward(Backend& be, const BertConfig& c, const BertParams& w, EncoderActs& a,
                      const EncoderInputs& in);
 
-// Back-propagates a.dhidden and a.dpooled into the gradients dw (accumulating).
+// Back-propagates a.dhidden and a.dpooled into the gradients dw (accumulating), down to layer
+// a.plan().first_layer (and into the embeddings when a.plan().embeddings).
 void encoder_backward(Backend& be, const BertConfig& c, const BertParams& dw, EncoderActs& a,
                       const BertParams& w, const EncoderInputs& in);
 

@@ -4,24 +4,50 @@
 
 namespace bertrt {
 
-AdamW::AdamW(const ParamLayout& layout, const AdamWHyper& hyper)
-    : layout_(layout), hyper_(hyper), m_(layout.total(), 0.f), v_(layout.total(), 0.f) {}
+const char* optimizer_name(OptimizerKind kind) {
+  return kind == OptimizerKind::kBert ? "bert" : "adamw";
+}
+
+OptimizerKind parse_optimizer(const std::string& name) {
+  if (name == "adamw") return OptimizerKind::kAdamW;
+  if (name == "bert") return OptimizerKind::kBert;
+  fail("unknown optimizer '{}' (expected adamw or bert)", name);
+}
+
+static std::vector<ParamInfo> trainable_infos(const ParamLayout& layout,
+                                              const std::vector<bool>& trainable) {
+  if (!trainable.empty() && trainable.size() != layout.params().size())
+    fail("AdamW: {} trainable flags for {} parameter tensors", trainable.size(),
+         layout.params().size());
+  std::vector<ParamInfo> out;
+  for (size_t i = 0; i < layout.params().size(); ++i)
+    if (trainable.empty() || trainable[i]) out.push_back(layout.params()[i]);
+  return out;
+}
+
+AdamW::AdamW(const ParamLayout& layout, const AdamWHyper& hyper, std::vector<bool> trainable)
+    : layout_(layout), moments_(trainable_infos(layout, trainable)), hyper_(hyper),
+      m_(moments_.total(), 0.f), v_(moments_.total(), 0.f) {
+  for (const ParamInfo& p : moments_.params()) param_offset_.push_back(layout_.at(p.name).offset);
+}
 
 void AdamW::step(Backend& backend, float* params, const float* grads, float lr) {
   ++t_;
   AdamWHyper h = hyper_;
   h.lr = lr;
-  for (const ParamInfo& p : layout_.params()) {
+  for (size_t i = 0; i < moments_.params().size(); ++i) {
+    const ParamInfo& p = moments_.params()[i];
     h.weight_decay = p.decay ? hyper_.weight_decay : 0.f;
-    const size_t o = p.offset;
-    backend.adamw_step(params + o, m_.data() + o, v_.data() + o, grads + o, p.numel, h, t_);
+    const size_t o = param_offset_[i];
+    backend.adamw_step(params + o, m_.data() + p.offset, v_.data() + p.offset, grads + o, p.numel,
+                       h, t_);
   }
 }
 
 void AdamW::set_state(std::vector<float> m, std::vector<float> v, int64_t t) {
-  if (m.size() != layout_.total() || v.size() != layout_.total())
-    fail("AdamW state: moments hold {} and {} floats, the parameter layout {}", m.size(), v.size(),
-         layout_.total());
+  if (m.size() != moments_.total() || v.size() != moments_.total())
+    fail("AdamW state: moments hold {} and {} floats, the trainable layout {}", m.size(), v.size(),
+         moments_.total());
   if (t < 0) fail("AdamW state: step count {} is negative", t);
   m_ = std::move(m);
   v_ = std::move(v);

@@ -1,6 +1,9 @@
 #include "train/pretrain.h"
 
 #include <numeric>
+#include <sstream>
+
+#include "core/error.h"
 
 namespace bertrt {
 
@@ -13,6 +16,7 @@ PretrainingStream::PretrainingStream(const Documents& docs, const PretrainingOpt
 }
 
 void PretrainingStream::refill() {
+  epoch_rng_ = rng_;
   examples_ = create_pretraining_examples(docs_, opts_, cls_, sep_, mask_, vocab_size_, rng_);
   cursor_ = 0;
   ++epoch_;
@@ -24,6 +28,58 @@ Batch PretrainingStream::next() {
   Batch b = make_pretraining_batch(examples_, cursor_, batch_size_, opts_.max_seq_length, pad_);
   cursor_ += batch_size_;
   return b;
+}
+
+static const char kStreamStateTag[] = "bertrt-pretraining-stream-v1";
+
+std::vector<uint8_t> PretrainingStream::save_state() const {
+  std::ostringstream out;  // mt19937_64's text form is its exact state (C++ [rand.req.eng])
+  out << kStreamStateTag << '\n' << epoch_ << ' ' << cursor_ << ' ' << batch_size_ << '\n'
+      << epoch_rng_;
+  const std::string s = out.str();
+  return std::vector<uint8_t>(s.begin(), s.end());
+}
+
+void PretrainingStream::restore_state(const std::vector<uint8_t>& state) {
+  std::istringstream in(std::string(state.begin(), state.end()));
+  std::string tag;
+  int64_t epoch = 0;
+  size_t cursor = 0;
+  int batch_size = 0;
+  std::mt19937_64 rng;
+  in >> tag >> epoch >> cursor >> batch_size >> rng;
+  if (tag != kStreamStateTag || !in)
+    fail("data stream state: not a '{}' record ({} bytes)", kStreamStateTag, state.size());
+  if (batch_size != batch_size_)
+    fail("data stream state: saved with batch size {}, this stream has {}", batch_size,
+         batch_size_);
+  rng_ = rng;
+  refill();
+  if (cursor > examples_.size())
+    fail("data stream state: cursor {} beyond the epoch's {} examples (other corpus or options?)",
+         cursor, examples_.size());
+  cursor_ = cursor;
+  epoch_ = epoch;
+}
+
+Batch slice_batch(const Batch& b, int begin, int count) {
+  if (begin < 0 || count < 1 || begin + count > b.batch_size)
+    fail("slice [{}, {}) of a batch of {}", begin, begin + count, b.batch_size);
+  const size_t T = size_t(b.seq_len), lo = size_t(begin) * T, hi = size_t(begin + count) * T;
+  Batch s;
+  s.batch_size = count, s.seq_len = b.seq_len;
+  s.input_ids.assign(b.input_ids.begin() + lo, b.input_ids.begin() + hi);
+  s.token_type_ids.assign(b.token_type_ids.begin() + lo, b.token_type_ids.begin() + hi);
+  s.attention_mask.assign(b.attention_mask.begin() + lo, b.attention_mask.begin() + hi);
+  for (size_t i = 0; i < b.masked_lm_positions.size(); ++i) {
+    const size_t pos = size_t(b.masked_lm_positions[i]);
+    if (pos < lo || pos >= hi) continue;
+    s.masked_lm_positions.push_back(int32_t(pos - lo));
+    s.masked_lm_ids.push_back(b.masked_lm_ids[i]);
+  }
+  s.next_sentence_labels.assign(b.next_sentence_labels.begin() + begin,
+                                b.next_sentence_labels.begin() + begin + count);
+  return s;
 }
 
 EncoderInputs batch_inputs(const Batch& b) {
@@ -64,11 +120,23 @@ PretrainEval evaluate_pretraining(BertModel& model, Backend& be,
 
 void pretrain(Trainer& trainer, PretrainingStream& stream, int64_t total_steps,
               const std::function<void(const PretrainStepLog&)>& on_step) {
+  const int K = trainer.options().gradient_accumulation_steps;
   StepClock clock;
   while (trainer.steps_done() < total_steps) {
     const Batch b = stream.next();
+    if (K < 1 || b.batch_size % K != 0)
+      fail("--batch-size {} is not a multiple of --gradient-accumulation-steps {}", b.batch_size,
+           K);
+    std::vector<Batch> parts;
+    std::vector<MicroBatch> micro;
+    if (K == 1) {
+      micro.push_back({batch_inputs(b), batch_targets(b)});
+    } else {
+      for (int k = 0; k < K; ++k) parts.push_back(slice_batch(b, k * (b.batch_size / K), b.batch_size / K));
+      for (const Batch& p : parts) micro.push_back({batch_inputs(p), batch_targets(p)});
+    }
     PretrainStepLog log;
-    log.result = trainer.step(batch_inputs(b), batch_targets(b));
+    log.result = trainer.step(micro);
     log.tokens_per_second =
         clock.lap(std::accumulate(b.attention_mask.begin(), b.attention_mask.end(), int64_t(0)));
     log.elapsed_seconds = clock.elapsed_seconds();

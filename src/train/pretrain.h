@@ -20,6 +20,15 @@ class PretrainingStream {
   Batch next();
   int64_t epoch() const { return epoch_; }
   size_t examples_per_epoch() const { return examples_.size(); }
+  size_t cursor() const { return cursor_; }  // examples taken from the current epoch
+
+  // The stream's position as bytes: the RNG state at the start of the current epoch, the epoch
+  // and the cursor (the epoch's examples are regenerated from that RNG state, deterministically).
+  // A stream built with the same documents and options and given restore_state(save_state())
+  // yields exactly the batches this one would have.
+  std::vector<uint8_t> save_state() const;
+  // Throws bertrt::Error when the bytes are not a stream state or do not fit this stream.
+  void restore_state(const std::vector<uint8_t>& state);
 
  private:
   void refill();
@@ -29,6 +38,7 @@ class PretrainingStream {
   int32_t cls_, sep_, mask_, pad_;
   int vocab_size_;
   std::mt19937_64 rng_;
+  std::mt19937_64 epoch_rng_;  // rng_ before the current epoch's examples were drawn
   std::vector<PretrainingExample> examples_;
   size_t cursor_ = 0;
   int64_t epoch_ = 0;
@@ -51,9 +61,17 @@ struct PretrainStepLog {
   double elapsed_seconds = 0;
 };
 
-// Runs `total_steps` steps of `trainer` on `stream`, calling on_step after each.
+// Runs `trainer` on `stream` from trainer.steps_done() (0, or a resumed run's step) up to
+// `total_steps`, calling on_step after each step (where callers log, evaluate and save). Each
+// stream batch of B sequences is one optimizer step; with trainer.options()
+// .gradient_accumulation_steps = K it is split into K micro-batches of B/K sequences (B must be a
+// multiple of K; throws bertrt::Error otherwise), so the data order does not depend on K.
 void pretrain(Trainer& trainer, PretrainingStream& stream, int64_t total_steps,
               const std::function<void(const PretrainStepLog&)>& on_step);
+
+// Sequences [begin, begin + count) of `b` as a batch of their own (MLM positions rebased).
+// Throws bertrt::Error when the range is outside the batch.
+Batch slice_batch(const Batch& b, int begin, int count);
 
 // The EncoderInputs/Targets views of a batch.
 EncoderInputs batch_inputs(const Batch& b);

@@ -2,9 +2,9 @@
 
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
-#include "train/clip.h"
-#include "train/schedule.h"
 
 namespace bertrt {
 
@@ -18,35 +18,97 @@ double StepClock::lap(int64_t tokens) {
   return dt > 0 ? tokens / dt : 0.0;
 }
 
-static AdamWHyper hyper_of(const OptimOptions& o) {
-  AdamWHyper h;
-  h.lr = o.learning_rate;
-  h.beta1 = o.beta1, h.beta2 = o.beta2, h.eps = o.eps;
-  h.weight_decay = o.weight_decay;
-  return h;
+static bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
 }
 
-Trainer::Trainer(BertModel& model, Backend& backend, const OptimOptions& options)
-    : model_(model), backend_(backend), options_(options),
-      optimizer_(model.layout(), hyper_of(options)) {}
+std::vector<bool> trainable_params(const BertModel& model, const MemoryOptions& memory) {
+  std::vector<bool> out;
+  for (const ParamInfo& p : model.layout().params()) {
+    bool frozen = memory.freeze_embeddings && starts_with(p.name, "bert.embeddings.");
+    for (int l = 0; l < memory.freeze_layers && !frozen; ++l)
+      frozen = starts_with(p.name, fmt::format("bert.encoder.layer.{}.", l));
+    out.push_back(!frozen);
+  }
+  return out;
+}
+
+static const BertModel& with_plan(BertModel& model, const MemoryOptions& m) {
+  const int L = model.config().num_hidden_layers;
+  if (m.freeze_layers < 0 || m.freeze_layers > L)
+    fail("--freeze-layers {}: the model has {} encoder layers", m.freeze_layers, L);
+  BackwardPlan plan;
+  // Nothing below the first trainable layer needs a gradient only when the embeddings are frozen
+  // too; otherwise the backward must cross the frozen layers to reach them.
+  plan.embeddings = !m.freeze_embeddings;
+  plan.first_layer = m.freeze_embeddings ? m.freeze_layers : 0;
+  plan.recompute = m.recompute;
+  model.set_backward_plan(plan);
+  return model;
+}
+
+Trainer::Trainer(BertModel& model, Backend& backend, const OptimOptions& options,
+                 const MemoryOptions& memory)
+    : model_(model), backend_(backend), memory_(memory),
+      rule_(with_plan(model, memory).layout(), options, trainable_params(model, memory)) {}
 
 StepResult Trainer::step(const EncoderInputs& inputs, const Targets& targets) {
-  StepResult r;
-  float* grads = model_.grads();
-  const size_t n = model_.layout().total();
-  model_.zero_grad();
-  r.fwd = model_.forward(backend_, inputs, targets, /*training=*/true);
-  if (!std::isfinite(r.fwd.loss))
-    fail("step {}: loss is {} (non-finite); lower --learning-rate", steps_done() + 1, r.fwd.loss);
-  model_.backward(backend_);
-  r.grad_norm = options_.max_grad_norm > 0 ? clip_grad_norm(grads, n, options_.max_grad_norm)
-                                           : global_grad_norm(grads, n);
-  if (!std::isfinite(r.grad_norm))
-    fail("step {}: gradient norm is non-finite", steps_done() + 1);
-  r.learning_rate = linear_schedule_lr(options_.learning_rate, steps_done(),
-                                       options_.warmup_steps, options_.total_steps);
-  optimizer_.step(backend_, model_.params(), grads, r.learning_rate);
+  return step(std::vector<MicroBatch>{MicroBatch{inputs, targets}});
+}
+
+// Means of the micro-batch losses, sums of the counts.
+static void accumulate(ForwardResult& sum, const ForwardResult& f, double w) {
+  sum.loss += w * f.loss;
+  sum.mlm.loss += w * f.mlm.loss, sum.mlm.count += f.mlm.count, sum.mlm.correct += f.mlm.correct;
+  sum.nsp.loss += w * f.nsp.loss, sum.nsp.count += f.nsp.count, sum.nsp.correct += f.nsp.correct;
+  sum.cls.loss += w * f.cls.loss, sum.cls.count += f.cls.count, sum.cls.correct += f.cls.correct;
+}
+
+StepResult Trainer::nonfinite(StepResult r, const std::string& what) {
+  if (!rule_.options().skip_nonfinite)
+    fail("step {}: {} (non-finite); no update was made — lower --learning-rate, or pass "
+         "--skip-nonfinite to skip such steps", steps_ + 1, what);
+  r.skipped = true;
+  ++steps_, ++skipped_;
   return r;
+}
+
+StepResult Trainer::step(const std::vector<MicroBatch>& micro) {
+  if (micro.empty()) fail("a training step needs at least one micro-batch");
+  StepResult r;
+  model_.grads();
+  model_.zero_grad();
+  const double w = 1.0 / double(micro.size());
+  for (const MicroBatch& mb : micro) {
+    const ForwardResult f = model_.forward(backend_, mb.inputs, mb.targets, /*training=*/true);
+    accumulate(r.fwd, f, w);
+    if (!std::isfinite(f.loss)) {
+      r.grad_norm = NAN;
+      r.learning_rate = schedule_lr(rule_.options().schedule(), rule_.options().learning_rate,
+                                    steps_, rule_.options().warmup_steps,
+                                    rule_.options().total_steps);
+      return nonfinite(r, fmt::format("loss is {}", f.loss));
+    }
+    model_.backward(backend_);
+  }
+  float* grads = model_.grads();
+  if (micro.size() > 1) {  // the mean over micro-batches (a power-of-two K scales exactly)
+    const float scale = static_cast<float>(w);
+    for (size_t i = 0, n = model_.layout().total(); i < n; ++i) grads[i] *= scale;
+  }
+  const UpdateResult u = rule_.apply(backend_, model_.params(), grads, steps_);
+  r.grad_norm = u.grad_norm;
+  r.learning_rate = u.learning_rate;
+  if (!u.applied) return nonfinite(r, fmt::format("gradient norm is {}", u.grad_norm));
+  ++steps_;
+  return r;
+}
+
+void Trainer::restore_counters(int64_t steps_done, int64_t skipped_steps) {
+  if (steps_done < 0 || skipped_steps < 0 || skipped_steps > steps_done)
+    fail("training state: {} steps with {} skipped is inconsistent", steps_done, skipped_steps);
+  steps_ = steps_done;
+  skipped_ = skipped_steps;
 }
 
 }  // namespace bertrt

@@ -1,29 +1,39 @@
-// One optimizer step of the BERT recipe: forward → backward → global-norm clip → AdamW with the
-// linear warm-up/decay rate. Data loops (pre-training, fine-tuning) call step() per batch.
+// One optimizer step of the BERT recipe: forward → backward over K micro-batches (gradient
+// accumulation) → global-norm clip → AdamW (or the original BERT optimizer) at the scheduled
+// rate. Data loops (pre-training, fine-tuning) call step() per batch.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
-#include <memory>
+#include <string>
+#include <vector>
 
 #include "model/bert_model.h"
-#include "train/optimizer.h"
+#include "train/update_rule.h"
 
 namespace bertrt {
 
-struct OptimOptions {
-  float learning_rate = 1e-4f;
-  int64_t total_steps = 1;
-  int64_t warmup_steps = 0;
-  float weight_decay = 0.01f;  // not on LayerNorm weights and biases
-  float max_grad_norm = 1.0f;  // ≤ 0 disables clipping
-  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+// Memory options of training on small devices.
+struct MemoryOptions {
+  bool freeze_embeddings = false;  // bert.embeddings.* (and so the tied MLM decoder) stay fixed
+  int freeze_layers = 0;           // encoder layers 0..K−1 stay fixed
+  bool recompute = false;          // activation recomputation (encoder.h BackwardPlan)
 };
 
 struct StepResult {
+  // Over the step's micro-batches: loss, mlm.loss and nsp.loss are the MEANS of the micro-batch
+  // values (each micro-batch's MLM loss is the mean over its own masked positions); counts and
+  // correct predictions are sums.
   ForwardResult fwd;
-  double grad_norm = 0;  // before clipping
+  double grad_norm = 0;  // before clipping (NaN when the loss was already non-finite)
   float learning_rate = 0;
+  bool skipped = false;  // --skip-nonfinite: non-finite loss or gradient, no update
+};
+
+// One micro-batch: the model inputs and the heads' targets.
+struct MicroBatch {
+  EncoderInputs inputs;
+  Targets targets;
 };
 
 // Wall-clock bookkeeping of a training loop: tokens/s of the last step and time since start.
@@ -41,16 +51,40 @@ class StepClock {
 
 class Trainer {
  public:
-  Trainer(BertModel& model, Backend& backend, const OptimOptions& options);
+  // Throws bertrt::Error when memory.freeze_layers is outside [0, num_hidden_layers].
+  Trainer(BertModel& model, Backend& backend, const OptimOptions& options,
+          const MemoryOptions& memory = {});
+
+  // One update from one batch.
   StepResult step(const EncoderInputs& inputs, const Targets& targets);
-  int64_t steps_done() const { return optimizer_.step_count(); }
-  AdamW& optimizer() { return optimizer_; }
+  // One update from micro.size() micro-batches: their gradients are summed and scaled by
+  // 1/micro.size(), which is Hugging Face Trainer's (loss / gradient_accumulation_steps).backward()
+  // per micro-batch (exactly so when the count is a power of two; otherwise up to float rounding).
+  // A non-finite loss or gradient norm throws bertrt::Error naming the step, before any update;
+  // with options.skip_nonfinite the step is counted but skipped (StepResult::skipped).
+  StepResult step(const std::vector<MicroBatch>& micro);
+
+  int64_t steps_done() const { return steps_; }           // skipped steps included
+  int64_t skipped_steps() const { return skipped_; }
+  const OptimOptions& options() const { return rule_.options(); }
+  const MemoryOptions& memory() const { return memory_; }
+  const std::vector<bool>& trainable() const { return rule_.trainable(); }
+  AdamW& optimizer() { return rule_.optimizer(); }
+  const AdamW& optimizer() const { return rule_.optimizer(); }
+  const BertModel& model() const { return model_; }
+  // Counters of a checkpoint (train/checkpoint.h); the moments go through optimizer().set_state.
+  void restore_counters(int64_t steps_done, int64_t skipped_steps);
 
  private:
+  StepResult nonfinite(StepResult r, const std::string& what);
   BertModel& model_;
   Backend& backend_;
-  OptimOptions options_;
-  AdamW optimizer_;
+  MemoryOptions memory_;
+  UpdateRule rule_;
+  int64_t steps_ = 0, skipped_ = 0;
 };
+
+// One flag per model.layout().params() entry: false for the tensors `memory` freezes.
+std::vector<bool> trainable_params(const BertModel& model, const MemoryOptions& memory);
 
 }  // namespace bertrt

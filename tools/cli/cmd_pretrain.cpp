@@ -1,12 +1,18 @@
-// bertrt pretrain: MLM + NSP pre-training on a plain-text corpus (paper §3.1, A.2).
+// bertrt pretrain: MLM + NSP pre-training on a plain-text corpus (paper §3.1, A.2), resumable
+// (--save-steps / --resume), crash-safe (atomic checkpoints) and observable (--metrics,
+// --eval-steps). Flags are grouped: data, optimizer, memory, checkpoints, observability.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <optional>
 
 #include "common.h"
 #include "core/error.h"
 #include "io/model_io.h"
 #include "progress.h"
+#include "train/checkpoint.h"
 #include "train/metrics_log.h"
 #include "train/pretrain.h"
 #include "train/schedule.h"
@@ -15,9 +21,220 @@ namespace bertrt::cli {
 
 namespace {
 
+struct DataFlags {
+  std::string corpus, valid;
+  int max_seq_length = 128, max_predictions = 20, valid_examples = 2000;
+  float masked_lm_prob = 0.15f;
+  uint64_t seed = 12345;
+  bool no_sentence_split = false;
+};
+
+struct OptimFlags {
+  std::string optimizer = "adamw";
+  float lr = 1e-4f, weight_decay = 0.01f, max_grad_norm = 1.0f;
+  float beta1 = 0.9f, beta2 = 0.999f;
+  std::optional<float> eps;  // default by optimizer: 1e-8 (adamw), 1e-6 (bert)
+  std::optional<double> warmup_ratio;
+  std::optional<int64_t> warmup_steps;
+  int accumulation = 1;
+};
+
+struct Flags {
+  std::string model, out, metrics, resume;
+  int64_t max_steps = 0, save_steps = 0, eval_steps = 0;
+  int batch_size = 32;
+  bool skip_nonfinite = false;
+  DataFlags data;
+  OptimFlags optim;
+  MemoryOptions memory;
+  BackendChoice backend;
+};
+
+constexpr double kDefaultWarmupRatio = 0.01;
+
+void add_data_flags(CLI::App* c, DataFlags& d) {
+  c->add_option("--corpus", d.corpus,
+                "training text: one sentence or paragraph a line, a blank line between documents")
+      ->required();
+  c->add_option("--valid", d.valid, "held-out text (same layout): MLM/NSP accuracy before, every "
+                                    "--eval-steps and after");
+  c->add_option("--max-seq-length", d.max_seq_length, "tokens per sequence, [CLS]/[SEP] included")->capture_default_str();
+  c->add_option("--max-predictions-per-seq", d.max_predictions, "at most this many masked positions a sequence")->capture_default_str();
+  c->add_option("--masked-lm-prob", d.masked_lm_prob, "share of tokens chosen for MLM (80% [MASK], 10% random, 10% kept)")->capture_default_str();
+  c->add_option("--valid-examples", d.valid_examples, "evaluate on at most this many held-out examples")
+      ->capture_default_str();
+  c->add_option("--seed", d.seed, "data order and masking")->capture_default_str();
+  c->add_flag("--no-sentence-split", d.no_sentence_split,
+              "treat each line as one sentence (default: split paragraph lines into sentences, "
+              "which keeps NSP pairs 50/50 on paragraph-a-line corpora)");
+}
+
+void add_optim_flags(CLI::App* c, OptimFlags& o) {
+  c->add_option("--optimizer", o.optimizer,
+                "adamw: torch.optim.AdamW + Hugging Face linear schedule + clip_grad_norm_; "
+                "bert: the original (google-research/bert optimization.py): no bias correction, "
+                "eps 1e-6, its schedule and tf.clip_by_global_norm")
+      ->check(CLI::IsMember({"adamw", "bert"}))
+      ->capture_default_str();
+  c->add_option("--learning-rate", o.lr, "peak learning rate")->capture_default_str();
+  auto* ratio = c->add_option("--warmup-ratio", o.warmup_ratio,
+                              "share of steps with linear warm-up (default 0.01)");
+  auto* steps = c->add_option("--warmup-steps", o.warmup_steps, "steps of linear warm-up");
+  ratio->excludes(steps);
+  steps->excludes(ratio);
+  c->add_option("--weight-decay", o.weight_decay, "decoupled weight decay (not on LayerNorm/bias)")->capture_default_str();
+  c->add_option("--max-grad-norm", o.max_grad_norm, "global gradient-norm clipping; 0 disables")->capture_default_str();
+  c->add_option("--adam-beta1", o.beta1, "Adam β1")->capture_default_str();
+  c->add_option("--adam-beta2", o.beta2, "Adam β2")->capture_default_str();
+  c->add_option("--adam-epsilon", o.eps, "Adam ε (default 1e-8 for adamw, 1e-6 for bert)");
+  c->add_option("--gradient-accumulation-steps", o.accumulation,
+                "split each --batch-size batch into this many micro-batches (less memory, same "
+                "data); each micro-batch loss is scaled by 1/K as in Hugging Face Trainer")
+      ->capture_default_str();
+}
+
+void add_memory_flags(CLI::App* c, MemoryOptions& m) {
+  c->add_flag("--freeze-embeddings", m.freeze_embeddings,
+              "keep bert.embeddings.* fixed (so also the MLM decoder, which is tied to them)");
+  c->add_option("--freeze-layers", m.freeze_layers,
+                "keep the bottom K encoder layers fixed (with --freeze-embeddings, nothing below "
+                "layer K is back-propagated or kept)")
+      ->capture_default_str();
+  c->add_flag("--recompute", m.recompute,
+              "activation recomputation: keep only each layer's input, redo its forward in the "
+              "backward (less memory, ~1/3 more compute, same bits)");
+}
+
+void validate(const Flags& o) {
+  check_output_path("-o", o.out);
+  if (o.model.empty() == o.resume.empty())
+    fail("give exactly one of --model (start a run) and --resume (continue one)");
+  if (!o.model.empty()) check_input_file("--model", o.model);
+  if (!o.resume.empty()) check_input_file("--resume", o.resume);
+  check_input_file("--corpus", o.data.corpus);
+  if (!o.data.valid.empty()) check_input_file("--valid", o.data.valid);
+  if (!o.metrics.empty()) check_output_path("--metrics", o.metrics);
+  if (o.max_steps < 0) fail("--max-steps must be ≥ 0, got {}", o.max_steps);
+  if (o.batch_size < 1) fail("--batch-size must be ≥ 1, got {}", o.batch_size);
+  if (o.save_steps < 0) fail("--save-steps must be ≥ 0, got {}", o.save_steps);
+  if (o.eval_steps < 0) fail("--eval-steps must be ≥ 0, got {}", o.eval_steps);
+  const OptimFlags& p = o.optim;
+  check_positive("--learning-rate", p.lr);
+  check_positive("--weight-decay", p.weight_decay, /*allow_zero=*/true);
+  check_positive("--max-grad-norm", p.max_grad_norm, /*allow_zero=*/true);
+  if (!(p.beta1 >= 0 && p.beta1 < 1)) fail("--adam-beta1 must be in [0, 1), got {}", p.beta1);
+  if (!(p.beta2 >= 0 && p.beta2 < 1)) fail("--adam-beta2 must be in [0, 1), got {}", p.beta2);
+  if (p.eps) check_positive("--adam-epsilon", *p.eps);
+  if (p.warmup_steps && *p.warmup_steps < 0)
+    fail("--warmup-steps must be ≥ 0, got {}", *p.warmup_steps);
+  if (p.accumulation < 1)
+    fail("--gradient-accumulation-steps must be ≥ 1, got {}", p.accumulation);
+  if (o.batch_size % p.accumulation != 0)
+    fail("--batch-size {} is not a multiple of --gradient-accumulation-steps {}", o.batch_size,
+         p.accumulation);
+  if (o.memory.freeze_layers < 0) fail("--freeze-layers must be ≥ 0, got {}", o.memory.freeze_layers);
+}
+
+OptimOptions optim_options(const Flags& o) {
+  const OptimFlags& p = o.optim;
+  OptimOptions oo;
+  oo.optimizer = parse_optimizer(p.optimizer);
+  oo.learning_rate = p.lr;
+  oo.total_steps = o.max_steps;
+  oo.warmup_steps = p.warmup_steps ? *p.warmup_steps
+                                   : warmup_steps_from_ratio(o.max_steps, p.warmup_ratio.value_or(kDefaultWarmupRatio));
+  oo.weight_decay = p.weight_decay;
+  oo.max_grad_norm = p.max_grad_norm;
+  oo.beta1 = p.beta1, oo.beta2 = p.beta2;
+  oo.eps = p.eps.value_or(oo.optimizer == OptimizerKind::kBert ? 1e-6f : 1e-8f);
+  oo.gradient_accumulation_steps = p.accumulation;
+  oo.skip_nonfinite = o.skip_nonfinite;
+  return oo;
+}
+
+// The flags whose change would make a resumed run differ from the uninterrupted one, as strings
+// (exact comparison). Not here: --recompute (same bits), --skip-nonfinite, --backend (numerics
+// differ by rounding, a warning), and everything about output, evaluation and logging.
+nlohmann::json run_signature(const Flags& o, const OptimOptions& oo) {
+  auto s = [](auto v) { return fmt::format("{}", v); };
+  std::error_code ec;
+  const auto corpus_bytes = std::filesystem::file_size(o.data.corpus, ec);
+  return {
+      // data
+      {"--corpus", fmt::format("{} ({} bytes)", std::filesystem::path(o.data.corpus).filename().string(),
+                               ec ? 0 : corpus_bytes)},
+      {"--max-seq-length", s(o.data.max_seq_length)},
+      {"--max-predictions-per-seq", s(o.data.max_predictions)},
+      {"--masked-lm-prob", s(o.data.masked_lm_prob)},
+      {"--seed", s(o.data.seed)},
+      {"--no-sentence-split", s(o.data.no_sentence_split)},
+      {"--batch-size", s(o.batch_size)},
+      // optimizer and schedule
+      {"--max-steps", s(o.max_steps)},
+      {"--optimizer", o.optim.optimizer},
+      {"--learning-rate", s(oo.learning_rate)},
+      {"--warmup-steps", s(oo.warmup_steps)},
+      {"--weight-decay", s(oo.weight_decay)},
+      {"--max-grad-norm", s(oo.max_grad_norm)},
+      {"--adam-beta1", s(oo.beta1)},
+      {"--adam-beta2", s(oo.beta2)},
+      {"--adam-epsilon", s(oo.eps)},
+      {"--gradient-accumulation-steps", s(oo.gradient_accumulation_steps)},
+      // memory options that change what is trained
+      {"--freeze-embeddings", s(o.memory.freeze_embeddings)},
+      {"--freeze-layers", s(o.memory.freeze_layers)},
+  };
+}
+
+constexpr const char* kRunKey = "pretrain_run";
+constexpr const char* kBackendKey = "pretrain_backend";
+
+// Refuses a checkpoint written with other flags, naming each.
+void check_resumable(const std::string& path, const LoadedModel& m, const nlohmann::json& now,
+                     const std::string& backend) {
+  if (!m.training_state)
+    fail("--resume {}: the file has no training state (written by a finished `bertrt init`, "
+         "finetune or convert?)", path);
+  auto it = m.metadata.find(kRunKey);
+  if (it == m.metadata.end())
+    fail("--resume {}: the file lacks the '{}' record of a `bertrt pretrain` checkpoint", path,
+         kRunKey);
+  const nlohmann::json then = nlohmann::json::parse(it->second, nullptr, false);
+  if (then.is_discarded()) fail("--resume {}: the '{}' record is not JSON", path, kRunKey);
+  std::vector<std::string> diff;
+  for (const auto& [flag, value] : now.items()) {
+    const std::string was = then.contains(flag) ? then[flag].get<std::string>() : "(absent)";
+    if (was != value.get<std::string>())
+      diff.push_back(fmt::format("{} (checkpoint {}, now {})", flag, was, value.get<std::string>()));
+  }
+  if (!diff.empty())
+    fail("--resume {}: these flags differ from the run that wrote it, so it would not continue "
+         "exactly: {}", path, fmt::join(diff, ", "));
+  auto be = m.metadata.find(kBackendKey);
+  if (be != m.metadata.end() && be->second != backend)
+    fmt::print(stderr, "warning: --resume {}: written with --backend {}, now {}; the run continues "
+               "but not bit-identically\n", path, be->second, backend);
+}
+
 nlohmann::json eval_json(const PretrainEval& e) {
   return {{"mlm_loss", e.mlm_loss}, {"mlm_accuracy", e.mlm_accuracy}, {"nsp_loss", e.nsp_loss},
           {"nsp_accuracy", e.nsp_accuracy}, {"examples", e.examples}, {"masked_tokens", e.masked}};
+}
+
+nlohmann::json step_json(const PretrainStepLog& log, int64_t skipped_steps) {
+  const ForwardResult& f = log.result.fwd;
+  const double mlm_acc = f.mlm.count ? double(f.mlm.correct) / f.mlm.count : 0;
+  const double nsp_acc = f.nsp.count ? double(f.nsp.correct) / f.nsp.count : 0;
+  nlohmann::json j = {{"step", log.step}, {"epoch", log.epoch}, {"loss", f.loss},
+                      {"mlm_loss", f.mlm.loss}, {"nsp_loss", f.nsp.loss},
+                      {"mlm_accuracy", mlm_acc}, {"nsp_accuracy", nsp_acc},
+                      {"learning_rate", log.result.learning_rate},
+                      {"grad_norm", log.result.grad_norm},  // NaN/inf are written as null
+                      {"tokens_per_second", log.tokens_per_second},
+                      {"elapsed_seconds", log.elapsed_seconds},
+                      {"skipped_steps", skipped_steps}};
+  if (log.result.skipped) j["skipped"] = true;
+  return j;
 }
 
 Documents load_corpus(const std::string& flag, const std::string& path, const Tokenizer& tok,
@@ -39,131 +256,145 @@ Documents load_corpus(const std::string& flag, const std::string& path, const To
   return docs;
 }
 
+PretrainingOptions pretraining_options(const DataFlags& d) {
+  PretrainingOptions p;
+  p.max_seq_length = d.max_seq_length;
+  p.max_predictions_per_seq = d.max_predictions;
+  p.masked_lm_prob = d.masked_lm_prob;
+  p.seed = d.seed;
+  return p;
+}
+
+// The held-out examples: a fixed set whatever the training seed.
+std::vector<PretrainingExample> validation_examples(const Flags& o, const Tokenizer& tok,
+                                                    int vocab_size) {
+  const Documents docs = load_corpus("--valid", o.data.valid, tok, !o.data.no_sentence_split);
+  PretrainingOptions vopts = pretraining_options(o.data);
+  vopts.seed = 987654321;
+  std::mt19937_64 rng(vopts.seed);
+  std::vector<PretrainingExample> valid = create_pretraining_examples(
+      docs, vopts, tok.cls_id(), tok.sep_id(), tok.mask_id(), vocab_size, rng);
+  if (o.data.valid_examples > 0 && valid.size() > size_t(o.data.valid_examples))
+    valid.resize(o.data.valid_examples);
+  size_t random_next = 0;
+  for (const PretrainingExample& e : valid) random_next += e.next_sentence_label == 1;
+  fmt::print("valid: {} examples, {:.1f}% with a random next segment (NSP label 1)\n",
+             valid.size(), 100.0 * random_next / std::max<size_t>(1, valid.size()));
+  return valid;
+}
+
+void run(const Flags& o) {
+  validate(o);
+  const bool resuming = !o.resume.empty();
+  LoadedModel m = load_model(resuming ? o.resume : o.model);
+  BertModel& model = *m.model;
+  const Tokenizer& tok = *m.tokenizer;
+  const std::string& model_path = resuming ? o.resume : o.model;
+  if (!model.heads().mlm || !model.heads().nsp)
+    fail("{}: pre-training needs the MLM and NSP heads (start from `bertrt init`)", model_path);
+  check_max_seq_length("--max-seq-length", o.data.max_seq_length,
+                       model.config().max_position_embeddings);
+  const OptimOptions oo = optim_options(o);
+  const nlohmann::json signature = run_signature(o, oo);
+  if (resuming) check_resumable(o.resume, m, signature, o.backend.name);
+  auto be = o.backend.make();
+
+  const Documents train_docs =
+      load_corpus("--corpus", o.data.corpus, tok, !o.data.no_sentence_split);
+  PretrainingStream stream(train_docs, pretraining_options(o.data), o.batch_size, tok.cls_id(),
+                           tok.sep_id(), tok.mask_id(), tok.pad_id(), model.config().vocab_size);
+  Trainer trainer(model, *be, oo, o.memory);
+  if (resuming) {
+    stream.restore_state(m.training_state->rng_state);
+    restore_training_state(trainer, *m.training_state, o.resume);
+    fmt::print("resuming {} at step {} of {}\n", o.resume, trainer.steps_done(), o.max_steps);
+  }
+  MetricsLog metrics = o.metrics.empty() ? MetricsLog()
+                       : resuming        ? MetricsLog(o.metrics, trainer.steps_done())
+                                         : MetricsLog(o.metrics);
+
+  std::vector<PretrainingExample> valid;
+  auto evaluate = [&](const char* when, int64_t step) {
+    if (valid.empty()) return;
+    const PretrainEval e = evaluate_pretraining(model, *be, valid, o.batch_size,
+                                                o.data.max_seq_length, tok.pad_id());
+    fmt::print("valid {} (step {}): MLM accuracy {:.4f} (loss {:.3f}), NSP accuracy {:.4f} "
+               "(loss {:.3f}) on {} examples / {} masked tokens\n",
+               when, step, e.mlm_accuracy, e.mlm_loss, e.nsp_accuracy, e.nsp_loss, e.examples,
+               e.masked);
+    std::fflush(stdout);  // visible at once when piped (tee, logs)
+    metrics.write({{"step", step}, {"eval", eval_json(e)}});
+  };
+  if (!o.data.valid.empty()) {
+    valid = validation_examples(o, tok, model.config().vocab_size);
+    if (!resuming) evaluate("before", 0);
+  }
+
+  auto meta = m.metadata;
+  meta["source"] = "bertrt pretrain";
+  meta["pretrain_corpus"] = o.data.corpus;
+  meta[kRunKey] = signature.dump();
+  meta[kBackendKey] = o.backend.name;
+  int64_t last_saved = resuming ? trainer.steps_done() : -1;
+  auto save = [&]() {
+    meta["pretrain_steps"] = std::to_string(trainer.steps_done());
+    const uint64_t consumed = uint64_t(trainer.steps_done()) * uint64_t(o.batch_size);
+    save_model(o.out, model, tok, meta, capture_training_state(trainer, stream.save_state(), consumed));
+    last_saved = trainer.steps_done();
+  };
+
+  ProgressBar bar("pretrain", o.max_steps);
+  try {
+    pretrain(trainer, stream, o.max_steps, [&](const PretrainStepLog& log) {
+      metrics.write(step_json(log, trainer.skipped_steps()));
+      const ForwardResult& f = log.result.fwd;
+      bar.update(log.step, fmt::format("loss {:.3f} mlm {:.3f} nsp {:.3f} | {:.0f} tok/s{}", f.loss,
+                                       f.mlm.loss, f.nsp.loss, log.tokens_per_second,
+                                       trainer.skipped_steps()
+                                           ? fmt::format(" | {} skipped", trainer.skipped_steps())
+                                           : ""));
+      if (o.eval_steps > 0 && log.step % o.eval_steps == 0 && log.step != o.max_steps)
+        evaluate("periodic", log.step);
+      if (o.save_steps > 0 && log.step % o.save_steps == 0 && log.step != o.max_steps) save();
+    });
+  } catch (const Error& e) {
+    if (last_saved >= 0)
+      fail("{}\n{} keeps the checkpoint of step {} (continue with --resume {})", e.what(), o.out,
+           last_saved, o.out);
+    fail("{}\nno checkpoint was written (see --save-steps)", e.what());
+  }
+  bar.finish(trainer.skipped_steps() ? fmt::format("{} steps skipped (non-finite)", trainer.skipped_steps()) : "");
+  evaluate("after", trainer.steps_done());
+  save();
+  fmt::print("wrote {}\n", o.out);
+}
+
 }  // namespace
 
 void add_pretrain(CLI::App& app) {
-  struct Opts {
-    std::string model, corpus, valid, out, metrics;
-    int64_t max_steps = 0;
-    int batch_size = 32, max_seq_length = 128, max_predictions = 20, valid_examples = 2000;
-    float lr = 1e-4f, warmup_ratio = 0.01f, weight_decay = 0.01f, masked_lm_prob = 0.15f;
-    uint64_t seed = 12345;
-    bool no_sentence_split = false;
-    BackendChoice backend;
-  };
-  auto o = std::make_shared<Opts>();
+  auto o = std::make_shared<Flags>();
   CLI::App* c = app.add_subcommand("pretrain", "MLM + NSP pre-training on a plain-text corpus");
-  c->add_option("--model", o->model, "initial model with MLM+NSP heads (bertrt init)")->required();
-  c->add_option("--corpus", o->corpus,
-                "training text: one sentence or paragraph a line, a blank line between documents")
-      ->required();
-  c->add_option("--valid", o->valid, "held-out text (same layout): MLM/NSP accuracy before and after");
+  c->add_option("--model", o->model, "initial model with MLM+NSP heads (bertrt init); or --resume");
+  c->add_option("--resume", o->resume,
+                "continue the run that wrote this checkpoint (its -o file), with the same flags");
   c->add_option("--max-steps", o->max_steps, "optimizer steps")->required();
   c->add_option("--batch-size", o->batch_size, "sequences per optimizer step")->capture_default_str();
-  c->add_option("--max-seq-length", o->max_seq_length, "tokens per sequence, [CLS]/[SEP] included")->capture_default_str();
-  c->add_option("--max-predictions-per-seq", o->max_predictions, "at most this many masked positions a sequence")->capture_default_str();
-  c->add_option("--masked-lm-prob", o->masked_lm_prob, "share of tokens chosen for MLM (80% [MASK], 10% random, 10% kept)")->capture_default_str();
-  c->add_option("--learning-rate", o->lr, "peak AdamW learning rate")->capture_default_str();
-  c->add_option("--warmup-ratio", o->warmup_ratio, "share of steps with linear warm-up")->capture_default_str();
-  c->add_option("--weight-decay", o->weight_decay, "AdamW decay (not on LayerNorm/bias)")->capture_default_str();
-  c->add_option("--valid-examples", o->valid_examples, "evaluate on at most this many held-out examples")
+  add_data_flags(c, o->data);
+  add_optim_flags(c, o->optim);
+  add_memory_flags(c, o->memory);
+  c->add_flag("--skip-nonfinite", o->skip_nonfinite,
+              "skip (no update, counted in metrics) a step whose loss or gradient is non-finite "
+              "instead of stopping the run");
+  c->add_option("--save-steps", o->save_steps,
+                "also write -o (model + full training state, atomically) every N steps; 0: only "
+                "at the end")
       ->capture_default_str();
-  c->add_option("--seed", o->seed, "data order and masking")->capture_default_str();
-  c->add_flag("--no-sentence-split", o->no_sentence_split,
-              "treat each line as one sentence (default: split paragraph lines into sentences, "
-              "which keeps NSP pairs 50/50 on paragraph-a-line corpora)");
-  c->add_option("--metrics", o->metrics, "write JSON lines of step metrics to this file");
-  c->add_option("-o,--output", o->out, "output model (.brt), written atomically")->required();
+  c->add_option("--eval-steps", o->eval_steps, "evaluate on --valid every N steps; 0: before and after only")
+      ->capture_default_str();
+  c->add_option("--metrics", o->metrics, "write JSON lines of step and eval metrics to this file");
+  c->add_option("-o,--output", o->out, "output model (.brt) with its training state, written atomically")->required();
   o->backend.add_to(c);
-  c->callback([o] {
-    // Check everything cheap before the long work.
-    check_output_path("-o", o->out);
-    check_input_file("--model", o->model);
-    check_input_file("--corpus", o->corpus);
-    if (!o->valid.empty()) check_input_file("--valid", o->valid);
-    if (!o->metrics.empty()) check_output_path("--metrics", o->metrics);
-    if (o->max_steps < 0) fail("--max-steps must be ≥ 0, got {}", o->max_steps);
-    if (o->batch_size < 1) fail("--batch-size must be ≥ 1, got {}", o->batch_size);
-    check_positive("--learning-rate", o->lr);
-    check_positive("--weight-decay", o->weight_decay, /*allow_zero=*/true);
-    LoadedModel m = load_model(o->model);
-    BertModel& model = *m.model;
-    const Tokenizer& tok = *m.tokenizer;
-    if (!model.heads().mlm || !model.heads().nsp)
-      fail("{}: pre-training needs the MLM and NSP heads (start from `bertrt init`)", o->model);
-    check_max_seq_length("--max-seq-length", o->max_seq_length,
-                         model.config().max_position_embeddings);
-    auto be = o->backend.make();
-    MetricsLog metrics = o->metrics.empty() ? MetricsLog() : MetricsLog(o->metrics);
-    PretrainingOptions popts;
-    popts.max_seq_length = o->max_seq_length;
-    popts.max_predictions_per_seq = o->max_predictions;
-    popts.masked_lm_prob = o->masked_lm_prob;
-    popts.seed = o->seed;
-
-    const Documents train_docs = load_corpus("--corpus", o->corpus, tok, !o->no_sentence_split);
-    std::vector<PretrainingExample> valid;
-    auto evaluate = [&](const char* when, int64_t step) {
-      if (valid.empty()) return;
-      const PretrainEval e = evaluate_pretraining(model, *be, valid, o->batch_size,
-                                                  o->max_seq_length, tok.pad_id());
-      fmt::print("valid {}: MLM accuracy {:.4f} (loss {:.3f}), NSP accuracy {:.4f} (loss {:.3f}) "
-                 "on {} examples / {} masked tokens\n",
-                 when, e.mlm_accuracy, e.mlm_loss, e.nsp_accuracy, e.nsp_loss, e.examples, e.masked);
-      std::fflush(stdout);  // visible at once when piped (tee, logs)
-      nlohmann::json j = eval_json(e);
-      j["eval"] = when;
-      j["step"] = step;
-      metrics.write(j);
-    };
-    if (!o->valid.empty()) {
-      const Documents valid_docs = load_corpus("--valid", o->valid, tok, !o->no_sentence_split);
-      PretrainingOptions vopts = popts;
-      vopts.seed = 987654321;  // a fixed held-out set, whatever the training seed
-      std::mt19937_64 rng(vopts.seed);
-      valid = create_pretraining_examples(valid_docs, vopts, tok.cls_id(), tok.sep_id(),
-                                          tok.mask_id(), model.config().vocab_size, rng);
-      if (o->valid_examples > 0 && valid.size() > size_t(o->valid_examples))
-        valid.resize(o->valid_examples);
-      size_t random_next = 0;
-      for (const PretrainingExample& e : valid) random_next += e.next_sentence_label == 1;
-      fmt::print("valid: {} examples, {:.1f}% with a random next segment (NSP label 1)\n",
-                 valid.size(), 100.0 * random_next / std::max<size_t>(1, valid.size()));
-      evaluate("before", 0);
-    }
-
-    PretrainingStream stream(train_docs, popts, o->batch_size, tok.cls_id(), tok.sep_id(),
-                             tok.mask_id(), tok.pad_id(), model.config().vocab_size);
-    OptimOptions oo;
-    oo.learning_rate = o->lr;
-    oo.total_steps = o->max_steps;
-    oo.warmup_steps = warmup_steps_from_ratio(o->max_steps, o->warmup_ratio);
-    oo.weight_decay = o->weight_decay;
-    Trainer trainer(model, *be, oo);
-    ProgressBar bar("pretrain", o->max_steps);
-    pretrain(trainer, stream, o->max_steps, [&](const PretrainStepLog& log) {
-      const ForwardResult& f = log.result.fwd;
-      const double mlm_acc = f.mlm.count ? double(f.mlm.correct) / f.mlm.count : 0;
-      const double nsp_acc = f.nsp.count ? double(f.nsp.correct) / f.nsp.count : 0;
-      metrics.write({{"step", log.step}, {"epoch", log.epoch}, {"loss", f.loss},
-                     {"mlm_loss", f.mlm.loss}, {"nsp_loss", f.nsp.loss},
-                     {"mlm_accuracy", mlm_acc}, {"nsp_accuracy", nsp_acc},
-                     {"learning_rate", log.result.learning_rate},
-                     {"grad_norm", log.result.grad_norm},
-                     {"tokens_per_second", log.tokens_per_second},
-                     {"elapsed_seconds", log.elapsed_seconds}});
-      bar.update(log.step, fmt::format("loss {:.3f} mlm {:.3f} nsp {:.3f} | {:.0f} tok/s", f.loss,
-                                       f.mlm.loss, f.nsp.loss, log.tokens_per_second));
-    });
-    bar.finish();
-    evaluate("after", o->max_steps);
-    auto meta = m.metadata;
-    meta["source"] = "bertrt pretrain";
-    meta["pretrain_steps"] = std::to_string(o->max_steps);
-    meta["pretrain_corpus"] = o->corpus;
-    save_model(o->out, model, tok, meta);
-    fmt::print("wrote {}\n", o->out);
-  });
+  c->callback([o] { run(*o); });
 }
 
 }  // namespace bertrt::cli

@@ -44,5 +44,6 @@ void add_finetune(CLI::App& app);
 void add_eval(CLI::App& app);
 void add_predict(CLI::App& app);
 void add_fill_mask(CLI::App& app);
+void add_plot(CLI::App& app);
 
 }  // namespace bertrt::cli

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# End-to-end checks of `bertrt pretrain` as a long-running, resumable job (issue #5), on a tiny
+# model and a slice of real text:
+#   - a run killed (SIGKILL) after a save and resumed ends byte-identical to an uninterrupted run;
+#   - SIGKILL at random moments (mid-step, mid-save with --save-steps 1) never leaves the -o file
+#     corrupt: after each kill it loads, its step is ≤ the run's progress, and a resume finishes
+#     byte-identical to the uninterrupted run;
+#   - --resume refuses changed flags, naming them;
+#   - a non-finite loss stops the run naming the step and keeps the last checkpoint;
+#     --skip-nonfinite skips and counts such steps;
+#   - --recompute gives the same bytes; --eval-steps writes eval lines; `bertrt plot` draws them.
+# Usage: pretrain_test.sh BERTRT_BINARY DATA_DIR
+set -uo pipefail
+BIN=$1
+DATA=${BERTRT_DATA:-$2}
+VOCAB=$DATA/vocab/bert-base-uncased-vocab.txt
+TEXT=$DATA/corpus/enwiki/enwiki_valid_1000docs.txt
+if [ ! -f "$VOCAB" ] || [ ! -f "$TEXT" ]; then
+  if [ "${BERTRT_REQUIRE_DATA:-0}" = 1 ]; then echo "required data missing: $VOCAB / $TEXT"; exit 1; fi
+  echo "SKIP: data missing ($VOCAB, $TEXT)"; exit 0
+fi
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+# The step of a checkpoint (`bertrt info` prints "training   step N"), or nothing.
+step_of() { "$BIN" info "$1" 2>/dev/null | sed -n 's/^training *step \([0-9]*\)$/\1/p'; }
+# The largest "step" of the train lines of a metrics file (0 when none).
+progress_of() { { grep -o '"step":[0-9]*' "$1" 2>/dev/null || true; } | cut -d: -f2 | sort -n | tail -1 | sed 's/^$/0/'; }
+
+head -c 200000 "$TEXT" > "$T/corpus.txt"
+tail -c 60000 "$TEXT" > "$T/valid.txt"
+"$BIN" init --preset tiny --vocab "$VOCAB" --seed 3 -o "$T/init.brt" > /dev/null || { echo "init failed"; exit 1; }
+COMMON=(--corpus "$T/corpus.txt" --batch-size 4 --max-seq-length 32 --max-predictions-per-seq 5
+        --learning-rate 1e-3 --warmup-steps 3 --seed 11)
+
+# --- resume after a kill is bit-identical -------------------------------------------------------
+M=120
+"$BIN" pretrain --model "$T/init.brt" "${COMMON[@]}" --max-steps $M --save-steps 20 -o "$T/full.brt" \
+  > /dev/null 2>&1 && ok || bad "uninterrupted run"
+"$BIN" pretrain --model "$T/init.brt" "${COMMON[@]}" --max-steps $M --save-steps 20 -o "$T/part.brt" \
+  --metrics "$T/part.jsonl" > /dev/null 2>&1 &
+pid=$!
+saved=""
+for _ in $(seq 600); do  # wait for the first save, then kill at once
+  saved=$(step_of "$T/part.brt")
+  [ -n "$saved" ] && break
+  sleep 0.02
+done
+kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+if [ -n "$saved" ] && [ "$saved" -lt $M ]; then
+  ok
+  "$BIN" pretrain --resume "$T/part.brt" "${COMMON[@]}" --max-steps $M --save-steps 20 -o "$T/part.brt" \
+    --metrics "$T/part.jsonl" > "$T/resume.out" 2>&1 && ok || bad "resume: $(tail -3 "$T/resume.out")"
+  grep -q "resuming .* at step $saved of $M" "$T/resume.out" && ok || bad "resume message: $(head -3 "$T/resume.out")"
+  cmp -s "$T/full.brt" "$T/part.brt" && ok || bad "killed at step $saved + resumed differs from the uninterrupted run"
+  # The metrics file has each step once (lines after the checkpoint were dropped, then redone).
+  [ "$(grep -c '"step"' "$T/part.jsonl")" -eq $M ] && ok || bad "metrics steps after resume: $(grep -c '"step"' "$T/part.jsonl")"
+else
+  bad "no checkpoint below step $M seen before the kill (saw '$saved')"
+fi
+
+# --- --resume refuses changed flags ---------------------------------------------------------------
+"$BIN" pretrain --resume "$T/full.brt" --corpus "$T/corpus.txt" --batch-size 8 --max-seq-length 32 \
+  --max-predictions-per-seq 5 --learning-rate 2e-3 --warmup-steps 3 --seed 11 --max-steps $M -o "$T/x.brt" \
+  > /dev/null 2> "$T/err"
+[ $? -ne 0 ] && grep -q -- "--batch-size (checkpoint 4, now 8)" "$T/err" && grep -q -- "--learning-rate" "$T/err" \
+  && [ ! -e "$T/x.brt" ] && ok || bad "resume with other flags: $(cat "$T/err")"
+"$BIN" pretrain --resume "$T/init.brt" "${COMMON[@]}" --max-steps 5 -o "$T/x.brt" > /dev/null 2> "$T/err"
+[ $? -ne 0 ] && grep -q "no training state" "$T/err" && ok || bad "resume from a file without state: $(cat "$T/err")"
+"$BIN" pretrain --model "$T/init.brt" --resume "$T/full.brt" "${COMMON[@]}" --max-steps 5 -o "$T/x.brt" > /dev/null 2> "$T/err"
+[ $? -ne 0 ] && grep -q -- "--model.*--resume" "$T/err" && ok || bad "--model with --resume: $(cat "$T/err")"
+
+# --- SIGKILL at random moments, --save-steps 1 ----------------------------------------------------
+K=40
+"$BIN" pretrain --model "$T/init.brt" "${COMMON[@]}" --max-steps $K --save-steps 1 -o "$T/ref1.brt" \
+  > /dev/null 2>&1 && ok || bad "uninterrupted --save-steps 1 run"
+RANDOM=5  # reproducible sleeps
+kills=0 corrupt=0
+for i in $(seq 8); do
+  if [ -e "$T/k.brt" ]; then start=(--resume "$T/k.brt"); else start=(--model "$T/init.brt"); fi
+  "$BIN" pretrain "${start[@]}" "${COMMON[@]}" --max-steps $K --save-steps 1 -o "$T/k.brt" \
+    --metrics "$T/k.jsonl" > /dev/null 2>&1 &
+  pid=$!
+  sleep "0.$((RANDOM % 10))$((RANDOM % 10))"
+  kill -9 $pid 2>/dev/null && kills=$((kills + 1))
+  wait $pid 2>/dev/null
+  if [ -e "$T/k.brt" ]; then
+    s=$(step_of "$T/k.brt")
+    p=$(progress_of "$T/k.jsonl")
+    if [ -z "$s" ]; then corrupt=$((corrupt + 1)); echo "kill $i: checkpoint does not load: $("$BIN" info "$T/k.brt" 2>&1 | tail -1)";
+    elif [ "$s" -gt "$p" ]; then corrupt=$((corrupt + 1)); echo "kill $i: checkpoint step $s > progress $p"; fi
+  fi
+done
+[ $corrupt -eq 0 ] && ok || bad "$corrupt of $kills kills left a bad checkpoint"
+[ $kills -ge 4 ] && ok || bad "only $kills kills landed (runs too fast?)"
+start=(--model "$T/init.brt"); [ -e "$T/k.brt" ] && start=(--resume "$T/k.brt")
+"$BIN" pretrain "${start[@]}" "${COMMON[@]}" --max-steps $K --save-steps 1 -o "$T/k.brt" --metrics "$T/k.jsonl" \
+  > /dev/null 2> "$T/err" && ok || bad "final resume after kills: $(tail -2 "$T/err")"
+cmp -s "$T/ref1.brt" "$T/k.brt" && ok || bad "after $kills kills and resumes the model differs from the uninterrupted run"
+echo "kill test: $kills kills, last checkpoint always loadable; $(ls "$T" | grep -c '\.tmp\.') stale temp files left by kills"
+
+# --- non-finite ------------------------------------------------------------------------------------
+# A real cause: a learning rate of 1e30 makes the weights overflow after the first update.
+"$BIN" pretrain --model "$T/init.brt" "${COMMON[@]}" --learning-rate 1e30 --warmup-steps 0 --max-steps 6 \
+  --save-steps 1 -o "$T/nan.brt" > /dev/null 2> "$T/err"
+rc=$?
+bad_step=$(sed -n 's/.*step \([0-9]*\): .*non-finite.*/\1/p' "$T/err" | head -1)
+kept=$(step_of "$T/nan.brt")
+[ $rc -ne 0 ] && [ -n "$bad_step" ] && [ -n "$kept" ] && [ "$kept" -eq $((bad_step - 1)) ] \
+  && grep -q "keeps the checkpoint of step $kept" "$T/err" && ok \
+  || bad "non-finite stop: rc $rc, step '$bad_step', kept '$kept': $(cat "$T/err")"
+"$BIN" pretrain --model "$T/init.brt" "${COMMON[@]}" --learning-rate 1e30 --warmup-steps 0 --max-steps 6 \
+  --skip-nonfinite --metrics "$T/skip.jsonl" -o "$T/skip.brt" > /dev/null 2> "$T/err" && ok || bad "skip-nonfinite run: $(tail -2 "$T/err")"
+[ "$(grep -c '"skipped":true' "$T/skip.jsonl")" -ge 1 ] && tail -1 "$T/skip.jsonl" | grep -q '"skipped_steps":[1-9]' \
+  && [ "$(step_of "$T/skip.brt")" = 6 ] && ok || bad "skipped steps not counted: $(tail -2 "$T/skip.jsonl")"
+
+# --- --recompute, freezing, the BERT optimizer, accumulation, evaluation, plot ---------------------
+OPTS=(--optimizer bert --gradient-accumulation-steps 2 --freeze-embeddings --freeze-layers 1 --max-steps 6)
+"$BIN" pretrain --model "$T/init.brt" "${COMMON[@]}" "${OPTS[@]}" -o "$T/a.brt" > /dev/null 2>&1 && ok || bad "bert optimizer run"
+"$BIN" pretrain --model "$T/init.brt" "${COMMON[@]}" "${OPTS[@]}" --recompute -o "$T/b.brt" > /dev/null 2>&1 && ok || bad "--recompute run"
+cmp -s "$T/a.brt" "$T/b.brt" && ok || bad "--recompute changed the result"
+"$BIN" pretrain --model "$T/init.brt" "${COMMON[@]}" --max-steps 12 --valid "$T/valid.txt" --valid-examples 16 \
+  --eval-steps 4 --metrics "$T/m.jsonl" -o "$T/e.brt" > /dev/null 2>&1 && ok || bad "eval-steps run"
+[ "$(grep -c '"eval":{' "$T/m.jsonl")" -eq 4 ] && grep -q '"step":4,' "$T/m.jsonl" && ok || bad "eval lines (before, 4, 8, 12): $(grep eval "$T/m.jsonl")"
+for key in step loss mlm_loss nsp_loss mlm_accuracy nsp_accuracy learning_rate grad_norm tokens_per_second; do
+  head -1 "$T/m.jsonl" | grep -q '"eval"' && line=$(sed -n 2p "$T/m.jsonl") || line=$(head -1 "$T/m.jsonl")
+  echo "$line" | grep -q "\"$key\":" || bad "metrics lack $key: $line"
+done
+"$BIN" plot "$T/m.jsonl" -o "$T/curve.svg" > /dev/null 2> "$T/err" && ok || bad "plot: $(cat "$T/err")"
+/usr/bin/python3 - "$T/curve.svg" <<'EOF' && ok || bad "plot SVG"
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()  # raises on malformed XML
+ns = "{http://www.w3.org/2000/svg}"
+ids = {e.get("id") for e in root.iter(ns + "polyline")}
+want = {"train-loss", "train-mlm_loss", "train-nsp_loss", "train-mlm_accuracy", "train-nsp_accuracy",
+        "eval-mlm_loss", "eval-nsp_loss", "eval-mlm_accuracy", "eval-nsp_accuracy"}
+assert want <= ids, want - ids
+for e in root.iter(ns + "polyline"):
+    if e.get("id") == "train-loss":
+        assert len(e.get("points").split()) == 12, e.get("points")
+texts = [t.text for t in root.iter(ns + "text")]
+assert "step" in texts and any(t and "eval MLM accuracy" in t for t in texts), texts
+EOF
+"$BIN" plot "$T/m.jsonl" -o "$T/curve.png" > /dev/null 2> "$T/err"
+[ $? -ne 0 ] && grep -q "only SVG" "$T/err" && ok || bad "plot .png should explain: $(cat "$T/err")"
+
+echo "pretrain_test: $pass passed, $fail failed"
+[ $fail -eq 0 ]

@@ -1,0 +1,260 @@
+// bertrt plot: training curves from a --metrics JSON-lines file as an SVG picture: losses (top)
+// and accuracies (bottom) against the step, train lines smoothed by a running mean, held-out
+// evaluations ("eval" records) as dashed lines with markers; axes, ticks, grid and a legend.
+//
+// SVG only, on purpose: it is text (diffable, testable with an XML parser), scales without
+// blurring, shows in browsers and on GitHub, and needs no font rasteriser; a PNG would need one
+// (or a bitmap font) for the tick labels. Convert with `rsvg-convert curve.svg > curve.png` when a
+// raster is needed.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+
+#include "common.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+
+namespace bertrt::cli {
+
+namespace {
+
+struct Series {
+  std::string id, label, color;
+  bool eval = false;
+  std::vector<std::pair<double, double>> points;  // (step, value)
+};
+
+struct Panel {
+  std::string title;
+  std::vector<Series> series;
+};
+
+// Records by step, the last one winning (a resumed run may repeat steps).
+struct Records {
+  std::map<int64_t, nlohmann::json> train, eval;
+};
+
+Records read_metrics(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) fail("{}: cannot open", path);
+  Records r;
+  std::string line;
+  for (size_t n = 1; std::getline(in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+      if (in.peek() == EOF) break;  // a torn last line (killed run)
+      fail("{}: line {}: not a JSON object", path, n);
+    }
+    if (!j.contains("step") || !j["step"].is_number_integer()) continue;
+    const int64_t step = j["step"].get<int64_t>();
+    if (j.contains("eval") && j["eval"].is_object())
+      r.eval[step] = j["eval"];
+    else
+      r.train[step] = j;
+  }
+  if (r.train.empty() && r.eval.empty()) fail("{}: no step or eval records", path);
+  return r;
+}
+
+std::optional<double> number(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key) || !j[key].is_number()) return std::nullopt;
+  const double v = j[key].get<double>();
+  return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
+}
+
+// Running mean over the last `window` points (a window of 1 keeps the raw values).
+std::vector<std::pair<double, double>> smooth(const std::vector<std::pair<double, double>>& p,
+                                              size_t window) {
+  std::vector<std::pair<double, double>> out;
+  double sum = 0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    sum += p[i].second;
+    if (i >= window) sum -= p[i - window].second;
+    out.push_back({p[i].first, sum / double(std::min(i + 1, window))});
+  }
+  return out;
+}
+
+Series train_series(const Records& r, const char* key, const std::string& label,
+                    const std::string& color, size_t window) {
+  Series s{std::string("train-") + key, label, color, false, {}};
+  for (const auto& [step, j] : r.train)
+    if (auto v = number(j, key)) s.points.push_back({double(step), *v});
+  s.points = smooth(s.points, window);
+  return s;
+}
+
+Series eval_series(const Records& r, const char* key, const std::string& label,
+                   const std::string& color) {
+  Series s{std::string("eval-") + key, label, color, true, {}};
+  for (const auto& [step, j] : r.eval)
+    if (auto v = number(j, key)) s.points.push_back({double(step), *v});
+  return s;
+}
+
+// 1, 2 or 5 × 10^k: about `target` ticks over [lo, hi].
+double nice_step(double lo, double hi, int target) {
+  const double raw = std::max(hi - lo, 1e-12) / target;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (raw <= m * mag) return m * mag;
+  return 10 * mag;
+}
+
+std::string escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '&') out += "&amp;";
+    else if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '"') out += "&quot;";
+    else out += c;
+  }
+  return out;
+}
+
+std::string tick_label(double v, double step) {
+  const int decimals = step >= 1 ? 0 : int(std::ceil(-std::log10(step)));
+  return fmt::format("{:.{}f}", v, decimals);
+}
+
+// One panel in the rectangle (x0, y0, w, h) of the picture.
+std::string render_panel(const Panel& panel, double x_max, double x0, double y0, double w,
+                         double h) {
+  double lo = INFINITY, hi = -INFINITY;
+  for (const Series& s : panel.series)
+    for (const auto& [x, y] : s.points) lo = std::min(lo, y), hi = std::max(hi, y);
+  if (!std::isfinite(lo)) lo = 0, hi = 1;
+  if (hi - lo < 1e-9) lo -= 0.5, hi += 0.5;
+  const double ystep = nice_step(lo, hi, 5);
+  lo = std::floor(lo / ystep) * ystep, hi = std::ceil(hi / ystep) * ystep;
+  const double xstep = nice_step(0, x_max, 6);
+  const double xhi = std::max(std::ceil(x_max / xstep) * xstep, xstep);
+  auto X = [&](double x) { return x0 + w * x / xhi; };
+  auto Y = [&](double y) { return y0 + h - h * (y - lo) / (hi - lo); };
+
+  std::string svg = fmt::format("<g class=\"panel\" id=\"{}\">\n", escape(panel.title));
+  svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"15\" font-weight=\"bold\">{}</text>\n",
+                     x0, y0 - 10, escape(panel.title));
+  // Grid, ticks and their labels.
+  for (double y = lo; y <= hi + ystep / 2; y += ystep) {
+    svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>\n",
+                       x0, Y(y), x0 + w, Y(y));
+    svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"black\"/>\n",
+                       x0 - 5, Y(y), x0, Y(y));
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"end\">{}</text>\n",
+                       x0 - 8, Y(y) + 4, tick_label(y, ystep));
+  }
+  for (double x = 0; x <= xhi + xstep / 2; x += xstep) {
+    svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#eee\"/>\n",
+                       X(x), y0, X(x), y0 + h);
+    svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"black\"/>\n",
+                       X(x), y0 + h, X(x), y0 + h + 5);
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"middle\">{}</text>\n",
+                       X(x), y0 + h + 18, tick_label(x, xstep));
+  }
+  // Axes.
+  svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"black\"/>\n",
+                     x0, y0, y0 + h);
+  svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"black\"/>\n",
+                     x0, y0 + h, x0 + w);
+  svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"12\" text-anchor=\"middle\">step</text>\n",
+                     x0 + w / 2, y0 + h + 34);
+  // Curves.
+  for (const Series& s : panel.series) {
+    if (s.points.empty()) continue;
+    std::string pts;
+    for (const auto& [x, y] : s.points) pts += fmt::format("{:.1f},{:.1f} ", X(x), Y(y));
+    svg += fmt::format("<polyline class=\"series\" id=\"{}\" fill=\"none\" stroke=\"{}\" "
+                       "stroke-width=\"{}\"{} points=\"{}\"/>\n",
+                       s.id, s.color, s.eval ? 2 : 1.5, s.eval ? " stroke-dasharray=\"6,4\"" : "",
+                       pts);
+    if (s.eval)
+      for (const auto& [x, y] : s.points)
+        svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>\n", X(x),
+                           Y(y), s.color);
+  }
+  // Legend (top right inside the panel).
+  double ly = y0 + 14;
+  for (const Series& s : panel.series) {
+    if (s.points.empty()) continue;
+    const double lx = x0 + w - 210;
+    svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" "
+                       "stroke-width=\"2\"{}/>\n",
+                       lx, ly - 4, lx + 24, ly - 4, s.color,
+                       s.eval ? " stroke-dasharray=\"6,4\"" : "");
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"12\">{}</text>\n", lx + 30, ly,
+                       escape(s.label));
+    ly += 16;
+  }
+  return svg + "</g>\n";
+}
+
+std::string render(const Records& r, const std::string& title, size_t window) {
+  const std::string avg = window > 1 ? fmt::format(" (mean of {} steps)", window) : "";
+  Panel loss{"loss", {train_series(r, "loss", "train loss" + avg, "#1f77b4", window),
+                      train_series(r, "mlm_loss", "train MLM loss" + avg, "#2ca02c", window),
+                      train_series(r, "nsp_loss", "train NSP loss" + avg, "#ff7f0e", window),
+                      eval_series(r, "mlm_loss", "eval MLM loss", "#006400"),
+                      eval_series(r, "nsp_loss", "eval NSP loss", "#b35900")}};
+  Panel acc{"accuracy", {train_series(r, "mlm_accuracy", "train MLM accuracy" + avg, "#2ca02c", window),
+                         train_series(r, "nsp_accuracy", "train NSP accuracy" + avg, "#ff7f0e", window),
+                         eval_series(r, "mlm_accuracy", "eval MLM accuracy", "#006400"),
+                         eval_series(r, "nsp_accuracy", "eval NSP accuracy", "#b35900")}};
+  double x_max = 1;
+  if (!r.train.empty()) x_max = std::max(x_max, double(r.train.rbegin()->first));
+  if (!r.eval.empty()) x_max = std::max(x_max, double(r.eval.rbegin()->first));
+  const double W = 900, H = 760;
+  std::string svg = fmt::format(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
+      "font-family=\"sans-serif\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      "<text x=\"{2}\" y=\"24\" font-size=\"16\" text-anchor=\"middle\">{3}</text>\n",
+      W, H, W / 2, escape(title));
+  svg += render_panel(loss, x_max, 80, 70, W - 120, 270);
+  svg += render_panel(acc, x_max, 80, 420, W - 120, 270);
+  return svg + "</svg>\n";
+}
+
+}  // namespace
+
+void add_plot(CLI::App& app) {
+  struct Opts {
+    std::string metrics, out;
+    int smooth = 0;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* c = app.add_subcommand(
+      "plot", "draw loss and accuracy curves (train and eval) of a --metrics file as SVG");
+  c->add_option("metrics", o->metrics, "JSON lines written by `bertrt pretrain --metrics`")->required();
+  c->add_option("-o,--output", o->out, "picture to write (.svg)")->required();
+  c->add_option("--smooth", o->smooth,
+                "running mean over this many train steps (0: about 1% of the run, 1: raw)")
+      ->capture_default_str();
+  c->callback([o] {
+    check_input_file("metrics", o->metrics);
+    check_output_path("-o", o->out);
+    const std::string ext = std::filesystem::path(o->out).extension().string();
+    if (ext != ".svg")
+      fail("-o {}: only SVG is written (a PNG needs a font rasteriser); convert with "
+           "`rsvg-convert {}.svg > {}`", o->out, std::filesystem::path(o->out).stem().string(),
+           o->out);
+    if (o->smooth < 0) fail("--smooth must be ≥ 0, got {}", o->smooth);
+    const Records r = read_metrics(o->metrics);
+    const size_t window = o->smooth > 0 ? size_t(o->smooth) : std::max<size_t>(1, r.train.size() / 100);
+    const std::string svg =
+        render(r, "bertrt pretrain: " + std::filesystem::path(o->metrics).filename().string(), window);
+    AtomicFile f(o->out);
+    f.write(svg.data(), svg.size());
+    f.commit();
+    fmt::print("wrote {} ({} train steps, {} evaluations)\n", o->out, r.train.size(), r.eval.size());
+  });
+}
+
+}  // namespace bertrt::cli
