@@ -327,10 +327,11 @@ TEST(Freeze, BackwardStopsAtTheFirstTrainableLayer) {
                         p.name != "bert.embeddings.word_embeddings.weight");  // tied decoder
     const float* a = all.data() + p.offset;
     const float* t = top.data() + p.offset;
-    if (below)
+    if (below) {
       EXPECT_EQ(std::vector<float>(t, t + p.numel), std::vector<float>(p.numel, 0.0f));
-    else if (p.name != "bert.embeddings.word_embeddings.weight")
+    } else if (p.name != "bert.embeddings.word_embeddings.weight") {
       EXPECT_TRUE(bit_equal(a, t, p.numel));  // same ops above the cut
+    }
   }
 }
 

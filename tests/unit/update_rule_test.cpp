@@ -109,9 +109,11 @@ void run_trajectory(const Case& c) {
     const UpdateResult r = rule.apply(*be, params.data(), g.data(), s);
     ASSERT_TRUE(r.applied);
     clipped += c.max_grad_norm > 0 && r.grad_norm > c.max_grad_norm;
-    // The rate: the same formula in double (HF) or float32 (TF), rounded to float: ≤ 1 float ulp.
+    // The rate: here the formula in double rounded once to float. torch computes it in double
+    // too (≤ 1 float ulp apart); TF in float32, where 1 − step/total cancels (step/total = 5/6
+    // loses ~2.5 bits), so up to ~4 float eps (4.8e-7) relative.
     const double lr = (*want)["lr"][s].get<double>();
-    EXPECT_NEAR(r.learning_rate, lr, 1.2e-7 * lr) << "learning rate";
+    EXPECT_NEAR(r.learning_rate, lr, 5e-7 * lr) << "learning rate";
     // The norm: torch/TF sum squares in float32, here in double: a few float ulps.
     const double norm = (*want)["norm"][s].get<double>();
     EXPECT_NEAR(r.grad_norm, norm, 1e-6 * norm) << "gradient norm";

@@ -283,8 +283,31 @@ std::vector<PretrainingExample> validation_examples(const Flags& o, const Tokeni
   return valid;
 }
 
+// AtomicFile's temp files (<out>.tmp.XXXXXX) of writers killed mid-save: harmless (never the
+// checkpoint), but as large as a checkpoint, so they are named for the user to delete.
+void warn_stale_temp_files(const std::string& out) {
+  namespace fs = std::filesystem;
+  const fs::path p(out);
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  const std::string prefix = p.filename().string() + ".tmp.";
+  std::vector<std::string> names;
+  uintmax_t bytes = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0) continue;
+    names.push_back(e.path().string());
+    bytes += e.is_regular_file(ec) ? e.file_size(ec) : 0;
+  }
+  if (!names.empty())
+    fmt::print(stderr, "warning: {} temp file(s) ({:.1f} MB) were left by a killed run writing {}; "
+               "they are not checkpoints and can be deleted: {}\n", names.size(), bytes / 1e6, out,
+               fmt::join(names, " "));
+}
+
 void run(const Flags& o) {
   validate(o);
+  warn_stale_temp_files(o.out);
   const bool resuming = !o.resume.empty();
   LoadedModel m = load_model(resuming ? o.resume : o.model);
   BertModel& model = *m.model;
