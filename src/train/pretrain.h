@@ -20,7 +20,6 @@ class PretrainingStream {
   Batch next();
   int64_t epoch() const { return epoch_; }
   size_t examples_per_epoch() const { return examples_.size(); }
-  size_t cursor() const { return cursor_; }  // examples taken from the current epoch
 
   // The stream's position as bytes: the RNG state at the start of the current epoch, the epoch
   // and the cursor (the epoch's examples are regenerated from that RNG state, deterministically).

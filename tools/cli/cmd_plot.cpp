@@ -1,5 +1,5 @@
 // bertrt plot: training curves from a --metrics JSON-lines file as an SVG picture: losses (top)
-// and accuracies (bottom) against the step, train lines smoothed by a running mean, held-out
+// and accuracies (bottom) against the step, train lines smoothed (means over bins of steps), held-out
 // evaluations ("eval" records) as dashed lines with markers; axes, ticks, grid and a legend.
 //
 // SVG only, on purpose: it is text (diffable, testable with an XML parser), scales without
@@ -68,15 +68,16 @@ std::optional<double> number(const nlohmann::json& j, const char* key) {
   return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
 }
 
-// Running mean over the last `window` points (a window of 1 keeps the raw values).
+// Means of consecutive bins of `window` points, each at its bin's last step: smooth, a bounded
+// number of points for long runs, and each mean summed afresh (a running sum would drift).
 std::vector<std::pair<double, double>> smooth(const std::vector<std::pair<double, double>>& p,
                                               size_t window) {
   std::vector<std::pair<double, double>> out;
-  double sum = 0;
-  for (size_t i = 0; i < p.size(); ++i) {
-    sum += p[i].second;
-    if (i >= window) sum -= p[i - window].second;
-    out.push_back({p[i].first, sum / double(std::min(i + 1, window))});
+  for (size_t begin = 0; begin < p.size(); begin += window) {
+    const size_t end = std::min(p.size(), begin + window);
+    double sum = 0;
+    for (size_t i = begin; i < end; ++i) sum += p[i].second;
+    out.push_back({p[end - 1].first, sum / double(end - begin)});
   }
   return out;
 }
@@ -180,11 +181,11 @@ std::string render_panel(const Panel& panel, double x_max, double x0, double y0,
         svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>\n", X(x),
                            Y(y), s.color);
   }
-  // Legend (top right inside the panel).
+  // Legend, right of the plot area (never over a curve).
   double ly = y0 + 14;
   for (const Series& s : panel.series) {
     if (s.points.empty()) continue;
-    const double lx = x0 + w - 210;
+    const double lx = x0 + w + 20;
     svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" "
                        "stroke-width=\"2\"{}/>\n",
                        lx, ly - 4, lx + 24, ly - 4, s.color,
@@ -197,7 +198,7 @@ std::string render_panel(const Panel& panel, double x_max, double x0, double y0,
 }
 
 std::string render(const Records& r, const std::string& title, size_t window) {
-  const std::string avg = window > 1 ? fmt::format(" (mean of {} steps)", window) : "";
+  const std::string avg = window > 1 ? fmt::format(" (means of {} steps)", window) : "";
   Panel loss{"loss", {train_series(r, "loss", "train loss" + avg, "#1f77b4", window),
                       train_series(r, "mlm_loss", "train MLM loss" + avg, "#2ca02c", window),
                       train_series(r, "nsp_loss", "train NSP loss" + avg, "#ff7f0e", window),
@@ -210,15 +211,15 @@ std::string render(const Records& r, const std::string& title, size_t window) {
   double x_max = 1;
   if (!r.train.empty()) x_max = std::max(x_max, double(r.train.rbegin()->first));
   if (!r.eval.empty()) x_max = std::max(x_max, double(r.eval.rbegin()->first));
-  const double W = 900, H = 760;
+  const double W = 1180, H = 760, plot_w = 800;
   std::string svg = fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
       "font-family=\"sans-serif\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       "<text x=\"{2}\" y=\"24\" font-size=\"16\" text-anchor=\"middle\">{3}</text>\n",
       W, H, W / 2, escape(title));
-  svg += render_panel(loss, x_max, 80, 70, W - 120, 270);
-  svg += render_panel(acc, x_max, 80, 420, W - 120, 270);
+  svg += render_panel(loss, x_max, 80, 70, plot_w, 270);
+  svg += render_panel(acc, x_max, 80, 420, plot_w, 270);
   return svg + "</svg>\n";
 }
 
@@ -235,7 +236,7 @@ void add_plot(CLI::App& app) {
   c->add_option("metrics", o->metrics, "JSON lines written by `bertrt pretrain --metrics`")->required();
   c->add_option("-o,--output", o->out, "picture to write (.svg)")->required();
   c->add_option("--smooth", o->smooth,
-                "running mean over this many train steps (0: about 1% of the run, 1: raw)")
+                "plot train curves as means of this many steps (0: about 1/300 of the run, 1: raw)")
       ->capture_default_str();
   c->callback([o] {
     check_input_file("metrics", o->metrics);
@@ -247,7 +248,7 @@ void add_plot(CLI::App& app) {
            o->out);
     if (o->smooth < 0) fail("--smooth must be ≥ 0, got {}", o->smooth);
     const Records r = read_metrics(o->metrics);
-    const size_t window = o->smooth > 0 ? size_t(o->smooth) : std::max<size_t>(1, r.train.size() / 100);
+    const size_t window = o->smooth > 0 ? size_t(o->smooth) : std::max<size_t>(1, r.train.size() / 300);
     const std::string svg =
         render(r, "bertrt pretrain: " + std::filesystem::path(o->metrics).filename().string(), window);
     AtomicFile f(o->out);
