@@ -4,9 +4,14 @@
 // ../shared/ckpt are cross-checked the same way (torch.load(weights_only=True)). Every element is
 // compared byte for byte. Malicious pickles (os.system via REDUCE, _load_from_bytes) must be
 // refused with the global named and must not run; malformed input gives a named error.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -31,8 +36,10 @@ bool require_data() {
   return v && std::string(v) == "1";
 }
 
-// Runs the generator once for the whole suite, into a temp folder. Empty when python3/torch is
-// missing (tests then skip visibly, or fail under BERTRT_REQUIRE_DATA=1).
+// The generated files live in BUILD/reference/torch, made once and shared by the test processes
+// ctest starts (one per test): under an exclusive flock, regenerated when absent, older than the
+// generator, or made with another set of sample files. Not ok() when python3/torch is missing
+// (tests then skip visibly, or fail under BERTRT_REQUIRE_DATA=1).
 class Generated {
  public:
   static Generated& get() {
@@ -40,49 +47,69 @@ class Generated {
     return g;
   }
   bool ok() const { return ok_; }
+  bool failed() const { return failed_; }
   const std::string& why() const { return why_; }
-  std::string file(const std::string& name) const { return dir_.file(name); }
+  std::string file(const std::string& name) const { return dir_ + "/" + name; }
   const json& index() const { return index_; }
 
- private:
-  Generated() {
-    if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
-      why_ = "/usr/bin/python3 with torch is not available";
-      return;
-    }
-    std::string cmd = "/usr/bin/python3 " + test::source_dir() + "/tests/reference/make_torch_files.py " +
-                      dir_.path();
-    for (const std::string& s : sample_files()) cmd += " '" + s + "'";
-    cmd += " > " + dir_.file("gen.log") + " 2>&1";
-    if (std::system(cmd.c_str()) != 0) {
-      std::ifstream log(dir_.file("gen.log"));
-      why_ = "make_torch_files.py failed: " + std::string(std::istreambuf_iterator<char>(log), {});
-      failed_ = true;
-      return;
-    }
-    std::ifstream(dir_.file("index.json")) >> index_;
-    ok_ = true;
-  }
-
- public:
   // The real torch files in ../shared/ckpt that torch.load can read (broken.pt is not one).
   static std::vector<std::string> sample_files() {
     std::vector<std::string> out;
     const std::string dir = test::shared_dir() + "/ckpt/torch-samples";
     if (fs::exists(dir))
       for (const auto& e : fs::directory_iterator(dir))
-        if (e.path().extension() == ".pt" && e.path().filename() != "src_pytorch_tests_reader_test_data_broken.pt")
+        if (e.path().extension() == ".pt" &&
+            e.path().filename() != "src_pytorch_tests_reader_test_data_broken.pt")
           out.push_back(e.path().string());
     std::sort(out.begin(), out.end());
-    for (const char* hf : {"/ckpt/hf/camphr_ner_bert/pytorch_model.bin", "/ckpt/hf/camphr_bert_2019-10-20a/pytorch_model.bin"})
+    for (const char* hf : {"/ckpt/hf/camphr_ner_bert/pytorch_model.bin",
+                           "/ckpt/hf/camphr_bert_2019-10-20a/pytorch_model.bin"})
       if (fs::exists(test::shared_dir() + hf)) out.push_back(test::shared_dir() + hf);
     return out;
   }
-  bool failed_ = false;
 
  private:
-  test::TempDir dir_;
+  Generated() : dir_(test::build_dir() + "/reference/torch") {
+    const std::string script = test::source_dir() + "/tests/reference/make_torch_files.py";
+    const std::vector<std::string> samples = sample_files();
+    fs::create_directories(test::build_dir() + "/reference");
+    const int lock = ::open((dir_ + ".lock").c_str(), O_CREAT | O_RDWR, 0644);
+    if (lock < 0 || ::flock(lock, LOCK_EX) != 0) {
+      why_ = "cannot lock " + dir_ + ".lock";
+      failed_ = true;
+      return;
+    }
+    if (!load_fresh(script, samples.size())) {
+      if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
+        why_ = "/usr/bin/python3 with torch is not available";
+        ::close(lock);
+        return;
+      }
+      fs::remove_all(dir_);
+      std::string cmd = "/usr/bin/python3 " + script + " " + dir_;
+      for (const std::string& s : samples) cmd += " '" + s + "'";
+      cmd += " > " + dir_ + ".log 2>&1";
+      if (std::system(cmd.c_str()) != 0 || !load_fresh(script, samples.size())) {
+        std::ifstream log(dir_ + ".log");
+        why_ = "make_torch_files.py failed: " + std::string(std::istreambuf_iterator<char>(log), {});
+        failed_ = true;
+      }
+    }
+    ::close(lock);  // releases the flock
+    ok_ = !failed_;
+  }
+
+  bool load_fresh(const std::string& script, size_t samples) {
+    const std::string index = dir_ + "/index.json";
+    std::error_code ec;
+    if (!fs::exists(index) || fs::last_write_time(index, ec) < fs::last_write_time(script, ec)) return false;
+    std::ifstream(index) >> index_;
+    return index_["samples"].size() == samples;
+  }
+
+  std::string dir_;
   bool ok_ = false;
+  bool failed_ = false;
   std::string why_;
   json index_;
 };
@@ -91,7 +118,7 @@ class Generated {
   do {                                                                        \
     const Generated& g_ = Generated::get();                                   \
     if (!g_.ok()) {                                                           \
-      if (g_.failed_ || require_data()) FAIL() << g_.why();                   \
+      if (g_.failed() || require_data()) FAIL() << g_.why();                   \
       GTEST_SKIP() << "torch reference files not generated: " << g_.why();   \
     }                                                                         \
   } while (0)
