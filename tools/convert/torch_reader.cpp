@@ -1,5 +1,7 @@
 #include "convert/torch_reader.h"
 
+#include <fcntl.h>
+#include <unistd.h>
 #include <zip.h>
 
 #include <cerrno>
@@ -28,9 +30,15 @@ class TorchReader : public CheckpointReader {
 
   std::vector<uint8_t> read(size_t i) const override {
     if (i >= refs_.size()) fail("{}: tensor index {} out of range ({} tensors)", path_, i, refs_.size());
+    const TensorRef& t = refs_[i];
     std::vector<uint8_t> holder;
-    const uint8_t* storage = storage_data(refs_[i], holder);
-    return torch_detail::gather(refs_[i], storage, big_endian_);
+    const uint8_t* storage = storage_data(t, holder);
+    if (!holder.empty() && torch_detail::is_whole_storage(t)) {  // the common case: no second copy
+      holder.resize(t.numel * t.storage.itemsize);
+      if (big_endian_) torch_detail::byteswap(holder.data(), holder.size(), t.storage.itemsize);
+      return holder;
+    }
+    return torch_detail::gather(t, storage, big_endian_);
   }
 
  protected:
@@ -186,7 +194,8 @@ constexpr int64_t kLegacyProtocol = 1001;
 class TorchLegacyReader final : public TorchReader {
  public:
   explicit TorchLegacyReader(const std::string& path)
-      : TorchReader(path), file_(MappedFile::open(path)) {
+      : TorchReader(path), file_(MappedFile::open(path)), fd_(path) {
+    if (fd_.fd < 0) fail("{}: cannot open ({})", path, std::strerror(errno));
     const uint8_t* data = file_.data();
     const size_t size = file_.size();
     pickle::Document magic;
@@ -213,8 +222,21 @@ class TorchLegacyReader final : public TorchReader {
   std::string format() const override { return "torch-legacy"; }
 
  protected:
-  const uint8_t* storage_data(const TensorRef& t, std::vector<uint8_t>&) const override {
-    return file_.data() + storages_.at(t.storage.key).offset;
+  // Read with pread rather than through the mapping, so resident memory stays one storage (the
+  // mapping is only touched for the pickles at the start of the file).
+  const uint8_t* storage_data(const TensorRef& t, std::vector<uint8_t>& holder) const override {
+    const Placed& p = storages_.at(t.storage.key);
+    holder.resize(p.numel * t.storage.itemsize);
+    size_t got = 0;
+    while (got < holder.size()) {
+      const ssize_t n = ::pread(fd_.fd, holder.data() + got, holder.size() - got,
+                                static_cast<off_t>(p.offset + got));
+      if (n <= 0)
+        fail("{}: reading storage '{}' of tensor '{}': {}", path_, t.storage.key, t.name,
+             n < 0 ? std::strerror(errno) : "file ends early");
+      got += static_cast<size_t>(n);
+    }
+    return holder.data();
   }
 
  private:
@@ -269,7 +291,18 @@ class TorchLegacyReader final : public TorchReader {
            path_, r.storage.key, r.name);
   }
 
+  struct Fd {  // closed also when the constructor throws
+    explicit Fd(const std::string& path) : fd(::open(path.c_str(), O_RDONLY)) {}
+    ~Fd() {
+      if (fd >= 0) ::close(fd);
+    }
+    Fd(const Fd&) = delete;
+    Fd& operator=(const Fd&) = delete;
+    int fd;
+  };
+
   MappedFile file_;
+  Fd fd_;
   pickle::Document doc_;
   std::map<std::string, Placed> storages_;
 };

@@ -35,8 +35,10 @@
 
 namespace bertrt::convert {
 
-// format() is "torch-zip" or "torch-legacy". Memory: the legacy file is memory-mapped; zip
-// storages are read one record per read() call. Throws bertrt::Error (see above).
+// format() is "torch-zip" or "torch-legacy". Memory: nothing is loaded at open but the pickle;
+// each read() reads its tensor's storage (one zip record, or pread from the legacy file) and, for
+// the usual whole-storage contiguous tensor, returns that buffer without a second copy.
+// read() may be called from several threads. Throws bertrt::Error (see above).
 std::unique_ptr<CheckpointReader> open_torch_checkpoint(const std::string& path);
 
 }  // namespace bertrt::convert

@@ -176,12 +176,26 @@ class Collector {
   std::unordered_set<std::string> names_;
 };
 
+// C-contiguous: strides of size-1 dims do not matter.
+bool is_contiguous(const TensorRef& t) {
+  int64_t expect = 1;
+  for (size_t k = t.shape.size(); k-- > 0;) {
+    if (t.shape[k] != 1 && t.stride[k] != expect) return false;
+    expect *= t.shape[k];
+  }
+  return true;
+}
+
+}  // namespace
+
+bool is_whole_storage(const TensorRef& t) {
+  return t.storage.view_offset == 0 && t.storage_offset == 0 && is_contiguous(t);
+}
+
 void byteswap(uint8_t* p, size_t n, size_t itemsize) {
   if (itemsize < 2) return;
   for (size_t i = 0; i < n; i += itemsize) std::reverse(p + i, p + i + itemsize);
 }
-
-}  // namespace
 
 StorageRef parse_storage(const Value& pid, const std::string& what) {
   const Value* t = pid.items.empty() ? nullptr : pid.items[0];
@@ -231,14 +245,7 @@ std::vector<uint8_t> gather(const TensorRef& t, const uint8_t* storage, bool swa
   std::vector<uint8_t> out(t.numel * item);
   if (t.numel == 0) return out;
   const uint8_t* base = storage + (t.storage.view_offset + t.storage_offset) * item;
-  // C-contiguous (strides of size-1 dims do not matter): one copy.
-  bool contiguous = true;
-  int64_t expect = 1;
-  for (size_t k = t.shape.size(); k-- > 0;) {
-    if (t.shape[k] != 1 && t.stride[k] != expect) contiguous = false;
-    expect *= t.shape[k];
-  }
-  if (contiguous) {
+  if (is_contiguous(t)) {
     std::memcpy(out.data(), base, out.size());
   } else {  // odometer over the index, last dim fastest
     const size_t rank = t.shape.size();

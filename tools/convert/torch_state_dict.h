@@ -45,4 +45,11 @@ std::vector<TensorRef> collect_tensors(const pickle::Document& doc, const std::s
 // every element byte-swapped when `swap` (a big-endian file).
 std::vector<uint8_t> gather(const TensorRef& t, const uint8_t* storage, bool swap);
 
+// True when `t` is C-contiguous from the first element of its (unviewed) storage, so its bytes
+// are the storage's first numel * itemsize bytes.
+bool is_whole_storage(const TensorRef& t);
+
+// Reverses the bytes of each `itemsize`-byte element of p[0, n).
+void byteswap(uint8_t* p, size_t n, size_t itemsize);
+
 }  // namespace bertrt::convert::torch_detail
