@@ -212,6 +212,38 @@ def make_malicious(out, index):
 STORAGE = object()  # stands for a storage in hand-written pickles
 
 
+class Rebuild:
+    """Pickles as torch._utils._rebuild_tensor_v2(storage, offset, size, stride, False, {})."""
+
+    def __init__(self, storage, offset, size, stride):
+        self.args = (storage, offset, size, stride, False, collections.OrderedDict())
+
+    def __reduce__(self):
+        return (torch._utils._rebuild_tensor_v2, self.args)
+
+
+def legacy_view(path):
+    """Root storage 'root' = [0..5]; view "v" = root[2:5] = [2, 3, 4]; a = v[1:3] = [3, 4], b = v[2] = 4."""
+    view = object()
+
+    class WithView(pickle.Pickler):
+        def persistent_id(self, obj):
+            if obj is view:
+                return ("storage", torch.FloatStorage, "root", "cpu", 6, ("v", 2, 3))
+            return None
+
+    buf = io.BytesIO()
+    WithView(buf, protocol=2).dump({"a": Rebuild(view, 1, (2,), (1,)), "b": Rebuild(view, 2, (), ())})
+    with open(path, "wb") as f:
+        for obj in (0x1950a86a20f9469cfc6c, 1001,
+                    {"protocol_version": 1001, "little_endian": True,
+                     "type_sizes": {"short": 2, "int": 4, "long": 8}}):
+            pickle.dump(obj, f, protocol=2)
+        f.write(buf.getvalue())
+        pickle.dump(["root"], f, protocol=2)
+        f.write(struct.pack("<q6f", 6, 0, 1, 2, 3, 4, 5))
+
+
 def make_malformed(out, index):
     bad = index["malformed"] = {}
     src = os.path.join(out, "dtypes.zip.p2.pt")
@@ -227,17 +259,12 @@ def make_malformed(out, index):
     bad["short_storage"] = {"file": "short_storage.zip.pt", "record": prefix + "data/0"}
 
     # A tensor of 10 elements on a 4-element storage (pickled by hand: torch.save would not).
-    class Overrun:
-        def __reduce__(self):
-            return (torch._utils._rebuild_tensor_v2,
-                    (STORAGE, 2, (10,), (1,), False, collections.OrderedDict()))
-
     class WithStorage(pickle.Pickler):
         def persistent_id(self, obj):
             return ("storage", torch.FloatStorage, "0", "cpu", 4) if obj is STORAGE else None
 
     buf = io.BytesIO()
-    WithStorage(buf, protocol=2).dump({"w": Overrun()})
+    WithStorage(buf, protocol=2).dump({"w": Rebuild(STORAGE, 2, (10,), (1,))})
     with zipfile.ZipFile(os.path.join(out, "overrun.zip.pt"), "w", zipfile.ZIP_STORED) as z:
         z.writestr("archive/data.pkl", buf.getvalue())
         z.writestr("archive/data/0", struct.pack("<4f", 1, 2, 3, 4))
@@ -272,6 +299,15 @@ def main():
         if name == "dtypes":  # a big-endian zip: byteorder "big" and every storage byte-swapped
             big_endian_copy(os.path.join(out, "dtypes.zip.p2.pt"), os.path.join(out, "dtypes.big.zip.pt"))
             index["files"].append({"file": "dtypes.big.zip.pt", "format": "torch-zip", "expected": expected})
+    # A legacy storage view (view_metadata in the persistent id; old torch wrote these, 1.13 only
+    # reads them): written by hand, expected values from torch.load.
+    legacy_view(os.path.join(out, "legacy_view.pt"))
+    named = flatten(torch.load(os.path.join(out, "legacy_view.pt")))
+    assert [t.tolist() for _, t in named] == [[3.0, 4.0], 4.0]
+    write_safetensors(os.path.join(out, "legacy_view.expected.safetensors"), named)
+    index["files"].append({"file": "legacy_view.pt", "format": "torch-legacy",
+                           "expected": "legacy_view.expected.safetensors"})
+
     os.makedirs(os.path.join(out, "samples"), exist_ok=True)
     for path in sys.argv[2:]:
         expected = os.path.join("samples", os.path.basename(os.path.dirname(path)) + "__" +
