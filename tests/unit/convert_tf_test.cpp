@@ -106,10 +106,14 @@ TEST(Crc32c, ExtendAndEveryLengthMatchTheBitwiseDefinition) {
   std::vector<uint8_t> data(300);
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 37 + 11);
   for (size_t start = 0; start < 9; ++start)  // unaligned starts exercise the 8-byte loop's tail
-    for (size_t n = 0; n + start <= 80; ++n)
-      ASSERT_EQ(crc32c::value(data.data() + start, n), crc32c_bitwise(data.data() + start, n))
-          << start << " " << n;
+    for (size_t n = 0; n + start <= 80; ++n) {
+      const uint32_t want = crc32c_bitwise(data.data() + start, n);
+      ASSERT_EQ(crc32c::value(data.data() + start, n), want) << start << " " << n;
+      ASSERT_EQ(crc32c::extend_portable(0, data.data() + start, n), want) << start << " " << n;
+    }
   EXPECT_EQ(crc32c::extend(crc32c::value(data.data(), 123), data.data() + 123, 177),
+            crc32c::value(data.data(), 300));
+  EXPECT_EQ(crc32c::extend_portable(crc32c::value(data.data(), 123), data.data() + 123, 177),
             crc32c::value(data.data(), 300));
 }
 

@@ -3,6 +3,11 @@
 #include <array>
 #include <cstring>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <nmmintrin.h>
+#define BERTRT_CRC32C_SSE42 1
+#endif
+
 namespace bertrt::convert::crc32c {
 namespace {
 
@@ -27,9 +32,35 @@ const Tables& tables() {
   return t;
 }
 
+#ifdef BERTRT_CRC32C_SSE42
+// SSE4.2's crc32 instruction computes exactly CRC-32C; ~3x the table speed. Chosen at run time
+// so the binary still runs on CPUs without it.
+__attribute__((target("sse4.2"))) uint32_t extend_sse42(uint32_t crc, const uint8_t* p, size_t n) {
+  uint64_t c = ~crc;
+  while (n >= 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    c = _mm_crc32_u64(c, v);
+    p += 8;
+    n -= 8;
+  }
+  uint32_t c32 = static_cast<uint32_t>(c);
+  while (n--) c32 = _mm_crc32_u8(c32, *p++);
+  return ~c32;
+}
+#endif
+
 }  // namespace
 
 uint32_t extend(uint32_t crc, const void* data, size_t n) {
+#ifdef BERTRT_CRC32C_SSE42
+  static const bool sse42 = __builtin_cpu_supports("sse4.2");
+  if (sse42) return extend_sse42(crc, static_cast<const uint8_t*>(data), n);
+#endif
+  return extend_portable(crc, data, n);
+}
+
+uint32_t extend_portable(uint32_t crc, const void* data, size_t n) {
   const Tables& t = tables();
   const auto* p = static_cast<const uint8_t*>(data);
   uint32_t c = ~crc;
