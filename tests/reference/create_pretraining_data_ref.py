@@ -125,6 +125,9 @@ class Flags(object):
 
 
 FLAGS = Flags()
+# Counts for statistical comparisons (not in the reference): see PretrainingStats.
+STATS = {"examples": 0, "random_next": 0, "forced_random_next": 0, "documents_passes": 0,
+         "short_targets": 0, "masked_tokens": 0}
 
 
 def create_training_instances(all_documents, max_seq_length, dupe_factor, short_seq_prob,
@@ -161,7 +164,9 @@ def create_instances_from_document(
   max_num_tokens = max_seq_length - 3
 
   target_seq_length = max_num_tokens
+  STATS["documents_passes"] += 1
   if rng.random() < short_seq_prob:
+    STATS["short_targets"] += 1
     target_seq_length = rng.randint(2, max_num_tokens)
 
   instances = []
@@ -189,6 +194,8 @@ def create_instances_from_document(
         is_random_next = False
         if len(current_chunk) == 1 or rng.random() < 0.5:
           is_random_next = True
+          STATS["random_next"] += 1
+          STATS["forced_random_next"] += len(current_chunk) == 1
           target_b_length = target_seq_length - len(tokens_a)
 
           # This should rarely go for more than one iteration for large
@@ -361,6 +368,7 @@ def create_masked_lm_predictions(tokens, masked_lm_prob,
 
       masked_lms.append((index, tokens[index]))
   assert len(masked_lms) <= num_to_predict
+  STATS["masked_tokens"] += len(masked_lms)
   masked_lms = sorted(masked_lms, key=lambda x: x[0])
 
   masked_lm_positions = [p[0] for p in masked_lms]
@@ -435,6 +443,7 @@ def main():
   p.add_argument("--epochs", type=int, default=1)
   p.add_argument("--rng", choices=["shared", "python"], default="shared")
   p.add_argument("--output", required=True)
+  p.add_argument("--stats", help="write the recipe's counts here (JSON)")
   a = p.parse_args()
 
   FLAGS.vocab_size, FLAGS.cls, FLAGS.sep, FLAGS.mask = a.vocab_size, a.cls, a.sep, a.mask
@@ -466,6 +475,10 @@ def main():
               "next_sentence_label": label,
           }, separators=(",", ":")) + "\n")
           n += 1
+  STATS["examples"] = n
+  if a.stats:
+    with open(a.stats, "w") as f:
+      json.dump(STATS, f)
   print("%d documents, %d shards, %d examples" % (len(documents), len(chunks), n), file=sys.stderr)
 
 
