@@ -1,8 +1,7 @@
 #include "train/corpus.h"
 
-#include <utf8proc.h>
-
 #include <fmt/format.h>
+#include <utf8proc.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -88,7 +87,8 @@ std::vector<std::string> expand_corpus_paths(const std::vector<std::string>& pat
     if (fs::is_directory(p, ec)) {
       std::vector<std::string> inside;
       for (const auto& e : fs::directory_iterator(p, ec))
-        if (e.is_regular_file() && e.path().extension() == ".txt") inside.push_back(e.path().string());
+        if (e.is_regular_file() && e.path().extension() == ".txt")
+          inside.push_back(e.path().string());
       if (ec) fail("{}: cannot list the folder: {}", p, ec.message());
       if (inside.empty()) fail("{}: folder holds no .txt file", p);
       std::sort(inside.begin(), inside.end());

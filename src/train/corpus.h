@@ -37,7 +37,7 @@ struct CorpusStats {
   // Lines holding bytes that are not valid UTF-8. Those bytes are dropped, as the reference does
   // (tokenization.convert_to_unicode: bytes.decode("utf-8", "ignore")); callers may warn.
   size_t invalid_utf8_lines = 0;
-  size_t first_invalid_utf8_line = 0;  // 1-based; 0 when none
+  size_t first_invalid_utf8_line = 0;   // 1-based; 0 when none
   std::string first_invalid_utf8_file;  // the file holding that line
 };
 
@@ -80,9 +80,9 @@ struct CorpusCursor {
 
 struct CorpusChunk {
   Documents documents;
-  CorpusCursor next;        // where the following chunk starts ({0, 0, 1} after the last one)
-  bool last = false;        // this chunk reaches the end of the last file
-  CorpusStats stats;        // of every line read, the look-ahead included
+  CorpusCursor next;  // where the following chunk starts ({0, 0, 1} after the last one)
+  bool last = false;  // this chunk reaches the end of the last file
+  CorpusStats stats;  // of every line read, the look-ahead included
 };
 
 // Reads whole documents from `files` starting at `from` (a cursor returned by an earlier call, or

@@ -55,9 +55,9 @@ struct PretrainingStats {
   // Chunks of a single line always get a random B (the reference has no second segment to use),
   // so the share of label 1 is 0.5 only among the other examples.
   size_t forced_random_next = 0;
-  size_t random_next = 0;         // examples with label 1 (forced ones included)
-  size_t documents_passes = 0;    // create_instances_from_document calls (documents × dupe)
-  size_t short_targets = 0;       // of those, how many drew a short target (p short_seq_prob)
+  size_t random_next = 0;       // examples with label 1 (forced ones included)
+  size_t documents_passes = 0;  // create_instances_from_document calls (documents × dupe)
+  size_t short_targets = 0;     // of those, how many drew a short target (p short_seq_prob)
   size_t masked_tokens = 0;
   // Random-next draws where the reference's 10 tries all hit the document itself; we then draw
   // uniformly among the others (the reference would use the same document).

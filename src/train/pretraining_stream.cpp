@@ -63,7 +63,8 @@ PretrainingStream::PretrainingStream(const Documents& docs, const PretrainingOpt
 void PretrainingStream::check_options() const {
   const StreamOptions& o = opts_;
   if (o.batch_size < 1) fail("pre-training stream: batch size must be ≥ 1, got {}", o.batch_size);
-  if (o.dupe_factor < 1) fail("pre-training stream: dupe factor must be ≥ 1, got {}", o.dupe_factor);
+  if (o.dupe_factor < 1)
+    fail("pre-training stream: dupe factor must be ≥ 1, got {}", o.dupe_factor);
   if (o.dynamic_masking && o.dupe_factor != 1)
     fail(
         "pre-training stream: dynamic masking draws fresh masks every epoch, so the dupe factor "
@@ -97,10 +98,13 @@ void PretrainingStream::load(const Position& at, size_t keep) {
     CorpusChunk c =
         read_corpus_chunk(files_, at.cursor, opts_.shard_documents, min_docs, tokenize_, co);
     // A chunk from the start that reaches the end holds the whole corpus: check it as a corpus.
-    if (at.cursor == CorpusCursor{} && c.last) check_corpus_chunk(c, describe_files(files_), min_docs);
+    if (at.cursor == CorpusCursor{} && c.last)
+      check_corpus_chunk(c, describe_files(files_), min_docs);
     if (c.documents.empty())
-      fail("{}: no document at byte {} of file {} (did the corpus change since the state was saved?)",
-           describe_files(files_), at.cursor.offset, at.cursor.file);
+      fail(
+          "{}: no document at byte {} of file {} (did the corpus change since the state was "
+          "saved?)",
+          describe_files(files_), at.cursor.offset, at.cursor.file);
     stats_.documents = c.documents.size();
     built = create_pretraining_examples(c.documents, recipe, ids_.cls, ids_.sep, ids_.mask,
                                         ids_.vocab_size, rng, &recipe_stats);
@@ -153,9 +157,8 @@ std::string PretrainingStream::config_line() const {
       "short_seq_prob={} nsp={} cross_documents={} whole_word={} dupe={} dynamic={} shard={} "
       "split_sentences={} vocab={}",
       r.seed, o.batch_size, r.max_seq_length, r.max_predictions_per_seq, r.masked_lm_prob,
-      r.short_seq_prob, int(r.nsp), int(r.cross_documents), int(r.whole_word_mask),
-      o.dupe_factor, int(o.dynamic_masking), o.shard_documents, int(o.split_sentences),
-      ids_.vocab_size);
+      r.short_seq_prob, int(r.nsp), int(r.cross_documents), int(r.whole_word_mask), o.dupe_factor,
+      int(o.dynamic_masking), o.shard_documents, int(o.split_sentences), ids_.vocab_size);
   if (memory_) return s + fmt::format(" memory_documents={}", memory_->size());
   // File names without folders (a run may resume from elsewhere) and sizes (a changed file
   // invalidates the byte offsets).
@@ -202,8 +205,7 @@ void PretrainingStream::restore_state(const std::vector<uint8_t>& state) {
     if (used == 0 || used != v.size()) bad(fmt::format("'{}' is not a number: '{}'", key, v));
     return n;
   };
-  if (number(kStateMagic) != static_cast<uint64_t>(kStateVersion))
-    bad("unsupported version");
+  if (number(kStateMagic) != static_cast<uint64_t>(kStateVersion)) bad("unsupported version");
   const std::string saved = field("config"), now = config_line();
   if (saved != now)
     fail(
@@ -218,7 +220,8 @@ void PretrainingStream::restore_state(const std::vector<uint8_t>& state) {
   at.cursor.line = number("line");
   const uint64_t position = number("position");
   if (at.epoch < 1) bad("epoch must be ≥ 1");
-  if (!memory_ && (at.cursor.file >= files_.size() || at.cursor.offset > file_sizes_[at.cursor.file]))
+  if (!memory_ &&
+      (at.cursor.file >= files_.size() || at.cursor.offset > file_sizes_[at.cursor.file]))
     bad(fmt::format("file {} offset {} is outside the corpus", at.cursor.file, at.cursor.offset));
   examples_.clear();
   load(at, 0);

@@ -36,7 +36,7 @@ struct StreamOptions {
   int batch_size = 32;
   int dupe_factor = 10;          // static masking: examples made this many times per chunk
   bool dynamic_masking = false;  // fresh pairs and masks each epoch (dupe_factor must be 1)
-  size_t shard_documents = 1000; // documents per chunk (memory bound)
+  size_t shard_documents = 500;  // documents per chunk (memory bound)
   bool split_sentences = true;   // CorpusOptions::split_sentences for every file
 };
 
@@ -47,13 +47,13 @@ struct SpecialIds {
 };
 
 struct StreamStats {
-  int64_t epoch = 1;           // 1-based epoch of the chunk being served
-  uint64_t chunk = 0;          // its 0-based index within the epoch
-  size_t chunks_built = 0;     // since construction (or restore)
+  int64_t epoch = 1;                         // 1-based epoch of the chunk being served
+  uint64_t chunk = 0;                        // its 0-based index within the epoch
+  size_t chunks_built = 0;                   // since construction (or restore)
   size_t documents = 0, peak_documents = 0;  // documents held while building a chunk (0 after)
   size_t examples = 0, peak_examples = 0;    // examples held (the chunk's + at most B−1 carried)
-  PretrainingStats recipe;     // counts of the latest chunk
-  CorpusStats corpus;          // lines/bytes read for the latest chunk (look-ahead included)
+  PretrainingStats recipe;                   // counts of the latest chunk
+  CorpusStats corpus;  // lines/bytes read for the latest chunk (look-ahead included)
 };
 
 // The seed of chunk `chunk` of epoch `epoch`: three rounds of the splitmix64 finalizer,
@@ -114,7 +114,7 @@ class PretrainingStream {
   TokenizeFn tokenize_;
   const Documents* memory_ = nullptr;  // the in-memory source, when used
 
-  Position current_;        // the chunk whose examples are being served
+  Position current_;  // the chunk whose examples are being served
   CorpusCursor next_cursor_;
   bool current_is_last_ = false;  // the current chunk ends the epoch
   std::vector<PretrainingExample> examples_;

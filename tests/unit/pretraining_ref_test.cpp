@@ -9,9 +9,8 @@
 // extract), so tokenization is not part of this comparison. A second test drives the port with
 // Python's own random.Random (the original script's generator) and compares the recipe's
 // statistics with ours within binomial bounds.
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
@@ -31,19 +30,21 @@ namespace {
 const char* kPython = "/usr/bin/python3";
 std::string enwiki_valid() { return test::data_dir() + "/corpus/enwiki/enwiki_valid_1000docs.txt"; }
 std::string uncased_vocab() { return test::data_dir() + "/vocab/bert-base-uncased-vocab.txt"; }
-std::string script() { return test::source_dir() + "/tests/reference/create_pretraining_data_ref.py"; }
+std::string script() {
+  return test::source_dir() + "/tests/reference/create_pretraining_data_ref.py";
+}
 
 bool require_all() {
   const char* v = std::getenv("BERTRT_REQUIRE_DATA");
   return v && std::string(v) == "1";
 }
 
-#define REQUIRE_PYTHON()                                                        \
-  do {                                                                          \
-    if (!test::have_data(kPython)) {                                            \
-      if (require_all()) FAIL() << "required " << kPython << " missing";        \
-      GTEST_SKIP() << kPython << " missing: the Python reference is not run";   \
-    }                                                                           \
+#define REQUIRE_PYTHON()                                                      \
+  do {                                                                        \
+    if (!test::have_data(kPython)) {                                          \
+      if (require_all()) FAIL() << "required " << kPython << " missing";      \
+      GTEST_SKIP() << kPython << " missing: the Python reference is not run"; \
+    }                                                                         \
   } while (0)
 
 // An example as the stream serves it (a batch of one, padding removed).
@@ -155,9 +156,8 @@ class ReferenceBuilder : public ::testing::Test {
     const std::string cmd = fmt::format(
         "{} {} --input {} --continuation {} --vocab-size {} --cls {} --sep {} --mask {} {} "
         "--output {} 2>{}",
-        kPython, script(), dir_->file(ids), dir_->file("continuation.txt"),
-        tok_->vocab().size(), tok_->cls_id(), tok_->sep_id(), tok_->mask_id(), flags, out,
-        dir_->file(name + ".log"));
+        kPython, script(), dir_->file(ids), dir_->file("continuation.txt"), tok_->vocab().size(),
+        tok_->cls_id(), tok_->sep_id(), tok_->mask_id(), flags, out, dir_->file(name + ".log"));
     const int rc = std::system(cmd.c_str());
     EXPECT_EQ(rc, 0) << cmd;
     return read_python(out);
@@ -180,8 +180,9 @@ class ReferenceBuilder : public ::testing::Test {
           for (int32_t x; s >> x;) v.push_back(x);
           return v;
         },
-        so, SpecialIds{tok_->cls_id(), tok_->sep_id(), tok_->mask_id(), tok_->pad_id(),
-                       tok_->vocab().size()});
+        so,
+        SpecialIds{tok_->cls_id(), tok_->sep_id(), tok_->mask_id(), tok_->pad_id(),
+                   tok_->vocab().size()});
     std::vector<Ex> out;
     if (count == 0) count = stream.stats().recipe.examples;
     for (size_t i = 0; i < count; ++i) out.push_back(from_batch(stream.next()));
@@ -193,8 +194,9 @@ class ReferenceBuilder : public ::testing::Test {
   static void expect_same(const std::vector<Ex>& py, const std::vector<Ex>& cc) {
     ASSERT_EQ(py.size(), cc.size());
     for (size_t i = 0; i < py.size(); ++i) {
-      ASSERT_TRUE(py[i] == cc[i]) << "example " << i << " differs:\n python: " << show(py[i].input_ids)
-                                  << " | " << show(py[i].positions) << " label " << py[i].label
+      ASSERT_TRUE(py[i] == cc[i]) << "example " << i
+                                  << " differs:\n python: " << show(py[i].input_ids) << " | "
+                                  << show(py[i].positions) << " label " << py[i].label
                                   << "\n ours:   " << show(cc[i].input_ids) << " | "
                                   << show(cc[i].positions) << " label " << cc[i].label;
     }
@@ -256,8 +258,8 @@ TEST_F(ReferenceBuilder, DynamicMaskingShortSequencesIdentical) {
 
 TEST_F(ReferenceBuilder, WholeWordMaskingIdentical) {
   REQUIRE_PYTHON();
-  const auto py = python("--whole-word-mask --dupe-factor 2 --shard-documents 1000 --seed 3",
-                         "wwm");
+  const auto py =
+      python("--whole-word-mask --dupe-factor 2 --shard-documents 1000 --seed 3", "wwm");
   StreamOptions so;
   so.dupe_factor = 2;
   so.recipe.whole_word_mask = true;
@@ -340,9 +342,10 @@ void expect_binomial(size_t k, size_t n, double p, const std::string& what) {
 TEST_F(ReferenceBuilder, PythonRandomGivesTheSameStatistics) {
   REQUIRE_PYTHON();
   const size_t docs = write_ids(SIZE_MAX, "ids_all.txt");
-  const auto py = python("--rng python --dupe-factor 2 --shard-documents 100000 --seed 11 --stats " +
-                             dir_->file("py_stats.json"),
-                         "pyrng", "ids_all.txt");
+  const auto py =
+      python("--rng python --dupe-factor 2 --shard-documents 100000 --seed 11 --stats " +
+                 dir_->file("py_stats.json"),
+             "pyrng", "ids_all.txt");
   StreamOptions so;
   so.dupe_factor = 2;
   so.shard_documents = 100000;
@@ -370,8 +373,8 @@ TEST_F(ReferenceBuilder, PythonRandomGivesTheSameStatistics) {
   EXPECT_EQ(ours_stats.documents_passes, 2 * docs);
 
   const double V = tok_->vocab().size();
-  for (const auto& [name, st, ex] : {std::tuple{"python random", p, &py},
-                                     std::tuple{"ours", ours_stats, &cc}}) {
+  for (const auto& [name, st, ex] :
+       {std::tuple{"python random", p, &py}, std::tuple{"ours", ours_stats, &cc}}) {
     SCOPED_TRACE(name);
     expect_binomial(st.short_targets, st.documents_passes, 0.1, "short targets");
     expect_binomial(st.random_next - st.forced_random_next, st.examples - st.forced_random_next,

@@ -1,6 +1,8 @@
 // The streamed pre-training data: corpus chunks over many files (cursor, look-ahead, file ends),
 // folder expansion, bounded memory on a corpus much larger than a shard, batches that drop
 // nothing, static vs dynamic masking across epochs, and save/restore of the stream position.
+#include "train/pretraining_stream.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,7 +15,6 @@
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
 #include "train/corpus.h"
-#include "train/pretraining_stream.h"
 
 namespace bertrt {
 namespace {
@@ -183,10 +184,10 @@ std::vector<Row> rows(const Batch& b) {
     const size_t at = size_t(r) * b.seq_len;
     size_t n = 0;
     while (n < size_t(b.seq_len) && b.attention_mask[at + n]) ++n;
-    out.emplace_back(std::vector<int32_t>(b.input_ids.begin() + at, b.input_ids.begin() + at + n),
-                     std::vector<int32_t>(b.token_type_ids.begin() + at,
-                                          b.token_type_ids.begin() + at + n),
-                     b.next_sentence_labels[r]);
+    out.emplace_back(
+        std::vector<int32_t>(b.input_ids.begin() + at, b.input_ids.begin() + at + n),
+        std::vector<int32_t>(b.token_type_ids.begin() + at, b.token_type_ids.begin() + at + n),
+        b.next_sentence_labels[r]);
   }
   return out;
 }
@@ -215,8 +216,9 @@ TEST(PretrainingStream, MemoryStaysBoundedOnALargeCorpus) {
   // dupe; ours have ≤ 4 lines; plus < B carried from the previous shard.
   EXPECT_LE(st.peak_examples, (so.shard_documents + 1) * 4 * so.dupe_factor + so.batch_size - 1);
   EXPECT_GE(st.chunks_built, 2400u / 7);
-  std::printf("2,400 documents: %zu batches per epoch, %zu shards, peak %zu documents / %zu examples\n",
-              batches, st.chunks_built, st.peak_documents, st.peak_examples);
+  std::printf(
+      "2,400 documents: %zu batches per epoch, %zu shards, peak %zu documents / %zu examples\n",
+      batches, st.chunks_built, st.peak_documents, st.peak_examples);
 }
 
 TEST(PretrainingStream, BatchesDropNothingAcrossShards) {
