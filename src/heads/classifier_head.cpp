@@ -24,8 +24,8 @@ HeadResult classifier_forward(Backend& be, ClassifierActs& a, const float* inp, 
     r.correct += (std::max_element(row, row + K) - row) == labels[i];
   }
   const float scale = r.count ? loss_weight / r.count : 0.0f;
-  const double sum = be.cross_entropy(loss_weight > 0 ? a.dlogits.data() : nullptr,
-                                      a.logits.data(), labels, rows, K, scale);
+  const double sum = be.cross_entropy(loss_weight > 0 ? a.dlogits.data() : nullptr, a.logits.data(),
+                                      labels, rows, K, scale);
   r.loss = r.count ? sum / r.count : 0.0;
   return r;
 }

@@ -21,8 +21,8 @@ double mean_ce(Backend& be, float* dlogits, const std::vector<float>& logits,
                const std::vector<int32_t>& targets, int B, int T, float weight, int* count) {
   *count = int(std::count_if(targets.begin(), targets.end(), [](int32_t t) { return t >= 0; }));
   const float scale = *count ? weight / *count : 0.0f;
-  const double sum = be.cross_entropy(weight > 0 ? dlogits : nullptr, logits.data(),
-                                      targets.data(), B, T, scale);
+  const double sum =
+      be.cross_entropy(weight > 0 ? dlogits : nullptr, logits.data(), targets.data(), B, T, scale);
   return *count ? sum / *count : 0.0;
 }
 
