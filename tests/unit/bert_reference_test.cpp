@@ -20,7 +20,7 @@ namespace {
 // the tensor's largest magnitude: fp32 unit roundoff is 6e-8, and sums over ≤ 40 terms through two
 // layers, LayerNorm backward's cancellations and softmax bring it to ~1e-6 here (measured max
 // 4e-6 over both backends and GELUs); 2e-5 leaves 5× headroom while any wrong term (≥ 1e-3
-// relative) still fails. The fine-tuning heads measure the same (≤ 4.1e-6 on forward, losses and
+// relative) still fails. The fine-tuning heads measure the same (< 4.2e-6 on forward, losses and
 // gradients). AdamW loss trajectories: ≤ 1.2e-6 everywhere except token classification on the cpu
 // backend with erf GELU, 9.6e-6 after step 2: Adam's first step moves each weight by about
 // lr·sign(g), so a weight whose exact gradient is ~1e-9 of the largest moves in the direction fp32
