@@ -30,7 +30,7 @@ void check_k(const char* op, int K) {
 constexpr double kQ8SplitOps = 1 << 18;
 
 // Runs the u8×s8 GEMM over output columns on the pool: packs A to int16 once (AVX2 path), then
-// each task computes whole columns [n0, n1) (pairs, the tile width) for every row.
+// each task computes whole columns [n0, n1) (whole tiles of kQ8TileN) for every row.
 void run_q8(cpu::ThreadPool& pool, int M, int N, int K, const uint8_t* A, int lda,
             const int8_t* W, int ldw, const cpu::Q8Epilogue& epi) {
   if (M <= 0 || N <= 0) return;
@@ -44,14 +44,15 @@ void run_q8(cpu::ThreadPool& pool, int M, int N, int K, const uint8_t* A, int ld
     cpu::q8_pack_a(a16.data(), A, lda, M, pa.k16);
     pa.a16 = a16.data();
   }
-  const size_t pairs = static_cast<size_t>((N + 1) / 2);
-  const double ops_per_pair = 2.0 * M * (K > 0 ? K : 1);
-  const size_t grain = static_cast<size_t>(std::max(1.0, kQ8SplitOps / ops_per_pair));
-  pool.parallel_for(pairs, grain, [&](size_t p0, size_t p1) {
-    const int n0 = static_cast<int>(p0 * 2);
-    const int n1 = std::min(N, static_cast<int>(p1 * 2));
+  constexpr int kTile = cpu::kQ8TileN;
+  const size_t blocks = static_cast<size_t>((N + kTile - 1) / kTile);
+  const double ops_per_block = static_cast<double>(kTile) * M * (K > 0 ? K : 1);
+  const size_t grain = static_cast<size_t>(std::max(1.0, kQ8SplitOps / ops_per_block));
+  pool.parallel_for(blocks, grain, [&](size_t b0, size_t b1) {
+    const int n0 = static_cast<int>(b0) * kTile;
+    const int n1 = std::min(N, static_cast<int>(b1) * kTile);
     if (simd)
-      cpu::qu8s8_gemm_4x2_avx2(M, n0, n1, K, A, lda, pa, W, ldw, epi);
+      cpu::qu8s8_gemm_2x4_avx2(M, n0, n1, K, A, lda, pa, W, ldw, epi);
     else
       cpu::qu8s8_gemm_scalar(M, n0, n1, K, A, lda, W, ldw, epi);
   });

@@ -1,8 +1,9 @@
 // u8×s8 GEMM tiles for the CPU backend (XNNPACK-style names: data types, tile, instruction set).
 //
-//   qu8s8_gemm_4x2_avx2: 4 rows of A × 2 rows of W per tile. A is widened to int16 once per call
-//     (zero-extend), each 16-byte block of W sign-extended to int16, and the products summed in
-//     pairs by vpmaddwd into int32 lanes. Every int16 product fits (|a·w| ≤ 255·128) and every
+//   qu8s8_gemm_2x4_avx2: 2 rows of A × 4 rows of W per tile. A is widened to int16 once per call
+//     (zero-extend), the 4 rows of W of a column block sign-extended to int16 once per block (they
+//     stay in L1 while A streams from L2), and the products summed in pairs by vpmaddwd into
+//     int32 lanes. Every int16 product fits (|a·w| ≤ 255·128) and every
 //     pair sum fits int32, so the sums are EXACT. vpmaddubsw (u8×s8 with pair sums SATURATED to
 //     int16, the usual AVX2 trick) is deliberately not used: 255·127 + 255·127 = 64770 > 32767
 //     would clip (which is why FBGEMM needs reduce_range, 7-bit activations, on pre-VNNI CPUs).
@@ -39,6 +40,9 @@ struct Q8PackedA {
   int k16 = 0;  // stride and width of a16
 };
 
+// Columns per tile of the AVX2 kernel: callers split N in multiples of it.
+constexpr int kQ8TileN = 4;
+
 // True when the AVX2 tiles can run on this CPU (x86-64 with AVX2, checked once).
 bool q8_have_avx2();
 
@@ -47,7 +51,7 @@ void q8_pack_a(int16_t* a16, const uint8_t* A, int lda, int M, int k16);
 
 // Output columns [n0, n1) for all M rows: acc from A (u8, row stride lda), its packed form (AVX2
 // path only; pa.a16 may be null on the scalar path) and W [N, K] (row stride ldw), then `epi`.
-void qu8s8_gemm_4x2_avx2(int M, int n0, int n1, int K, const uint8_t* A, int lda,
+void qu8s8_gemm_2x4_avx2(int M, int n0, int n1, int K, const uint8_t* A, int lda,
                          const Q8PackedA& pa, const int8_t* W, int ldw, const Q8Epilogue& epi);
 void qu8s8_gemm_scalar(int M, int n0, int n1, int K, const uint8_t* A, int lda, const int8_t* W,
                        int ldw, const Q8Epilogue& epi);
