@@ -61,7 +61,9 @@ PY
 run() {
   local name=$1 input=$2; shift 2
   cat "$input" > /dev/null  # warm the page cache
-  /usr/bin/time -v "$CONV" -q "$@" 2> "$WORK/time.txt" || { cat "$WORK/time.txt"; exit 1; }
+  if ! /usr/bin/time -v "$CONV" -q "$@" 2> "$WORK/time.txt"; then
+    printf "%-28s FAILED: %s\n" "$name" "$(grep -m1 'error' "$WORK/time.txt")"; return
+  fi
   local wall rss
   wall=$(grep "Elapsed (wall clock)" "$WORK/time.txt" | awk '{print $NF}')
   rss=$(grep "Maximum resident set size" "$WORK/time.txt" | awk '{print $NF}')

@@ -10,6 +10,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -46,16 +49,31 @@ int run_python(const std::string& args) {
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
+// The checkpoints are generated once per build tree (ctest runs every test in its own process):
+// build/reference/hf_models, regenerated when make_hf_models.py is newer than the stamp; a file
+// lock keeps parallel test processes from generating at the same time.
+int generate_models(const std::string& dir) {
+  const std::string script = test::source_dir() + "/tests/reference/make_hf_models.py";
+  fs::create_directories(fs::path(dir).parent_path());
+  const int lock = ::open((dir + ".lock").c_str(), O_CREAT | O_RDWR, 0644);
+  if (lock < 0 || ::flock(lock, LOCK_EX) != 0) return -1;
+  const std::string stamp = dir + "/complete";
+  int rc = 0;
+  if (!fs::exists(stamp) || fs::last_write_time(script) > fs::last_write_time(stamp)) {
+    fs::remove_all(dir);
+    rc = run_python("--out " + dir);
+    if (rc == 0) std::ofstream(stamp) << "ok\n";
+  }
+  ::close(lock);  // releases the lock
+  return rc;
+}
+
 class ConvertHf : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    models_ = new test::TempDir();
-    rc_ = run_python("--out " + models_->path());
+    if (rc_ == -1) rc_ = generate_models(models_dir());
   }
-  static void TearDownTestSuite() {
-    delete models_;
-    models_ = nullptr;
-  }
+  static std::string models_dir() { return test::build_dir() + "/reference/hf_models"; }
   void SetUp() override {
     if (rc_ == 77) {
       if (require_data()) FAIL() << "python3-torch is missing (BERTRT_REQUIRE_DATA=1)";
@@ -63,7 +81,7 @@ class ConvertHf : public ::testing::Test {
     }
     ASSERT_EQ(rc_, 0) << "make_hf_models.py failed";
   }
-  static std::string model(const std::string& name) { return models_->path() + "/" + name; }
+  static std::string model(const std::string& name) { return models_dir() + "/" + name; }
   static SafetensorsFile ref() { return SafetensorsFile::open(model("ref.safetensors")); }
 
   // Converts `input` into tmp_/out.brt and returns the converter's warnings.
@@ -77,10 +95,8 @@ class ConvertHf : public ::testing::Test {
   std::string out() const { return tmp_.file("out.brt"); }
 
   test::TempDir tmp_;
-  static test::TempDir* models_;
   static int rc_;
 };
-test::TempDir* ConvertHf::models_ = nullptr;
 int ConvertHf::rc_ = -1;
 
 void expect_close(const std::string& what, const float* got, const std::vector<float>& want) {
@@ -234,7 +250,9 @@ TEST_F(ConvertHf, TokenClassificationAndQaHeadsKeptUnderHfNames) {
     EXPECT_FALSE(c.heads.classifier());
     EXPECT_EQ(c.metadata.at("architecture"), arch == "qa" ? "BertForQuestionAnswering" : "BertForTokenClassification");
     EXPECT_EQ(c.metadata.at("converter.initialized"), "bert.pooler.dense.weight,bert.pooler.dense.bias");
-    if (arch == "tokcls") EXPECT_EQ(c.metadata.at("id2label"), R"(["O","B-PER","I-PER"])");
+    if (arch == "tokcls") {
+      EXPECT_EQ(c.metadata.at("id2label"), R"(["O","B-PER","I-PER"])");
+    }
     expect_same_bytes(out(), SafetensorsFile::open(model("st_" + arch + "/model.safetensors")));
     expect_forward(out(), ref(), "gelu_f32", /*pooler=*/false);
   }

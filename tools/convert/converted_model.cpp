@@ -2,6 +2,9 @@
 
 #include <fmt/ranges.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstring>
 
 #include "convert/safetensors_source.h"
@@ -9,6 +12,19 @@
 #include "core/error.h"
 
 namespace bertrt::convert {
+namespace {
+
+// Drops the whole pages of a converted source tensor from this process's memory: the mapping is
+// read-only and file-backed, so the kernel re-reads them if ever touched again. Keeps the peak at
+// about one copy of the weights when --dtype converts (mapped input + converted output otherwise).
+void release_pages(const uint8_t* p, size_t n) {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+}  // namespace
 
 void emit_tensors(ConvertedModel& m, const std::vector<PlannedTensor>& plan, const ConvertOptions& opts) {
   const CheckpointReader& r = *m.reader;
@@ -39,6 +55,7 @@ void emit_tensors(ConvertedModel& m, const std::vector<PlannedTensor>& plan, con
       if (!view) owned = r.read(p.source);
       m.storage.push_back(encode_tensor(t, view ? view : owned.data(), opts.dtype, p.transpose));
       rec.data = m.storage.back().data();
+      if (view) release_pages(view, t.nbytes);
     }
     rec.nbytes = static_cast<size_t>(want) * dtype_size(opts.dtype);
     m.contents.tensors.push_back(std::move(rec));

@@ -47,7 +47,7 @@ json config_json(const ModelContents& c, const std::string& arch, const std::vec
                  const std::string& torch_dtype) {
   const BertConfig& k = c.config;
   json j;
-  j["architectures"] = {arch};
+  j["architectures"] = json::array({arch});
   j["model_type"] = "bert";
   j["vocab_size"] = k.vocab_size;
   j["hidden_size"] = k.hidden_size;
