@@ -57,6 +57,14 @@ expect_ok reconvert "$CONV" "$T/hf" -o "$T/b.brt"
 "$CONV" --inspect "$T/a.brt" | sed '$d' > "$T/a.txt"; "$CONV" --inspect "$T/b.brt" | sed '$d' > "$T/b.txt"
 cmp -s "$T/a.txt" "$T/b.txt" || bad "reconverted tensors differ"
 
+# TF1: the Google BERT-base index without its 0.4 GB shard lists and names the missing shard.
+TFI=$(dirname "$MAKE")/../../../shared/ckpt/tf1-index/google-chinese_L-12_H-768_A-12
+if [ -d "$TFI" ]; then
+  expect_ok inspect-tf-index "$CONV" --inspect "$TFI"
+  grep -q "tf1-bundle, 206 tensors" "$T/stdout" || bad "inspect TF index: $(tail -1 "$T/stdout")"
+  expect_error tf-missing-shard 1 "$T/x.brt" "data-00000-of-00001: missing data shard" -- "$CONV" "$TFI" -o "$T/x.brt"
+fi
+
 # --- malformed inputs: exit 1, one line naming the file and field, no output ------------------------
 cp -r "$M/st_pretraining_f32" "$T/noconfig"; rm "$T/noconfig/config.json"
 expect_error missing-config 1 "$T/x.brt" "noconfig: config.json is missing" -- "$CONV" "$T/noconfig" -o "$T/x.brt"

@@ -4,7 +4,8 @@
 #include <vector>
 
 #include "convert/hf_shards.h"
-#include "convert/pending_readers.h"
+#include "convert/tf_bundle.h"
+#include "convert/torch_reader.h"
 #include "convert/safetensors_source.h"
 #include "core/error.h"
 

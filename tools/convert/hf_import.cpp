@@ -1,6 +1,8 @@
 #include "convert/hf_import.h"
 
 #include <fmt/ranges.h>
+
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -11,6 +13,8 @@
 #include "convert/hf_config.h"
 #include "convert/hf_names.h"
 #include "convert/safetensors_source.h"
+#include "convert/tf_bert_names.h"
+#include "convert/tf_bundle.h"
 #include "convert/convert_input.h"
 #include "core/error.h"
 #include "core/random.h"
@@ -54,6 +58,37 @@ std::vector<float> init_normal(size_t n, float stddev, std::mt19937_64& rng) {
   std::vector<float> v(n);
   for (float& x : v) x = static_cast<float>(stddev * random_normal(rng));
   return v;
+}
+
+// The pooler is the only tensor allowed to be absent (see hf_import.h); kept after the tensors read.
+void init_absent_pooler(ConvertedModel& m, const std::vector<std::string>& absent, const BertConfig& config,
+                        const std::string& where, const ConvertOptions& opts) {
+  if (absent.empty()) return;
+  std::mt19937_64 rng(0);
+  const int64_t H = config.hidden_size;
+  for (const std::string& name : absent) {
+    if (name == "bert.pooler.dense.weight")
+      emit_owned(m, name, {H, H}, init_normal(H * H, config.initializer_range, rng), opts.dtype);
+    else if (name == "bert.pooler.dense.bias")
+      emit_owned(m, name, {H}, std::vector<float>(H, 0.f), opts.dtype);
+    else
+      fail("{}: tensor '{}' is missing", where, name);
+  }
+  m.warnings.push_back(fmt::format("{}: no pooler ({}); initialised as transformers does (N(0, {}²) weight, zero "
+                                   "bias): pooler_output means nothing until fine-tuned",
+                                   where, name_list(absent), config.initializer_range));
+  std::string list;
+  for (const std::string& n : absent) list += (list.empty() ? "" : ",") + n;
+  m.contents.metadata["converter.initialized"] = list;
+}
+
+void provenance(ConvertedModel& m, const std::string& weights, const std::string& architecture) {
+  auto& meta = m.contents.metadata;
+  meta["source"] = "bertrt-convert";
+  meta["source_format"] = m.reader->format();
+  meta["source_path"] = weights;
+  meta["converter_version"] = kConverterVersion;
+  meta["architecture"] = architecture;
 }
 
 void read_tokenizer(ConvertedModel& m, const InputPaths& in, const ConvertOptions& opts, int vocab_size) {
@@ -131,31 +166,11 @@ ConvertedModel import_hf(const InputPaths& in, const ConvertOptions& opts) {
     fail("{}: {} tensor(s) that {} (config.json) needs are missing: {}", in.weights, missing.size(),
          heads.architecture, name_list(missing));
   emit_tensors(m, plan, opts);
-  if (!initialized.empty()) {
-    // The pooler is the only tensor allowed to be absent; keep it after the tensors read.
-    std::mt19937_64 rng(0);
-    const int64_t H = cfg.config.hidden_size;
-    for (const std::string& name : initialized) {
-      const bool weight = name == "bert.pooler.dense.weight";
-      const std::vector<int64_t> shape = weight ? std::vector<int64_t>{H, H} : std::vector<int64_t>{H};
-      emit_owned(m, name, shape, weight ? init_normal(H * H, cfg.config.initializer_range, rng) : std::vector<float>(H, 0.f),
-                 opts.dtype);
-    }
-    m.warnings.push_back(fmt::format("{}: no pooler ({}); initialised as transformers does (N(0, {}²) weight, zero "
-                                     "bias): pooler_output means nothing until fine-tuned",
-                                     in.weights, name_list(initialized), cfg.config.initializer_range));
-    std::string list;
-    for (const std::string& n : initialized) list += (list.empty() ? "" : ",") + n;
-    m.contents.metadata["converter.initialized"] = list;
-  }
+  init_absent_pooler(m, initialized, cfg.config, in.weights, opts);
 
   read_tokenizer(m, in, opts, cfg.config.vocab_size);
+  provenance(m, in.weights, heads.architecture);
   auto& meta = m.contents.metadata;
-  meta["source"] = "bertrt-convert";
-  meta["source_format"] = r.format();
-  meta["source_path"] = in.weights;
-  meta["converter_version"] = kConverterVersion;
-  meta["architecture"] = heads.architecture;
   if (heads.inferred) meta["architecture_inferred"] = "true";
   if (!heads.extra_labels.empty()) meta["id2label"] = nlohmann::json(heads.extra_labels).dump();
   if (!names.dropped.empty()) {
@@ -166,10 +181,28 @@ ConvertedModel import_hf(const InputPaths& in, const ConvertOptions& opts) {
   return m;
 }
 
+ConvertedModel import_tf1(const InputPaths& in, const ConvertOptions& opts) {
+  ConvertedModel m;
+  m.reader = open_tf_bundle(in.weights);
+  const TfBertCheckpoint tf = map_tf_bert(*m.reader, in.config);
+  m.contents.config = tf.config;
+  m.contents.heads = tf.heads;
+  std::vector<PlannedTensor> plan;
+  for (const MappedTensor& t : tf.tensors) plan.push_back({t.hf_name, t.source_index, t.transpose, t.hf_shape});
+  emit_tensors(m, plan, opts);
+  init_absent_pooler(m, tf.absent, tf.config, in.weights, opts);
+  if (!std::filesystem::exists(std::filesystem::path(in.dir) / "tokenizer_config.json"))
+    m.warnings.push_back(in.dir + ": no tokenizer_config.json; do_lower_case = true (an uncased model). For a "
+                                  "cased model put {\"do_lower_case\": false} in tokenizer_config.json there");
+  read_tokenizer(m, in, opts, tf.config.vocab_size);
+  provenance(m, in.weights, hf_architecture(tf.heads, ""));
+  m.contents.metadata["converter.skipped"] = std::to_string(tf.skipped.size()) + " optimizer/step variables";
+  return m;
+}
+
 ConvertedModel import_checkpoint(const std::string& path, const ConvertOptions& opts) {
   const InputPaths in = find_input(path);
-  if (in.kind == InputPaths::Kind::tf1) fail("{}: TF1 checkpoints are not supported by this build yet", path);
-  return import_hf(in, opts);
+  return in.kind == InputPaths::Kind::tf1 ? import_tf1(in, opts) : import_hf(in, opts);
 }
 
 }  // namespace bertrt::convert

@@ -25,6 +25,11 @@ namespace bertrt::convert {
 // embeddings, a missing vocab.txt (unless opts.vocab), an unsupported architecture.
 ConvertedModel import_hf(const InputPaths& in, const ConvertOptions& opts);
 
+// An original TF1 BERT checkpoint (bert_config.json, bert_model.ckpt.*, vocab.txt; names mapped by
+// tf_bert_names.h, kernels transposed, optimizer slots skipped, hidden_act gelu_new). The folder
+// may hold a tokenizer_config.json; without one do_lower_case is true (with a warning).
+ConvertedModel import_tf1(const InputPaths& in, const ConvertOptions& opts);
+
 // Dispatch on find_input(path): Hugging Face folder/file or TF1 checkpoint.
 ConvertedModel import_checkpoint(const std::string& path, const ConvertOptions& opts);
 

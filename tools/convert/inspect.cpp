@@ -11,6 +11,7 @@
 
 #include "convert/convert_input.h"
 #include "convert/tensor_encode.h"
+#include "convert/tf_bundle.h"
 #include "io/model_file.h"
 
 namespace bertrt::convert {
@@ -39,9 +40,12 @@ Inspection inspect_path(const std::string& path) {
     return out;
   }
   // A folder or a weights file of a folder: the weights the converter would read.
-  std::string weights = path;
-  if (fs::is_directory(path)) weights = find_input(path).weights;
-  const auto reader = open_checkpoint(weights);
+  // Other folders: a TF bundle (any, not only BERT) when one *.index is there.
+  const bool model_dir = fs::is_directory(path) && (fs::exists(fs::path(path) / "config.json") ||
+                                                    fs::exists(fs::path(path) / "bert_config.json"));
+  const auto reader = model_dir ? open_checkpoint(find_input(path).weights)
+                      : fs::is_directory(path) ? open_tf_bundle(path)
+                                               : open_checkpoint(path);
   out.format = reader->format();
   out.tensors = reader->tensors();
   return out;
