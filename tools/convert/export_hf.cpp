@@ -97,6 +97,18 @@ bool has_pooler(const std::string& arch) {
   return arch != "BertForMaskedLM" && arch != "BertForTokenClassification" && arch != "BertForQuestionAnswering";
 }
 
+// Whether `name` belongs to transformers' class `arch` (others would load as "unused weights").
+bool belongs(const std::string& arch, const std::string& name) {
+  auto starts = [&](const char* p) { return name.rfind(p, 0) == 0; };
+  if (starts("bert.")) return !starts("bert.pooler.") || has_pooler(arch);
+  if (arch == "BertForPreTraining") return starts("cls.");
+  if (arch == "BertForMaskedLM") return starts("cls.predictions.");
+  if (arch == "BertForNextSentencePrediction") return starts("cls.seq_relationship.");
+  if (arch == "BertForSequenceClassification" || arch == "BertForTokenClassification") return starts("classifier.");
+  if (arch == "BertForQuestionAnswering") return starts("qa_outputs.");
+  return false;
+}
+
 }  // namespace
 
 std::vector<std::string> export_hf(const std::string& brt_path, const std::string& dir) {
@@ -116,7 +128,11 @@ std::vector<std::string> export_hf(const std::string& brt_path, const std::strin
   std::deque<std::vector<uint8_t>> storage;  // dequantized tensors
   std::map<std::string, size_t> dtype_count;
   for (const TensorRecord& t : c.tensors) {
-    if (!has_pooler(arch) && t.name.rfind("bert.pooler.", 0) == 0) continue;
+    if (!belongs(arch, t.name)) {
+      if (t.name.rfind("bert.pooler.", 0) != 0)
+        warnings.push_back(fmt::format("{}: tensor '{}' is not part of {}; not exported", brt_path, t.name, arch));
+      continue;
+    }
     SafetensorsTensor s;
     s.name = arch == "BertModel" && t.name.rfind("bert.", 0) == 0 ? t.name.substr(5) : t.name;
     s.shape = t.shape;

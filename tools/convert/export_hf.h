@@ -8,9 +8,9 @@
 // - Tensor names as save_pretrained writes them: "bert."-prefixed under a head, bare for
 //   BertModel; the tied decoder weight is not written (transformers re-ties it on load), nor the
 //   pooler for the classes built without one (BertForMaskedLM, -TokenClassification,
-//   -QuestionAnswering). f32/f16/bf16 bytes are copied unchanged, so HF → .brt → HF is
-//   bit-identical for f32; int8-quantized tensors are written dequantized as f32. Optimizer state
-//   is not exported.
+//   -QuestionAnswering), nor tensors of other heads (with a warning). f32/f16/bf16 bytes are
+//   copied unchanged, so HF → .brt → HF is bit-identical for f32; int8-quantized tensors are
+//   written dequantized as f32. Optimizer state is not exported.
 // - Every file is written atomically (temp + rename); `dir` is created when its parent exists.
 #pragma once
 
