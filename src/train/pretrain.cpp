@@ -4,28 +4,6 @@
 
 namespace bertrt {
 
-PretrainingStream::PretrainingStream(const Documents& docs, const PretrainingOptions& opts,
-                                     int batch_size, int32_t cls, int32_t sep, int32_t mask,
-                                     int32_t pad, int vocab_size)
-    : docs_(docs), opts_(opts), batch_size_(batch_size), cls_(cls), sep_(sep), mask_(mask),
-      pad_(pad), vocab_size_(vocab_size), rng_(opts.seed) {
-  refill();
-}
-
-void PretrainingStream::refill() {
-  examples_ = create_pretraining_examples(docs_, opts_, cls_, sep_, mask_, vocab_size_, rng_);
-  cursor_ = 0;
-  ++epoch_;
-}
-
-Batch PretrainingStream::next() {
-  // Full batches only (one fixed shape); the remainder of an epoch is dropped.
-  if (cursor_ + batch_size_ > examples_.size()) refill();
-  Batch b = make_pretraining_batch(examples_, cursor_, batch_size_, opts_.max_seq_length, pad_);
-  cursor_ += batch_size_;
-  return b;
-}
-
 EncoderInputs batch_inputs(const Batch& b) {
   return EncoderInputs{b.batch_size, b.seq_len, b.input_ids.data(), b.token_type_ids.data(),
                        b.attention_mask.data()};

@@ -43,7 +43,12 @@ Documents load_corpus(const std::string& flag, const std::string& path, const To
 
 void add_pretrain(CLI::App& app) {
   struct Opts {
-    std::string model, corpus, valid, out, metrics;
+    std::string model, valid, out, metrics;
+    std::vector<std::string> corpus;  // files and folders
+    int dupe_factor = 10;
+    size_t shard_documents = 500;
+    float short_seq_prob = 0.1f;
+    bool dynamic_masking = false, whole_word_mask = false, no_nsp = false, doc_sentences = false;
     int64_t max_steps = 0;
     int batch_size = 32, max_seq_length = 128, max_predictions = 20, valid_examples = 2000;
     float lr = 1e-4f, warmup_ratio = 0.01f, weight_decay = 0.01f, masked_lm_prob = 0.15f;
@@ -55,8 +60,30 @@ void add_pretrain(CLI::App& app) {
   CLI::App* c = app.add_subcommand("pretrain", "MLM + NSP pre-training on a plain-text corpus");
   c->add_option("--model", o->model, "initial model with MLM+NSP heads (bertrt init)")->required();
   c->add_option("--corpus", o->corpus,
-                "training text: one sentence or paragraph a line, a blank line between documents")
+                "training text files or folders (all *.txt inside, sorted), repeatable: one "
+                "sentence or paragraph a line, a blank line between documents; streamed a shard "
+                "at a time, epochs wrap around")
       ->required();
+  CLI::Option* dupe = c->add_option("--dupe-factor", o->dupe_factor,
+                "static masking: each shard's examples are made this many times with different "
+                "masks and pairs, and repeat identically every epoch (create_pretraining_data.py)")
+      ->capture_default_str();
+  c->add_flag("--dynamic-masking", o->dynamic_masking,
+              "fresh pairs and masks every epoch instead (RoBERTa; dupe factor 1)");
+  c->add_option("--shard-documents", o->shard_documents,
+                "documents read into memory at a time; examples are shuffled within a shard "
+                "(enwiki, dupe factor 10, 128 tokens: ~19k examples, ~45 MB)")
+      ->capture_default_str();
+  c->add_option("--short-seq-prob", o->short_seq_prob,
+                "share of documents given a shorter target length (NSP only)")
+      ->capture_default_str();
+  c->add_flag("--whole-word-mask", o->whole_word_mask,
+              "mask all WordPieces of a word together (a word's ## pieces are chosen with it)");
+  c->add_flag("--no-nsp", o->no_nsp,
+              "RoBERTa FULL-SENTENCES: single segments packed with whole sentences up to "
+              "--max-seq-length across document boundaries, no NSP loss");
+  c->add_flag("--doc-sentences", o->doc_sentences,
+              "with --no-nsp: do not cross document boundaries (RoBERTa DOC-SENTENCES)");
   c->add_option("--valid", o->valid, "held-out text (same layout): MLM/NSP accuracy before and after");
   c->add_option("--max-steps", o->max_steps, "optimizer steps")->required();
   c->add_option("--batch-size", o->batch_size, "sequences per optimizer step")->capture_default_str();
@@ -75,11 +102,15 @@ void add_pretrain(CLI::App& app) {
   c->add_option("--metrics", o->metrics, "write JSON lines of step metrics to this file");
   c->add_option("-o,--output", o->out, "output model (.brt), written atomically")->required();
   o->backend.add_to(c);
-  c->callback([o] {
+  c->callback([o, dupe] {
     // Check everything cheap before the long work.
     check_output_path("-o", o->out);
     check_input_file("--model", o->model);
-    check_input_file("--corpus", o->corpus);
+    const std::vector<std::string> corpus_files = expand_corpus_paths(o->corpus);
+    if (o->dynamic_masking && dupe->count() > 0 && o->dupe_factor != 1)
+      fail("--dynamic-masking makes fresh masks each epoch: --dupe-factor must be 1, got {}",
+           o->dupe_factor);
+    if (o->doc_sentences && !o->no_nsp) fail("--doc-sentences needs --no-nsp");
     if (!o->valid.empty()) check_input_file("--valid", o->valid);
     if (!o->metrics.empty()) check_output_path("--metrics", o->metrics);
     if (o->max_steps < 0) fail("--max-steps must be ≥ 0, got {}", o->max_steps);
@@ -89,8 +120,9 @@ void add_pretrain(CLI::App& app) {
     LoadedModel m = load_model(o->model);
     BertModel& model = *m.model;
     const Tokenizer& tok = *m.tokenizer;
-    if (!model.heads().mlm || !model.heads().nsp)
-      fail("{}: pre-training needs the MLM and NSP heads (start from `bertrt init`)", o->model);
+    if (!model.heads().mlm || (!o->no_nsp && !model.heads().nsp))
+      fail("{}: pre-training needs the MLM{} head (start from `bertrt init`)", o->model,
+           o->no_nsp ? "" : " and NSP");
     check_max_seq_length("--max-seq-length", o->max_seq_length,
                          model.config().max_position_embeddings);
     auto be = o->backend.make();
@@ -100,8 +132,32 @@ void add_pretrain(CLI::App& app) {
     popts.max_predictions_per_seq = o->max_predictions;
     popts.masked_lm_prob = o->masked_lm_prob;
     popts.seed = o->seed;
+    popts.short_seq_prob = o->short_seq_prob;
+    popts.nsp = !o->no_nsp;
+    popts.cross_documents = !o->doc_sentences;
+    popts.whole_word_mask = o->whole_word_mask;
+    if (o->whole_word_mask) popts.continuation = wordpiece_continuations(tok.vocab());
 
-    const Documents train_docs = load_corpus("--corpus", o->corpus, tok, !o->no_sentence_split);
+    StreamOptions so;
+    so.recipe = popts;
+    so.batch_size = o->batch_size;
+    so.dupe_factor = o->dynamic_masking ? 1 : o->dupe_factor;
+    so.dynamic_masking = o->dynamic_masking;
+    so.shard_documents = o->shard_documents;
+    so.split_sentences = !o->no_sentence_split;
+    PretrainingStream stream(
+        corpus_files,
+        [&tok](const std::string& line) { return tok.convert_tokens_to_ids(tok.tokenize(line)); },
+        so, SpecialIds{tok.cls_id(), tok.sep_id(), tok.mask_id(), tok.pad_id(),
+                       model.config().vocab_size});
+    fmt::print("corpus: {} file(s); first shard: {} examples from {} lines ({}{}{})\n",
+               corpus_files.size(), stream.stats().recipe.examples, stream.stats().corpus.lines,
+               o->dynamic_masking ? "dynamic masking"
+                                  : fmt::format("static masking, dupe factor {}", so.dupe_factor),
+               o->whole_word_mask ? ", whole words" : "", o->no_nsp ? ", no NSP" : "");
+    if (const CorpusStats& cs = stream.stats().corpus; cs.invalid_utf8_lines)
+      fmt::print(stderr, "warning: {}: line {} holds invalid UTF-8 (and {} more lines in the first shard); those bytes are dropped\n",
+                 cs.first_invalid_utf8_file, cs.first_invalid_utf8_line, cs.invalid_utf8_lines - 1);
     std::vector<PretrainingExample> valid;
     auto evaluate = [&](const char* when, int64_t step) {
       if (valid.empty()) return;
@@ -132,8 +188,6 @@ void add_pretrain(CLI::App& app) {
       evaluate("before", 0);
     }
 
-    PretrainingStream stream(train_docs, popts, o->batch_size, tok.cls_id(), tok.sep_id(),
-                             tok.mask_id(), tok.pad_id(), model.config().vocab_size);
     OptimOptions oo;
     oo.learning_rate = o->lr;
     oo.total_steps = o->max_steps;
@@ -160,7 +214,9 @@ void add_pretrain(CLI::App& app) {
     auto meta = m.metadata;
     meta["source"] = "bertrt pretrain";
     meta["pretrain_steps"] = std::to_string(o->max_steps);
-    meta["pretrain_corpus"] = o->corpus;
+    std::string corpus_list;
+    for (const auto& p : o->corpus) corpus_list += (corpus_list.empty() ? "" : ",") + p;
+    meta["pretrain_corpus"] = corpus_list;
     save_model(o->out, model, tok, meta);
     fmt::print("wrote {}\n", o->out);
   });
