@@ -12,7 +12,9 @@ Writes into --out:
   ref.safetensors   input/{input_ids,token_type_ids,attention_mask} [B, T] and, per variant
                     V in gelu_f32, gelu_f16, gelu_bf16, gelu_new_f32: V/last_hidden_state [B,T,H],
                     V/pooler_output [B,H], V/mlm_logits [B*T,vocab], V/nsp_logits [B,2],
-                    V/cls_logits [B,3] (BertForSequenceClassification), V/qa_logits [B*T,2]
+                    V/cls_logits [B,3] (BertForSequenceClassification), V/reg_logits [B] (its
+                    row 0 as a regression head), V/tok_logits [B*T,3] (BertForTokenClassification),
+                    V/qa_logits [B*T,2] (start, end)
   <folder>/         config.json, vocab.txt, tokenizer_config.json and the weights (see FOLDERS)
 Exit status 77 when torch is missing (the caller skips).
 
@@ -62,10 +64,12 @@ class Full(torch.nn.Module):
         h, pooled = self.bert(ids, tt, mask)
         rows = h.reshape(-1, h.shape[-1])
         t = self.cls.predictions.transform.LayerNorm(gelu(self.cls.predictions.transform.dense(rows), self.act))
+        cls_logits = self.classifier(pooled)
         return {"last_hidden_state": h, "pooler_output": pooled,
                 "mlm_logits": t @ self.bert.embeddings.word_embeddings.weight.t() + self.cls.predictions.bias,
-                "nsp_logits": self.cls.seq_relationship(pooled), "cls_logits": self.classifier(pooled),
-                "qa_logits": self.qa_outputs(rows)}
+                "nsp_logits": self.cls.seq_relationship(pooled), "cls_logits": cls_logits,
+                "reg_logits": cls_logits[:, 0],  # st_regression keeps classifier row 0
+                "tok_logits": self.classifier(rows), "qa_logits": self.qa_outputs(rows)}
 
 
 def tensor_bytes(t):
@@ -186,6 +190,10 @@ def make_all(out):
               # id2label written out of id order: labels must come back ordered by id
               {"id2label": {"2": LABELS[2], "0": LABELS[0], "1": LABELS[1]},
                "label2id": {l: i for i, l in enumerate(LABELS)}, "finetuning_task": "sst3"})
+    hf_folder(f"{out}/st_regression", "BertForSequenceClassification",
+              dict(select(w["f32"], encoder + pooler), **{"classifier.weight": w["f32"]["classifier.weight"][:1],
+                                                          "classifier.bias": w["f32"]["classifier.bias"][:1]}),
+              "safetensors", {"id2label": {"0": "score"}, "problem_type": "regression", "finetuning_task": "stsb"})
     hf_folder(f"{out}/st_tokcls", "BertForTokenClassification",
               select(w["f32"], encoder + ["classifier.weight", "classifier.bias"]), "safetensors",
               {"id2label": {str(i): l for i, l in enumerate(["O", "B-PER", "I-PER"])}})

@@ -101,8 +101,10 @@ class ConvertHf : public ::testing::Test {
 };
 int ConvertHf::rc_ = -1;
 
-void expect_close(const std::string& what, const float* got, const std::vector<float>& want) {
-  double max_want = 1e-30, max_diff = 0;
+// `floor` bounds the denominator from below for outputs that are a cancelling sum: their rounding
+// error scales with the terms summed (≈ 1 here), not with the small result.
+void expect_close(const std::string& what, const float* got, const std::vector<float>& want, double floor = 1e-30) {
+  double max_want = floor, max_diff = 0;
   size_t worst = 0;
   for (size_t i = 0; i < want.size(); ++i) {
     max_want = std::max(max_want, std::fabs(double(want[i])));
@@ -130,19 +132,35 @@ void expect_forward(const std::string& brt, const SafetensorsFile& ref, const st
   const auto shape = ref.at(prefix + "input_ids").shape;
   const int B = int(shape[0]), T = int(shape[1]);
   EncoderInputs in{B, T, ids.data(), tt.data(), mask.data()};
-  std::vector<int32_t> zeros(B, 0);
-  Targets targets;
   const HeadsConfig& h = m.model->heads();
-  if (h.nsp) targets.nsp_labels = zeros.data();
-  if (h.classifier()) targets.labels = zeros.data();
   auto be = make_backend("reference");
-  m.model->forward(*be, in, targets, /*training=*/false);
+  m.model->forward(*be, in, Targets{}, /*training=*/false);  // every head runs; no losses
   const std::string v = variant.empty() ? "" : variant + "/";
   expect_close(brt + " last_hidden_state", m.model->last_hidden_state(), ref.to_f32(v + "last_hidden_state"));
   if (pooler) expect_close(brt + " pooler_output", m.model->pooler_output(), ref.to_f32(v + "pooler_output"));
   if (variant.empty()) return;  // a forward of a real folder: the encoder output only
   if (h.nsp) expect_close(brt + " nsp", m.model->seq_relationship_logits().data(), ref.to_f32(v + "nsp_logits"));
-  if (h.classifier()) expect_close(brt + " classifier", m.model->logits().data(), ref.to_f32(v + "cls_logits"));
+  switch (h.resolved_kind()) {
+    case HeadKind::kSequenceClassification:
+      expect_close(brt + " classifier", m.model->logits().data(), ref.to_f32(v + "cls_logits"));
+      break;
+    case HeadKind::kRegression:
+      // Two outputs of ~0.09, each 36 products of ~0.3 × ~0.5 that nearly cancel.
+      expect_close(brt + " regression", m.model->logits().data(), ref.to_f32(v + "reg_logits"), 1.0);
+      break;
+    case HeadKind::kTokenClassification:
+      expect_close(brt + " token classifier", m.model->logits().data(), ref.to_f32(v + "tok_logits"));
+      break;
+    case HeadKind::kQuestionAnswering: {
+      const std::vector<float> qa = ref.to_f32(v + "qa_logits");  // [B·T, 2] = start, end
+      std::vector<float> start, end;
+      for (size_t i = 0; i < qa.size(); i += 2) start.push_back(qa[i]), end.push_back(qa[i + 1]);
+      expect_close(brt + " start", m.model->start_logits().data(), start);
+      expect_close(brt + " end", m.model->end_logits().data(), end);
+      break;
+    }
+    case HeadKind::kNone: break;
+  }
   if (h.mlm) expect_close(brt + " mlm", m.model->mlm_logits_all(*be), ref.to_f32(v + "mlm_logits"));
 }
 
@@ -243,22 +261,45 @@ TEST_F(ConvertHf, SequenceClassificationLabelsOrderedById) {
   expect_forward(out(), ref(), "gelu_f32");
 }
 
-TEST_F(ConvertHf, TokenClassificationAndQaHeadsKeptUnderHfNames) {
+TEST_F(ConvertHf, TokenClassificationAndQuestionAnswering) {
   for (const std::string arch : {"tokcls", "qa"}) {
     const auto warnings = convert(model("st_" + arch));
     // Both classes are saved without a pooler: initialised, said so.
     EXPECT_TRUE(contains(warnings, "no pooler")) << arch;
     const ModelFile f = ModelFile::open(out());
     const auto& c = f.contents();
-    EXPECT_FALSE(c.heads.classifier());
-    EXPECT_EQ(c.metadata.at("architecture"), arch == "qa" ? "BertForQuestionAnswering" : "BertForTokenClassification");
-    EXPECT_EQ(c.metadata.at("converter.initialized"), "bert.pooler.dense.weight,bert.pooler.dense.bias");
     if (arch == "tokcls") {
-      EXPECT_EQ(c.metadata.at("id2label"), R"(["O","B-PER","I-PER"])");
+      EXPECT_EQ(c.heads.resolved_kind(), HeadKind::kTokenClassification);
+      EXPECT_EQ(c.heads.labels, (std::vector<std::string>{"O", "B-PER", "I-PER"}));
+    } else {
+      EXPECT_EQ(c.heads.resolved_kind(), HeadKind::kQuestionAnswering);
+      EXPECT_TRUE(c.heads.labels.empty());
     }
+    EXPECT_EQ(c.metadata.at("converter.initialized"), "bert.pooler.dense.weight,bert.pooler.dense.bias");
     expect_same_bytes(out(), SafetensorsFile::open(model("st_" + arch + "/model.safetensors")));
     expect_forward(out(), ref(), "gelu_f32", /*pooler=*/false);
   }
+}
+
+TEST_F(ConvertHf, OneLabelIsRegression) {
+  convert(model("st_regression"));
+  const ModelFile f = ModelFile::open(out());
+  EXPECT_EQ(f.contents().heads.resolved_kind(), HeadKind::kRegression);
+  EXPECT_EQ(f.contents().heads.labels, std::vector<std::string>{"score"});
+  EXPECT_EQ(f.contents().heads.task, "stsb");
+  expect_forward(out(), ref(), "gelu_f32");
+  const std::string dir = tmp_.file("hf");
+  export_hf(out(), dir);
+  const json c = read_json(dir + "/config.json");
+  EXPECT_EQ(c["problem_type"], "regression");
+  EXPECT_EQ(c["id2label"]["0"], "score");
+  // problem_type regression with three labels cannot be a regression head.
+  const std::string bad = tmp_.file("bad");
+  fs::copy(model("st_seqcls"), bad, fs::copy_options::recursive);
+  json b = read_json(bad + "/config.json");
+  b["problem_type"] = "regression";
+  write_json(bad + "/config.json", b);
+  EXPECT_NE(error_of([&] { convert(bad); }).find("regression has one output"), std::string::npos);
 }
 
 TEST_F(ConvertHf, TorchZipWithPositionIdsAndTiedDecoder) {
@@ -303,7 +344,8 @@ TEST_F(ConvertHf, LegacyPickleBareNamesGammaBeta) {
 // --------------------------------------------------------------------------- export to HF ---
 
 TEST_F(ConvertHf, HfToBrtToHfIsBitIdentical) {
-  for (const std::string name : {"st_pretraining_f32", "st_seqcls", "st_tokcls", "st_pretraining_bf16"}) {
+  for (const std::string name : {"st_pretraining_f32", "st_seqcls", "st_tokcls", "st_qa", "st_regression",
+                                 "st_pretraining_bf16"}) {
     convert(model(name), name == "st_pretraining_bf16" ? "bf16" : "f32");
     const std::string dir = tmp_.file("hf_" + name);
     export_hf(out(), dir);
@@ -474,7 +516,8 @@ TEST_F(ConvertHf, RealTransformersZipTokenClassification) {
   const auto& c = f.contents();
   EXPECT_EQ(c.metadata.at("architecture"), "BertForTokenClassification");
   EXPECT_EQ(c.metadata.at("converter.dropped"), "bert.embeddings.position_ids");
-  EXPECT_EQ(json::parse(c.metadata.at("id2label"))[3], "B-PER");
+  EXPECT_EQ(c.heads.resolved_kind(), HeadKind::kTokenClassification);
+  EXPECT_EQ(c.heads.labels.at(3), "B-PER");
   ASSERT_NE(f.find("classifier.weight"), nullptr);
   EXPECT_EQ(f.find("classifier.weight")->shape, (std::vector<int64_t>{9, 16}));
   const std::string fwd = tmp_.file("fwd.safetensors");

@@ -30,16 +30,6 @@ std::string meta_or(const ModelContents& c, const std::string& key, const std::s
   return it == c.metadata.end() ? fallback : it->second;
 }
 
-std::vector<std::string> extra_labels(const ModelContents& c, const std::string& path) {
-  const std::string s = meta_or(c, "id2label", "");
-  if (s.empty()) return {};
-  try {
-    return json::parse(s).get<std::vector<std::string>>();
-  } catch (const json::exception& e) {
-    fail("{}: metadata 'id2label' is not a JSON list of labels ({})", path, e.what());
-  }
-}
-
 // The shortest decimal that reads back as the same float (1e-12, not 9.999999960041972e-13).
 double tidy(float v) { return std::stod(fmt::format("{}", v)); }
 
@@ -74,6 +64,7 @@ json config_json(const ModelContents& c, const std::string& arch, const std::vec
     j["id2label"] = id2label;
     j["label2id"] = label2id;
   }
+  if (c.heads.resolved_kind() == HeadKind::kRegression) j["problem_type"] = "regression";
   if (!c.heads.task.empty()) j["finetuning_task"] = c.heads.task;
   return j;
 }
@@ -116,13 +107,10 @@ std::vector<std::string> export_hf(const std::string& brt_path, const std::strin
   const ModelContents& c = file.contents();
   std::vector<std::string> warnings;
 
-  const std::string arch = hf_architecture(c.heads, meta_or(c, "architecture", ""));
+  const std::string arch = hf_architecture(c.heads);
   std::vector<std::string> labels = c.heads.labels;
-  if (arch == "BertForTokenClassification" || arch == "BertForQuestionAnswering") {
-    const char* w = arch == "BertForQuestionAnswering" ? "qa_outputs.weight" : "classifier.weight";
-    if (!file.find(w)) fail("{}: metadata says {} but tensor '{}' is missing", brt_path, arch, w);
-    labels = extra_labels(c, brt_path);
-  }
+  // Regression without a name: transformers' default for num_labels = 1.
+  if (c.heads.resolved_kind() == HeadKind::kRegression && labels.empty()) labels = {"LABEL_0"};
 
   std::vector<SafetensorsTensor> out;
   std::deque<std::vector<uint8_t>> storage;  // dequantized tensors

@@ -2,9 +2,8 @@
 // config.json, model.safetensors, vocab.txt, tokenizer_config.json, special_tokens_map.json.
 //
 // - architectures: from the heads (BertForPreTraining, BertForMaskedLM, BertForNextSentence-
-//   Prediction, BertForSequenceClassification with id2label/label2id, BertModel), or from metadata
-//   "architecture" for the heads kept under HF names (BertForTokenClassification,
-//   BertForQuestionAnswering).
+//   Prediction, BertForSequenceClassification with id2label/label2id (problem_type regression for
+//   a regression head), BertForTokenClassification, BertForQuestionAnswering, BertModel).
 // - Tensor names as save_pretrained writes them: "bert."-prefixed under a head, bare for
 //   BertModel; the tied decoder weight is not written (transformers re-ties it on load), nor the
 //   pooler for the classes built without one (BertForMaskedLM, -TokenClassification,

@@ -129,6 +129,7 @@ HfConfig read_hf_config(const std::string& path) {
     h.architecture = a[0].get<std::string>();
   }
   h.finetuning_task = get_string(path, j, "finetuning_task", "");
+  h.problem_type = get_string(path, j, "problem_type", "");
   if (present(j, "id2label")) {
     h.id2label = labels_by_id(path, j["id2label"]);
     h.has_id2label = true;

@@ -19,6 +19,7 @@ struct HfConfig {
                                       // num_labels (PretrainedConfig's default is 2)
   bool has_id2label = false;          // id2label was given (not the LABEL_i default)
   std::string finetuning_task;        // "" when absent or null
+  std::string problem_type;           // "regression", "single_label_classification", ... or ""
 };
 
 // Reads `path` (config.json or TF's bert_config.json). The five size fields (vocab_size,

@@ -128,7 +128,6 @@ ConvertedModel import_hf(const InputPaths& in, const ConvertOptions& opts) {
   std::vector<std::pair<std::string, std::vector<int64_t>>> expected;
   const ParamLayout layout = bert_param_layout(cfg.config, heads.heads);
   for (const ParamInfo& p : layout.params()) expected.push_back({p.name, p.shape});
-  for (const auto& e : heads.extra) expected.push_back({e.name, e.shape});
   std::set<std::string> expected_names;
   for (const auto& e : expected) expected_names.insert(e.first);
 
@@ -172,7 +171,6 @@ ConvertedModel import_hf(const InputPaths& in, const ConvertOptions& opts) {
   provenance(m, in.weights, heads.architecture);
   auto& meta = m.contents.metadata;
   if (heads.inferred) meta["architecture_inferred"] = "true";
-  if (!heads.extra_labels.empty()) meta["id2label"] = nlohmann::json(heads.extra_labels).dump();
   if (!names.dropped.empty()) {
     std::string list;
     for (const std::string& n : names.dropped) list += (list.empty() ? "" : ",") + n;
@@ -195,7 +193,7 @@ ConvertedModel import_tf1(const InputPaths& in, const ConvertOptions& opts) {
     m.warnings.push_back(in.dir + ": no tokenizer_config.json; do_lower_case = true (an uncased model). For a "
                                   "cased model put {\"do_lower_case\": false} in tokenizer_config.json there");
   read_tokenizer(m, in, opts, tf.config.vocab_size);
-  provenance(m, in.weights, hf_architecture(tf.heads, ""));
+  provenance(m, in.weights, hf_architecture(tf.heads));
   m.contents.metadata["converter.skipped"] = std::to_string(tf.skipped.size()) + " optimizer/step variables";
   return m;
 }

@@ -65,8 +65,6 @@ HfNameMap map_hf_names(const std::vector<CheckpointTensor>& ts, const std::strin
 
 HfHeads hf_heads(const HfConfig& cfg, const std::set<std::string>& names, const std::string& config_path) {
   HfHeads h;
-  const int64_t H = cfg.config.hidden_size;
-  const int64_t n = static_cast<int64_t>(cfg.id2label.size());
   std::string arch = cfg.architecture;
   if (arch.empty()) {
     // Old files (no "architectures"): read the heads off the tensors present.
@@ -81,36 +79,51 @@ HfHeads hf_heads(const HfConfig& cfg, const std::set<std::string>& names, const 
     h.inferred = true;
   }
   h.architecture = arch;
+  HeadsConfig& k = h.heads;
   if (arch == "BertModel") {
   } else if (arch == "BertForPreTraining") {
-    h.heads.mlm = h.heads.nsp = true;
+    k.mlm = k.nsp = true;
   } else if (arch == "BertForMaskedLM") {
-    h.heads.mlm = true;
+    k.mlm = true;
   } else if (arch == "BertForNextSentencePrediction") {
-    h.heads.nsp = true;
+    k.nsp = true;
   } else if (arch == "BertForSequenceClassification") {
-    h.heads.labels = cfg.id2label;
-    h.heads.task = cfg.finetuning_task;
+    // modeling_bert.py: num_labels == 1 (or problem_type "regression") trains with MSE.
+    const bool regression = cfg.problem_type == "regression" || cfg.id2label.size() == 1;
+    k.kind = regression ? HeadKind::kRegression : HeadKind::kSequenceClassification;
+    k.labels = cfg.id2label;
+    k.task = cfg.finetuning_task;
   } else if (arch == "BertForTokenClassification") {
-    h.extra = {{"classifier.weight", {n, H}}, {"classifier.bias", {n}}};
-    h.extra_labels = cfg.id2label;
+    k.kind = HeadKind::kTokenClassification;
+    k.labels = cfg.id2label;
+    k.task = cfg.finetuning_task;
   } else if (arch == "BertForQuestionAnswering") {
-    // BertForQuestionAnswering: qa_outputs = Linear(hidden, num_labels), num_labels = 2 (start, end).
-    h.extra = {{"qa_outputs.weight", {n, H}}, {"qa_outputs.bias", {n}}};
-    h.extra_labels = cfg.id2label;
+    // qa_outputs = Linear(hidden, num_labels) with num_labels = 2 (start, end); the shape check
+    // refuses anything else.
+    k.kind = HeadKind::kQuestionAnswering;
+    k.task = cfg.finetuning_task;
   } else {
     fail("{}: architectures[0] '{}' is not supported (expected BertModel, BertForPreTraining, "
          "BertForMaskedLM, BertForNextSentencePrediction, BertForSequenceClassification, "
          "BertForTokenClassification or BertForQuestionAnswering)",
          config_path, arch);
   }
+  try {
+    k.validate();
+  } catch (const Error& e) {
+    fail("{}: {} (architecture {}, id2label)", config_path, e.what(), arch);
+  }
   return h;
 }
 
-std::string hf_architecture(const HeadsConfig& heads, const std::string& metadata_architecture) {
-  if (heads.classifier()) return "BertForSequenceClassification";
-  if (metadata_architecture == "BertForTokenClassification" || metadata_architecture == "BertForQuestionAnswering")
-    return metadata_architecture;
+std::string hf_architecture(const HeadsConfig& heads) {
+  switch (heads.resolved_kind()) {
+    case HeadKind::kSequenceClassification:
+    case HeadKind::kRegression: return "BertForSequenceClassification";
+    case HeadKind::kTokenClassification: return "BertForTokenClassification";
+    case HeadKind::kQuestionAnswering: return "BertForQuestionAnswering";
+    case HeadKind::kNone: break;
+  }
   if (heads.mlm && heads.nsp) return "BertForPreTraining";
   if (heads.mlm) return "BertForMaskedLM";
   if (heads.nsp) return "BertForNextSentencePrediction";

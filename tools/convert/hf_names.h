@@ -44,27 +44,20 @@ struct HfNameMap {
 HfNameMap map_hf_names(const std::vector<CheckpointTensor>& tensors, const std::string& where);
 
 // The heads of a checkpoint, from config.json's architecture (or, when the config has none, from
-// which head tensors are present), and the head tensors HeadsConfig cannot express yet
-// (BertForTokenClassification classifier.*, BertForQuestionAnswering qa_outputs.*), which are kept
-// under their Hugging Face names.
+// which head tensors are present). BertForSequenceClassification with one label or problem_type
+// "regression" is regression (transformers' rule); its labels are the id2label names.
 struct HfHeads {
   HeadsConfig heads;
   std::string architecture;  // as given, or inferred ("BertModel" when no head tensor is present)
   bool inferred = false;
-  struct Extra {
-    std::string name;
-    std::vector<int64_t> shape;
-  };
-  std::vector<Extra> extra;
-  std::vector<std::string> extra_labels;  // id2label of token classification / QA heads
 };
 
-// Throws bertrt::Error naming `config_path` for an architecture bertrt does not run.
+// Throws bertrt::Error naming `config_path` for an architecture bertrt does not run or heads that
+// do not validate (e.g. token classification with one label).
 HfHeads hf_heads(const HfConfig& config, const std::set<std::string>& canonical_names,
                  const std::string& config_path);
 
-// The Hugging Face class name for `heads` (+ metadata "architecture" when it names one of the
-// extra heads): the inverse of hf_heads, used by the export.
-std::string hf_architecture(const HeadsConfig& heads, const std::string& metadata_architecture);
+// The Hugging Face class name for `heads`: the inverse of hf_heads, used by the export.
+std::string hf_architecture(const HeadsConfig& heads);
 
 }  // namespace bertrt::convert
