@@ -84,6 +84,18 @@ std::vector<TensorRecord> read_tensors(const Layout& l, const flatbuffers::Vecto
   return out;
 }
 
+// A kind written by a newer bertrt is named rather than guessed.
+HeadKind read_head_kind(const std::string& path, fb::HeadKind k) {
+  switch (k) {
+    case fb::HeadKind::none: return HeadKind::kNone;
+    case fb::HeadKind::sequence_classification: return HeadKind::kSequenceClassification;
+    case fb::HeadKind::regression: return HeadKind::kRegression;
+    case fb::HeadKind::token_classification: return HeadKind::kTokenClassification;
+    case fb::HeadKind::question_answering: return HeadKind::kQuestionAnswering;
+  }
+  fail("{}: heads.kind {} is unknown to this build (written by a newer bertrt?)", path, int(k));
+}
+
 BertConfig read_config(const std::string& path, const fb::Config& c) {
   BertConfig cfg;
   cfg.vocab_size = c.vocab_size();
@@ -188,7 +200,14 @@ ModelFile ModelFile::open(const std::string& path) {
     m.heads.nsp = h->nsp();
     m.heads.task = str(h->task());
     m.heads.labels = strings(h->labels());
+    m.heads.kind = read_head_kind(path, h->kind());
   }
+  try {
+    m.heads.validate();
+  } catch (const Error& e) {
+    fail("{}: {}", path, e.what());
+  }
+  m.heads.kind = m.heads.resolved_kind();
   if (const fb::TrainingState* s = model->training_state()) m.training_state = read_training_state(layout, *s);
   m.metadata = pairs(model->metadata());
 

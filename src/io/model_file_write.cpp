@@ -27,6 +27,7 @@ std::vector<const TensorRecord*> all_segments(const ModelContents& m) {
 void validate_contents(const std::string& path, const ModelContents& m) {
   try {
     m.config.validate();
+    m.heads.validate();
   } catch (const Error& e) {
     fail("{}: cannot write: {}", path, e.what());
   }
@@ -103,6 +104,17 @@ Offset<fb::TrainingState> build_training_state(FlatBufferBuilder& b, const Train
                                        s.data_cursor, &moments);
 }
 
+fb::HeadKind head_kind(HeadKind k) {
+  switch (k) {
+    case HeadKind::kNone: return fb::HeadKind::none;
+    case HeadKind::kSequenceClassification: return fb::HeadKind::sequence_classification;
+    case HeadKind::kRegression: return fb::HeadKind::regression;
+    case HeadKind::kTokenClassification: return fb::HeadKind::token_classification;
+    case HeadKind::kQuestionAnswering: return fb::HeadKind::question_answering;
+  }
+  return fb::HeadKind::none;
+}
+
 // The size-prefixed FlatBuffer for `m` with segment offsets `offsets` (one per all_segments entry).
 flatbuffers::DetachedBuffer build_buffer(const ModelContents& m, const std::vector<uint64_t>& offsets) {
   FlatBufferBuilder b(1 << 16);
@@ -111,7 +123,8 @@ flatbuffers::DetachedBuffer build_buffer(const ModelContents& m, const std::vect
   const auto tokenizer = build_tokenizer(b, m.tokenizer);
   const auto tensors = build_tensors(b, m.tensors, offsets, 0);
   const auto heads = fb::CreateHeads(b, m.heads.mlm, m.heads.nsp, b.CreateString(m.heads.task),
-                                     b.CreateVectorOfStrings(m.heads.labels));
+                                     b.CreateVectorOfStrings(m.heads.labels),
+                                     head_kind(m.heads.resolved_kind()));
   Offset<fb::TrainingState> state = 0;
   if (m.training_state) state = build_training_state(b, *m.training_state, offsets, m.tensors.size());
   const auto metadata = build_pairs(b, m.metadata);

@@ -5,12 +5,15 @@
 
 #include "core/error.h"
 #include "core/random.h"
+#include "heads/regression_head.h"
 
 namespace bertrt {
 
 BertModel::BertModel(BertConfig config, HeadsConfig heads)
     : config_(std::move(config)), heads_(std::move(heads)) {
   config_.validate();
+  heads_.validate();
+  heads_.kind = heads_.resolved_kind();
   layout_ = bert_param_layout(config_, heads_);
   params_.assign(layout_.total(), 0.0f);
   w_ = bind_params(layout_, config_, params_.data());
@@ -56,13 +59,23 @@ void BertModel::init_weights(uint64_t seed) {
   for (const ParamInfo& p : layout_.params()) init_param(p, params_.data() + p.offset, config_, rng);
 }
 
-void BertModel::set_heads(const HeadsConfig& heads, uint64_t seed) {
+// The fine-tuning head's parameters: their meaning depends on the kind (a [K, C] classifier over
+// [CLS] is not one over tokens), so they carry over only when the kind does.
+static bool task_param(const std::string& name) {
+  return name.rfind("classifier.", 0) == 0 || name.rfind("qa_outputs.", 0) == 0;
+}
+
+void BertModel::set_heads(const HeadsConfig& new_heads, uint64_t seed) {
+  new_heads.validate();
+  HeadsConfig heads = new_heads;
+  heads.kind = heads.resolved_kind();
+  const bool same_kind = heads.kind == heads_.kind;
   ParamLayout layout = bert_param_layout(config_, heads);
   FloatBuffer params(layout.total(), 0.0f);
   std::mt19937_64 rng(seed);
   for (const ParamInfo& p : layout.params()) {
     const ParamInfo* old = layout_.find(p.name);
-    if (old && old->shape == p.shape)
+    if (old && old->shape == p.shape && (same_kind || !task_param(p.name)))
       std::copy_n(params_.data() + old->offset, p.numel, params.data() + p.offset);
     else
       init_param(p, params.data() + p.offset, config_, rng);
@@ -82,38 +95,73 @@ ForwardResult BertModel::forward(Backend& be, const EncoderInputs& in, const Tar
   targets_ = t;
   ForwardResult r;
   const float weight = training ? 1.0f : 0.0f;
-  ran_mlm_ = heads_.mlm && t.mlm_positions;
+  ran_mlm_ = heads_.mlm && t.mlm_positions && t.mlm_labels;
   ran_nsp_ = heads_.nsp && t.nsp_labels;
-  ran_cls_ = heads_.classifier();
-  if (ran_mlm_) {
+  if (heads_.mlm && t.mlm_positions) {
     r.mlm = mlm_forward(be, config_, w_, mlm_, acts_.hidden, t.mlm_positions, t.mlm_labels,
                         t.num_masked, weight);
     r.loss += r.mlm.loss;
   }
   if (heads_.nsp) {
-    r.nsp = pooled_head_forward(be, nsp_, acts_.pooled, w_.nsp_w, w_.nsp_b, t.nsp_labels, in.B,
-                                config_.hidden_size, 2, weight);
+    r.nsp = classifier_forward(be, nsp_, acts_.pooled, w_.nsp_w, w_.nsp_b, t.nsp_labels, in.B,
+                               config_.hidden_size, 2, weight);
     r.loss += r.nsp.loss;
   }
-  if (ran_cls_) {
-    r.cls = pooled_head_forward(be, cls_, acts_.pooled, w_.cls_w, w_.cls_b, t.labels, in.B,
-                                config_.hidden_size, heads_.num_labels(), weight);
-    r.loss += r.cls.loss;
-  }
+  r.cls = task_forward(be, t, weight, r);
+  r.loss += r.cls.loss;
   return r;
+}
+
+HeadResult BertModel::task_forward(Backend& be, const Targets& t, float weight, ForwardResult& r) {
+  const int B = in_.B, T = in_.T, C = config_.hidden_size, K = heads_.num_labels();
+  // Outputs of another kind from an earlier forward must not look current.
+  if (heads_.kind == HeadKind::kQuestionAnswering) cls_ = {};
+  else span_ = {};
+  ran_task_ = false;
+  switch (heads_.kind) {
+    case HeadKind::kNone:
+      return {};
+    case HeadKind::kSequenceClassification: {
+      ran_task_ = t.labels != nullptr;
+      HeadResult h = classifier_forward(be, cls_, acts_.pooled, w_.cls_w, w_.cls_b, t.labels, B, C,
+                                        K, weight);
+      r.logits = cls_.logits.data();
+      return h;
+    }
+    case HeadKind::kRegression: {
+      ran_task_ = t.scores != nullptr;
+      HeadResult h = regression_forward(be, cls_, acts_.pooled, w_.cls_w, w_.cls_b, t.scores, B,
+                                        C, weight);
+      r.logits = cls_.logits.data();
+      return h;
+    }
+    case HeadKind::kTokenClassification: {
+      ran_task_ = t.token_labels != nullptr;
+      HeadResult h = classifier_forward(be, cls_, acts_.hidden, w_.cls_w, w_.cls_b,
+                                        t.token_labels, B * T, C, K, weight);
+      r.logits = cls_.logits.data();
+      return h;
+    }
+    case HeadKind::kQuestionAnswering: {
+      ran_task_ = t.start_positions && t.end_positions;
+      HeadResult h = span_forward(be, span_, acts_.hidden, w_.qa_w, w_.qa_b, t.start_positions,
+                                  t.end_positions, B, T, C, weight);
+      r.start_logits = span_.start.data();
+      r.end_logits = span_.end.data();
+      return h;
+    }
+  }
+  return {};
 }
 
 void BertModel::backward(Backend& be) {
   if (!acts_.training()) fail("backward() needs a forward(training=true) first");
   grads();
-  if (ran_mlm_ && targets_.mlm_labels)
-    mlm_backward(be, config_, dw_, mlm_, acts_.dhidden, w_, targets_.mlm_positions);
+  if (ran_mlm_) mlm_backward(be, config_, dw_, mlm_, acts_.dhidden, w_, targets_.mlm_positions);
   if (ran_nsp_)
-    pooled_head_backward(be, acts_.dpooled, dw_.nsp_w, dw_.nsp_b, nsp_, acts_.pooled, w_.nsp_w,
-                         in_.B, config_.hidden_size, 2);
-  if (ran_cls_ && targets_.labels)
-    pooled_head_backward(be, acts_.dpooled, dw_.cls_w, dw_.cls_b, cls_, acts_.pooled, w_.cls_w,
-                         in_.B, config_.hidden_size, heads_.num_labels());
+    classifier_backward(be, acts_.dpooled, dw_.nsp_w, dw_.nsp_b, nsp_, acts_.pooled, w_.nsp_w,
+                        in_.B, config_.hidden_size, 2);
+  if (ran_task_) task_backward(be);
   encoder_backward(be, config_, dw_, acts_, w_, in_);
 }
 
@@ -124,6 +172,29 @@ void BertModel::set_backward_plan(const BackwardPlan& plan) {
          "backward needs every layer's backward", plan.first_layer, config_.num_hidden_layers,
          plan.embeddings ? "trainable" : "frozen");
   plan_ = plan;
+}
+
+void BertModel::task_backward(Backend& be) {
+  const int B = in_.B, T = in_.T, C = config_.hidden_size, K = heads_.num_labels();
+  switch (heads_.kind) {
+    case HeadKind::kSequenceClassification:
+      classifier_backward(be, acts_.dpooled, dw_.cls_w, dw_.cls_b, cls_, acts_.pooled, w_.cls_w,
+                          B, C, K);
+      break;
+    case HeadKind::kRegression:
+      regression_backward(be, acts_.dpooled, dw_.cls_w, dw_.cls_b, cls_, acts_.pooled, w_.cls_w,
+                          B, C);
+      break;
+    case HeadKind::kTokenClassification:
+      classifier_backward(be, acts_.dhidden, dw_.cls_w, dw_.cls_b, cls_, acts_.hidden, w_.cls_w,
+                          B * T, C, K);
+      break;
+    case HeadKind::kQuestionAnswering:
+      span_backward(be, acts_.dhidden, dw_.qa_w, dw_.qa_b, span_, acts_.hidden, w_.qa_w, B, T, C);
+      break;
+    case HeadKind::kNone:
+      break;
+  }
 }
 
 const float* BertModel::mlm_logits_all(Backend& be) {

@@ -6,25 +6,37 @@
 #include <memory>
 
 #include "core/buffer.h"
+#include "heads/classifier_head.h"
 #include "heads/mlm_head.h"
-#include "heads/pooled_head.h"
+#include "heads/span_head.h"
 #include "model/encoder.h"
 
 namespace bertrt {
 
-// Labels for the heads that should compute a loss; nullptr entries are skipped.
+// Labels for the heads that should compute a loss; nullptr entries are skipped (that head then
+// produces its logits only). Which fine-tuning field is read depends on heads().kind.
 struct Targets {
   const int32_t* mlm_positions = nullptr;  // [P] flat indices b·T + t
   const int32_t* mlm_labels = nullptr;     // [P] original token ids (< 0 ignored)
   int num_masked = 0;                      // P
   const int32_t* nsp_labels = nullptr;     // [B] 0 = real next sentence, 1 = random
-  const int32_t* labels = nullptr;         // [B] sequence-classification labels
+  const int32_t* labels = nullptr;         // [B] sequence classification, in [0, K) (< 0 ignored)
+  const float* scores = nullptr;           // [B] regression targets (e.g. STS-B similarity)
+  const int32_t* token_labels = nullptr;   // [B·T] token classification, −100 (any < 0) ignored
+  const int32_t* start_positions = nullptr;  // [B] question answering: token index of the
+  const int32_t* end_positions = nullptr;    // [B] answer's first / last piece (see span_head.h)
 };
 
 struct ForwardResult {
   double loss = 0;  // Σ of the head losses present (BertForPreTraining: mlm + nsp)
   MlmResult mlm;
-  PooledHeadResult nsp, cls;
+  HeadResult nsp;
+  HeadResult cls;  // the fine-tuning head, whichever heads().kind is (see head_result.h)
+  // The fine-tuning head's outputs, valid until the next forward (nullptr when absent):
+  //   sequence classification [B, K]; regression [B] (= [B, 1]); token classification [B·T, K].
+  const float* logits = nullptr;
+  const float* start_logits = nullptr;  // [B, T] question answering
+  const float* end_logits = nullptr;    // [B, T]
 };
 
 class BertModel {
@@ -44,12 +56,15 @@ class BertModel {
   // Hugging Face BertPreTrainedModel._init_weights: Linear/Embedding weights ~ N(0, 0.02²),
   // biases 0, LayerNorm weight 1 / bias 0, the [PAD] embedding row 0.
   void init_weights(uint64_t seed);
-  // Switches to `heads`: parameters whose name and shape survive are kept, new ones (e.g. a fresh
-  // classifier for fine-tuning) are initialised as in init_weights, dropped heads are removed.
+  // Switches to `heads` (e.g. from pre-training to any fine-tuning head, or between fine-tuning
+  // heads): the encoder and the MLM/NSP heads are kept when present in both, the fine-tuning head
+  // (classifier.*, qa_outputs.*) only when its kind and shape are unchanged; new parameters are
+  // initialised as in init_weights, dropped heads are removed. Throws bertrt::Error when
+  // heads.validate() fails.
   void set_heads(const HeadsConfig& heads, uint64_t seed);
 
-  // Runs the encoder and every head that has targets (MLM needs positions; without targets the
-  // MLM head is not run). training=true keeps what backward() needs.
+  // Runs the encoder and the heads: MLM only with positions, the others always (their loss only
+  // with targets). training=true keeps what backward() needs.
   ForwardResult forward(Backend& be, const EncoderInputs& in, const Targets& t, bool training);
   // After forward(training=true): accumulates ∂loss/∂params into grads().
   void backward(Backend& be);
@@ -65,7 +80,11 @@ class BertModel {
   const float* pooler_output() const { return acts_.pooled; }      // [B, C]
   const float* prediction_logits() const { return mlm_.logits; }   // [P, V]
   const std::vector<float>& seq_relationship_logits() const { return nsp_.logits; }  // [B, 2]
-  const std::vector<float>& logits() const { return cls_.logits; }  // [B, num_labels]
+  // Fine-tuning head: [B, K] sequence classification, [B] regression, [B·T, K] token
+  // classification; empty for question answering.
+  const std::vector<float>& logits() const { return cls_.logits; }
+  const std::vector<float>& start_logits() const { return span_.start; }  // [B, T] QA
+  const std::vector<float>& end_logits() const { return span_.end; }      // [B, T] QA
   // MLM logits for every position [B·T, V] (fill-mask / forward); runs the MLM head on all rows.
   const float* mlm_logits_all(Backend& be);
 
@@ -78,10 +97,14 @@ class BertModel {
   EncoderActs acts_;
   BackwardPlan plan_;
   MlmActs mlm_;
-  PooledHeadActs nsp_, cls_;
+  ClassifierActs nsp_, cls_;
+  SpanActs span_;
   EncoderInputs in_;
   Targets targets_;
-  bool ran_mlm_ = false, ran_nsp_ = false, ran_cls_ = false;
+  bool ran_mlm_ = false, ran_nsp_ = false, ran_task_ = false;  // backward has gradients to run
+
+  HeadResult task_forward(Backend& be, const Targets& t, float loss_weight, ForwardResult& r);
+  void task_backward(Backend& be);
   std::vector<int32_t> all_positions_;
 };
 

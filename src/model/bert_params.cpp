@@ -48,6 +48,8 @@ BertParams bind_params(const ParamLayout& layout, const BertConfig& config, floa
   w.nsp_b = opt("cls.seq_relationship.bias");
   w.cls_w = opt("classifier.weight");
   w.cls_b = opt("classifier.bias");
+  w.qa_w = opt("qa_outputs.weight");
+  w.qa_b = opt("qa_outputs.bias");
   return w;
 }
 

@@ -26,7 +26,8 @@ struct BertParams {
   float *mlm_dense_w = nullptr, *mlm_dense_b = nullptr, *mlm_ln_w = nullptr, *mlm_ln_b = nullptr;
   float* mlm_bias = nullptr;  // cls.predictions.bias [V]; the decoder weight is word_emb (tied)
   float *nsp_w = nullptr, *nsp_b = nullptr;  // cls.seq_relationship [2, C]
-  float *cls_w = nullptr, *cls_b = nullptr;  // classifier [num_labels, C]
+  float *cls_w = nullptr, *cls_b = nullptr;  // classifier [num_labels, C] (1 for regression)
+  float *qa_w = nullptr, *qa_b = nullptr;    // qa_outputs [2, C] (start, end)
 };
 
 // Points every field at its tensor inside `base` (a buffer of layout.total() floats).

@@ -1,5 +1,7 @@
 #include "model/config.h"
 
+#include <utility>
+
 #include "core/error.h"
 
 namespace bertrt {
@@ -30,6 +32,71 @@ void BertConfig::validate() const {
     fail("config: pad_token_id {} outside [0, vocab_size {})", pad_token_id, vocab_size);
   if (!(layer_norm_eps > 0)) fail("config: layer_norm_eps must be positive");
   (void)gelu();
+}
+
+namespace {
+constexpr std::pair<HeadKind, const char*> kHeadKindNames[] = {
+    {HeadKind::kNone, "none"},
+    {HeadKind::kSequenceClassification, "sequence_classification"},
+    {HeadKind::kRegression, "regression"},
+    {HeadKind::kTokenClassification, "token_classification"},
+    {HeadKind::kQuestionAnswering, "question_answering"}};
+}  // namespace
+
+const char* head_kind_name(HeadKind kind) {
+  for (const auto& [k, name] : kHeadKindNames)
+    if (k == kind) return name;
+  return "?";
+}
+
+HeadKind parse_head_kind(const std::string& name) {
+  for (const auto& [k, n] : kHeadKindNames)
+    if (name == n) return k;
+  fail("head kind '{}' is not one of none, sequence_classification, regression, "
+       "token_classification, question_answering", name);
+}
+
+int HeadsConfig::num_labels() const {
+  switch (resolved_kind()) {
+    case HeadKind::kSequenceClassification:
+    case HeadKind::kTokenClassification: return static_cast<int>(labels.size());
+    case HeadKind::kRegression: return 1;
+    case HeadKind::kQuestionAnswering: return 2;
+    case HeadKind::kNone: break;
+  }
+  return 0;
+}
+
+bool HeadsConfig::classifier() const {
+  const HeadKind k = resolved_kind();
+  return k == HeadKind::kSequenceClassification || k == HeadKind::kRegression ||
+         k == HeadKind::kTokenClassification;
+}
+
+void HeadsConfig::validate() const {
+  const HeadKind k = resolved_kind();
+  const char* name = head_kind_name(k);
+  switch (k) {
+    case HeadKind::kSequenceClassification:
+    case HeadKind::kTokenClassification:
+      // One class would make the softmax constant (zero loss, zero gradient); HF reads
+      // num_labels = 1 as regression.
+      if (labels.size() < 2)
+        fail("heads: {} needs at least 2 labels, got {} (one output is regression)", name,
+             labels.size());
+      break;
+    case HeadKind::kRegression:
+      if (labels.size() > 1)
+        fail("heads: regression has one output, got {} labels", labels.size());
+      break;
+    case HeadKind::kQuestionAnswering:
+    case HeadKind::kNone:
+      if (!labels.empty()) fail("heads: {} takes no labels, got {}", name, labels.size());
+      break;
+  }
+  for (size_t i = 0; i < labels.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (labels[i] == labels[j]) fail("heads: label '{}' appears twice", labels[i]);
 }
 
 BertConfig preset_config(const std::string& preset, int vocab_size) {

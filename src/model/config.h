@@ -29,14 +29,43 @@ struct BertConfig {
   void validate() const;
 };
 
-// Which task heads a model carries (DESIGN.md "heads").
+// The fine-tuning head on top of the encoder (paper §4, Figure 4), with Hugging Face's classes:
+//   kSequenceClassification  BertForSequenceClassification: classifier.* [num_labels, H] on the
+//                            pooled [CLS]; single sentences and pairs alike (the pair is in the ids)
+//   kRegression              the same class with num_labels = 1, problem_type "regression":
+//                            classifier.* [1, H], MSE loss (STS-B)
+//   kTokenClassification     BertForTokenClassification: classifier.* [num_labels, H] on every
+//                            token of last_hidden_state (NER)
+//   kQuestionAnswering       BertForQuestionAnswering: qa_outputs.* [2, H] → start/end logits
+enum class HeadKind { kNone, kSequenceClassification, kRegression, kTokenClassification,
+                      kQuestionAnswering };
+// "none", "sequence_classification", "regression", "token_classification", "question_answering".
+const char* head_kind_name(HeadKind kind);
+// Inverse of head_kind_name; throws bertrt::Error listing the valid names.
+HeadKind parse_head_kind(const std::string& name);
+
+// Which heads a model carries (DESIGN.md "heads").
 struct HeadsConfig {
-  bool mlm = false;                 // cls.predictions.* (decoder tied to word embeddings)
-  bool nsp = false;                 // cls.seq_relationship.*
-  std::vector<std::string> labels;  // sequence classification: classifier.* when non-empty
-  std::string task;                 // fine-tuning task name (e.g. "sst2"), empty if none
-  int num_labels() const { return static_cast<int>(labels.size()); }
-  bool classifier() const { return !labels.empty(); }
+  bool mlm = false;  // cls.predictions.* (decoder tied to word embeddings)
+  bool nsp = false;  // cls.seq_relationship.*
+  // The fine-tuning head. kNone with non-empty labels means kSequenceClassification (code and
+  // files written before the kind existed); resolved_kind() applies that rule.
+  HeadKind kind = HeadKind::kNone;
+  // Class names, id = index: sequence and token classification (≥ 2). Regression: empty or one
+  // name for the output. Question answering and none: empty.
+  std::vector<std::string> labels;
+  std::string task;  // fine-tuning task name (e.g. "sst2"), empty if none
+
+  HeadKind resolved_kind() const {
+    return kind == HeadKind::kNone && !labels.empty() ? HeadKind::kSequenceClassification : kind;
+  }
+  // Outputs per row of the fine-tuning head: labels.size() for classification, 1 for regression,
+  // 2 for question answering (start, end), 0 for none.
+  int num_labels() const;
+  // True when the model carries classifier.* (sequence/token classification, regression).
+  bool classifier() const;
+  // Throws bertrt::Error naming the inconsistency (e.g. token classification without labels).
+  void validate() const;
 };
 
 // Turc et al. 2019 presets: tiny L2 H128, mini L4 H256, small L4 H512, medium L8 H512,

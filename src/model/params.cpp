@@ -65,6 +65,7 @@ ParamLayout bert_param_layout(const BertConfig& c, const HeadsConfig& heads) {
   }
   if (heads.nsp) linear("cls.seq_relationship", 2, H);
   if (heads.classifier()) linear("classifier", heads.num_labels(), H);
+  if (heads.resolved_kind() == HeadKind::kQuestionAnswering) linear("qa_outputs", 2, H);
   return ParamLayout(std::move(ps));
 }
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "tokenizer/tokenizer.h"
-#include "train/glue_tsv.h"
+#include "tasks/tsv_task.h"
 #include "train/trainer.h"
 
 namespace bertrt {

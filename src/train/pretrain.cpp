@@ -1,66 +1,10 @@
 #include "train/pretrain.h"
 
 #include <numeric>
-#include <sstream>
 
 #include "core/error.h"
 
 namespace bertrt {
-
-PretrainingStream::PretrainingStream(const Documents& docs, const PretrainingOptions& opts,
-                                     int batch_size, int32_t cls, int32_t sep, int32_t mask,
-                                     int32_t pad, int vocab_size)
-    : docs_(docs), opts_(opts), batch_size_(batch_size), cls_(cls), sep_(sep), mask_(mask),
-      pad_(pad), vocab_size_(vocab_size), rng_(opts.seed) {
-  refill();
-}
-
-void PretrainingStream::refill() {
-  epoch_rng_ = rng_;
-  examples_ = create_pretraining_examples(docs_, opts_, cls_, sep_, mask_, vocab_size_, rng_);
-  cursor_ = 0;
-  ++epoch_;
-}
-
-Batch PretrainingStream::next() {
-  // Full batches only (one fixed shape); the remainder of an epoch is dropped.
-  if (cursor_ + batch_size_ > examples_.size()) refill();
-  Batch b = make_pretraining_batch(examples_, cursor_, batch_size_, opts_.max_seq_length, pad_);
-  cursor_ += batch_size_;
-  return b;
-}
-
-static const char kStreamStateTag[] = "bertrt-pretraining-stream-v1";
-
-std::vector<uint8_t> PretrainingStream::save_state() const {
-  std::ostringstream out;  // mt19937_64's text form is its exact state (C++ [rand.req.eng])
-  out << kStreamStateTag << '\n' << epoch_ << ' ' << cursor_ << ' ' << batch_size_ << '\n'
-      << epoch_rng_;
-  const std::string s = out.str();
-  return std::vector<uint8_t>(s.begin(), s.end());
-}
-
-void PretrainingStream::restore_state(const std::vector<uint8_t>& state) {
-  std::istringstream in(std::string(state.begin(), state.end()));
-  std::string tag;
-  int64_t epoch = 0;
-  size_t cursor = 0;
-  int batch_size = 0;
-  std::mt19937_64 rng;
-  in >> tag >> epoch >> cursor >> batch_size >> rng;
-  if (tag != kStreamStateTag || !in)
-    fail("data stream state: not a '{}' record ({} bytes)", kStreamStateTag, state.size());
-  if (batch_size != batch_size_)
-    fail("data stream state: saved with batch size {}, this stream has {}", batch_size,
-         batch_size_);
-  rng_ = rng;
-  refill();
-  if (cursor > examples_.size())
-    fail("data stream state: cursor {} beyond the epoch's {} examples (other corpus or options?)",
-         cursor, examples_.size());
-  cursor_ = cursor;
-  epoch_ = epoch;
-}
 
 Batch slice_batch(const Batch& b, int begin, int count) {
   if (begin < 0 || count < 1 || begin + count > b.batch_size)

@@ -7,41 +7,10 @@
 #include <vector>
 
 #include "train/pretraining_data.h"
+#include "train/pretraining_stream.h"
 #include "train/trainer.h"
 
 namespace bertrt {
-
-// Endless fixed-shape batches: one pass of create_pretraining_examples per epoch, fresh masks and
-// pairs each epoch (dynamic masking across epochs; within an epoch masks are static).
-class PretrainingStream {
- public:
-  PretrainingStream(const Documents& docs, const PretrainingOptions& opts, int batch_size,
-                    int32_t cls, int32_t sep, int32_t mask, int32_t pad, int vocab_size);
-  Batch next();
-  int64_t epoch() const { return epoch_; }
-  size_t examples_per_epoch() const { return examples_.size(); }
-
-  // The stream's position as bytes: the RNG state at the start of the current epoch, the epoch
-  // and the cursor (the epoch's examples are regenerated from that RNG state, deterministically).
-  // A stream built with the same documents and options and given restore_state(save_state())
-  // yields exactly the batches this one would have.
-  std::vector<uint8_t> save_state() const;
-  // Throws bertrt::Error when the bytes are not a stream state or do not fit this stream.
-  void restore_state(const std::vector<uint8_t>& state);
-
- private:
-  void refill();
-  const Documents& docs_;
-  PretrainingOptions opts_;
-  int batch_size_;
-  int32_t cls_, sep_, mask_, pad_;
-  int vocab_size_;
-  std::mt19937_64 rng_;
-  std::mt19937_64 epoch_rng_;  // rng_ before the current epoch's examples were drawn
-  std::vector<PretrainingExample> examples_;
-  size_t cursor_ = 0;
-  int64_t epoch_ = 0;
-};
 
 struct PretrainEval {
   double mlm_loss = 0, mlm_accuracy = 0, nsp_loss = 0, nsp_accuracy = 0;

@@ -25,13 +25,16 @@ double as_decimal(float f) {
 using Ids = std::vector<int32_t>;
 
 struct Recipe {
-  const Documents& docs;
+  std::vector<const std::vector<Ids>*> docs;  // in the shuffled order of create_training_instances
   const PretrainingOptions& opts;
   int32_t cls, sep, mask;
   int vocab_size;
-  double masked_lm_prob, short_seq_prob;
+  double short_seq_prob;
   std::mt19937_64& rng;
   PretrainingStats& stats;
+  bool continues_word(int32_t id) const {
+    return id >= 0 && static_cast<size_t>(id) < opts.continuation.size() && opts.continuation[id];
+  }
 };
 
 // truncate_seq_pair: drop one token at a time from the longer of a and b (b on ties), from the
@@ -46,28 +49,45 @@ void truncate_seq_pair(Ids& a, Ids& b, size_t max_num_tokens, std::mt19937_64& r
   }
 }
 
-// create_masked_lm_predictions (without whole-word masking): choose num_to_predict positions
-// among the non-[CLS]/[SEP] tokens; each becomes [MASK] with p 0.8, stays with p 0.1, becomes a
-// uniformly random vocab id with p 0.1. Positions come out sorted.
+// create_masked_lm_predictions: candidates are the non-[CLS]/[SEP] positions, one per set, or with
+// whole-word masking a word's first piece and its following "##" pieces together (a "##" piece
+// right after a [SEP] joins the word before it, as in the reference). The shuffled sets are taken
+// while they fit into num_to_predict (a set that would overflow it is skipped); each chosen
+// position becomes [MASK] with p 0.8, stays with p 0.1, becomes a uniformly random vocab id with
+// p 0.1. Positions come out sorted.
 void mask_tokens(const Recipe& r, PretrainingExample& ex) {
   Ids& ids = ex.input_ids;
-  std::vector<int32_t> cand;
-  for (size_t i = 0; i < ids.size(); ++i)
-    if (ids[i] != r.cls && ids[i] != r.sep) cand.push_back(static_cast<int32_t>(i));
-  random_shuffle(cand, r.rng);
-  const size_t n = std::min<size_t>(
-      cand.size(),
+  // Sets as ranges of `members`: a "##" piece always extends the last set, so each set's
+  // members are contiguous there.
+  std::vector<int32_t> members;
+  std::vector<std::pair<uint32_t, uint32_t>> sets;  // [begin, end) into members
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] == r.cls || ids[i] == r.sep) continue;
+    members.push_back(static_cast<int32_t>(i));
+    const auto m = static_cast<uint32_t>(members.size());
+    if (r.opts.whole_word_mask && !sets.empty() && r.continues_word(ids[i]))
+      sets.back().second = m;
+    else
+      sets.emplace_back(m - 1, m);
+  }
+  random_shuffle(sets, r.rng);
+  const size_t num_to_predict = static_cast<size_t>(
       num_masked_predictions(ids.size(), r.opts.masked_lm_prob, r.opts.max_predictions_per_seq));
   std::vector<std::pair<int32_t, int32_t>> masked;  // (position, original id)
-  for (size_t k = 0; k < n; ++k) {
-    const int32_t pos = cand[k];
-    masked.emplace_back(pos, ids[pos]);
-    if (random_unit(r.rng) < 0.8) {
-      ids[pos] = r.mask;
-    } else if (random_unit(r.rng) < 0.5) {
-      // keep the original token
-    } else {
-      ids[pos] = static_cast<int32_t>(random_int(r.rng, 0, r.vocab_size - 1));
+  for (const auto& [begin, end] : sets) {
+    if (masked.size() >= num_to_predict) break;
+    if (masked.size() + (end - begin) > num_to_predict) continue;
+    // (The reference also skips sets already covered; ours are disjoint, so none is.)
+    for (uint32_t k = begin; k < end; ++k) {
+      const int32_t pos = members[k];
+      masked.emplace_back(pos, ids[pos]);
+      if (random_unit(r.rng) < 0.8) {
+        ids[pos] = r.mask;
+      } else if (random_unit(r.rng) < 0.5) {
+        // keep the original token
+      } else {
+        ids[pos] = static_cast<int32_t>(random_int(r.rng, 0, r.vocab_size - 1));
+      }
     }
   }
   std::sort(masked.begin(), masked.end());
@@ -80,6 +100,7 @@ void mask_tokens(const Recipe& r, PretrainingExample& ex) {
 
 PretrainingExample assemble(const Recipe& r, const Ids& a, const Ids& b, int32_t label) {
   PretrainingExample ex;
+  ex.input_ids.reserve(a.size() + b.size() + 3);
   ex.input_ids.push_back(r.cls);
   ex.input_ids.insert(ex.input_ids.end(), a.begin(), a.end());
   ex.input_ids.push_back(r.sep);
@@ -94,18 +115,36 @@ PretrainingExample assemble(const Recipe& r, const Ids& a, const Ids& b, int32_t
   return ex;
 }
 
+// The reference's choice of the random-next document: up to 10 draws over all documents until
+// one is not `self`. Where all 10 hit `self` (probability n^-10; about 1e-3 with 2 documents) the
+// reference would use `self`; we draw once more among the others, so B is always foreign.
+size_t random_other_document(const Recipe& r, size_t self) {
+  const int64_t n = static_cast<int64_t>(r.docs.size());
+  size_t pick = self;
+  for (int attempt = 0; attempt < 10 && pick == self; ++attempt)
+    pick = static_cast<size_t>(random_int(r.rng, 0, n - 1));
+  if (pick == self) {
+    ++r.stats.same_document_redraws;
+    pick = static_cast<size_t>(random_int(r.rng, 0, n - 2));
+    if (pick >= self) ++pick;
+  }
+  return pick;
+}
+
 // create_instances_from_document: gather lines into a chunk until it reaches target_seq_length,
-// then split it into A | B (NSP) or use it whole (no NSP).
+// then split it into A | B.
 void examples_from_document(const Recipe& r, size_t doc_index,
                             std::vector<PretrainingExample>& out) {
-  const auto& doc = r.docs[doc_index];
-  const size_t max_num_tokens = static_cast<size_t>(r.opts.max_seq_length) - (r.opts.nsp ? 3 : 2);
+  const auto& doc = *r.docs[doc_index];
+  const size_t max_num_tokens = static_cast<size_t>(r.opts.max_seq_length) - 3;
   // Mostly fill the sequence; with short_seq_prob use a shorter one, to reduce the mismatch
   // between pre-training and fine-tuning sequence lengths (reference comment).
   size_t target = max_num_tokens;
-  if (random_unit(r.rng) < r.short_seq_prob)
-    target = static_cast<size_t>(
-        random_int(r.rng, std::min<int64_t>(2, max_num_tokens), max_num_tokens));
+  ++r.stats.documents_passes;
+  if (random_unit(r.rng) < r.short_seq_prob) {
+    target = static_cast<size_t>(random_int(r.rng, 2, static_cast<int64_t>(max_num_tokens)));
+    ++r.stats.short_targets;
+  }
 
   std::vector<const Ids*> chunk;
   size_t chunk_len = 0;
@@ -116,41 +155,71 @@ void examples_from_document(const Recipe& r, size_t doc_index,
 
     // A takes the first a_end lines of the chunk.
     size_t a_end = 1;
-    if (r.opts.nsp && chunk.size() >= 2)
+    if (chunk.size() >= 2)
       a_end = static_cast<size_t>(random_int(r.rng, 1, static_cast<int64_t>(chunk.size()) - 1));
-    if (!r.opts.nsp) a_end = chunk.size();
     Ids a, b;
     for (size_t j = 0; j < a_end; ++j) a.insert(a.end(), chunk[j]->begin(), chunk[j]->end());
 
-    int32_t label = -1;
-    if (r.opts.nsp) {
-      const bool forced = chunk.size() == 1;
-      if (forced || random_unit(r.rng) < 0.5) {
-        label = 1;
-        r.stats.forced_random_next += forced;
-        const size_t target_b = target > a.size() ? target - a.size() : 0;
-        // Uniform over the OTHER documents (the reference retries 10 times to avoid its own).
-        size_t other = static_cast<size_t>(random_int(r.rng, 0, r.docs.size() - 2));
-        if (other >= doc_index) ++other;
-        const auto& rdoc = r.docs[other];
-        const size_t start = static_cast<size_t>(random_int(r.rng, 0, rdoc.size() - 1));
-        for (size_t j = start; j < rdoc.size(); ++j) {
-          b.insert(b.end(), rdoc[j].begin(), rdoc[j].end());
-          if (b.size() >= target_b) break;
-        }
-        // The lines after A were not used: "put them back" so they start the next chunk.
-        i -= chunk.size() - a_end;
-      } else {
-        label = 0;
-        for (size_t j = a_end; j < chunk.size(); ++j)
-          b.insert(b.end(), chunk[j]->begin(), chunk[j]->end());
+    int32_t label = 0;
+    const bool forced = chunk.size() == 1;
+    if (forced || random_unit(r.rng) < 0.5) {
+      label = 1;
+      ++r.stats.random_next;
+      r.stats.forced_random_next += forced;
+      const size_t target_b = target > a.size() ? target - a.size() : 0;
+      const auto& rdoc = *r.docs[random_other_document(r, doc_index)];
+      const size_t start =
+          static_cast<size_t>(random_int(r.rng, 0, static_cast<int64_t>(rdoc.size()) - 1));
+      for (size_t j = start; j < rdoc.size(); ++j) {
+        b.insert(b.end(), rdoc[j].begin(), rdoc[j].end());
+        if (b.size() >= target_b) break;
       }
+      // The lines after A were not used: "put them back" so they start the next chunk.
+      i -= chunk.size() - a_end;
+    } else {
+      for (size_t j = a_end; j < chunk.size(); ++j)
+        b.insert(b.end(), chunk[j]->begin(), chunk[j]->end());
     }
     truncate_seq_pair(a, b, max_num_tokens, r.rng);
     out.push_back(assemble(r, a, b, label));
     chunk.clear();
     chunk_len = 0;
   }
+}
+
+// No NSP (RoBERTa FULL-SENTENCES / DOC-SENTENCES, Liu et al. 2019 §4.2): whole sentences are
+// packed into one segment while they fit into max_seq_length − 2 tokens; a sentence longer than
+// a segment is cut into full segments. Across documents (FULL-SENTENCES) an extra [SEP] marks the
+// boundary; otherwise each document ends its last segment.
+void pack_documents(const Recipe& r, std::vector<PretrainingExample>& out) {
+  const size_t max_num_tokens = static_cast<size_t>(r.opts.max_seq_length) - 2;
+  Ids seg;
+  bool pending_sep = false;
+  auto emit = [&] {
+    if (!seg.empty()) out.push_back(assemble(r, seg, {}, -1));
+    seg.clear();
+    pending_sep = false;
+  };
+  for (const auto* doc : r.docs) {
+    if (r.opts.cross_documents)
+      pending_sep = !seg.empty();
+    else
+      emit();
+    for (const Ids& sentence : *doc) {
+      if (seg.size() + pending_sep + sentence.size() > max_num_tokens) emit();
+      if (pending_sep) seg.push_back(r.sep);
+      pending_sep = false;
+      size_t k = 0;
+      while (sentence.size() - k > max_num_tokens - seg.size()) {
+        const size_t take = max_num_tokens - seg.size();
+        seg.insert(seg.end(), sentence.begin() + k, sentence.begin() + k + take);
+        k += take;
+        emit();
+      }
+      seg.insert(seg.end(), sentence.begin() + k, sentence.end());
+    }
+  }
+  emit();
 }
 
 void check_options(const PretrainingOptions& o, int vocab_size) {
@@ -166,6 +235,9 @@ void check_options(const PretrainingOptions& o, int vocab_size) {
     fail("pre-training: masked_lm_prob must be in [0, 1], got {}", o.masked_lm_prob);
   if (!(o.short_seq_prob >= 0.f && o.short_seq_prob <= 1.f))
     fail("pre-training: short_seq_prob must be in [0, 1], got {}", o.short_seq_prob);
+  if (o.dupe_factor < 1) fail("pre-training: dupe_factor must be ≥ 1, got {}", o.dupe_factor);
+  if (o.whole_word_mask && o.continuation.empty())
+    fail("pre-training: whole-word masking needs the vocab's \"##\" pieces (continuation)");
   if (vocab_size < 1) fail("pre-training: vocab_size must be ≥ 1, got {}", vocab_size);
 }
 
@@ -175,6 +247,12 @@ int num_masked_predictions(size_t n, float masked_lm_prob, int max_predictions) 
   // std::nearbyint rounds half to even in the default rounding mode, like Python 3's round().
   const double r = std::nearbyint(static_cast<double>(n) * as_decimal(masked_lm_prob));
   return static_cast<int>(std::min<double>(max_predictions, std::max(1.0, r)));
+}
+
+std::vector<bool> wordpiece_continuations(const Vocab& vocab) {
+  std::vector<bool> c(vocab.size());
+  for (int i = 0; i < vocab.size(); ++i) c[i] = vocab.token(i).rfind("##", 0) == 0;
+  return c;
 }
 
 std::vector<PretrainingExample> create_pretraining_examples(const Documents& documents,
@@ -196,22 +274,18 @@ std::vector<PretrainingExample> create_pretraining_examples(const Documents& doc
   }
 
   PretrainingStats st;
-  Recipe r{documents,
-           opts,
-           cls,
-           sep,
-           mask,
-           vocab_size,
-           as_decimal(opts.masked_lm_prob),
-           as_decimal(opts.short_seq_prob),
-           rng,
-           st};
-  // The reference shuffles the documents, then walks them in that order.
-  std::vector<size_t> order(documents.size());
-  for (size_t d = 0; d < order.size(); ++d) order[d] = d;
-  random_shuffle(order, rng);
+  Recipe r{{}, opts, cls, sep, mask, vocab_size, as_decimal(opts.short_seq_prob), rng, st};
+  // The reference shuffles the documents, then walks them in that order dupe_factor times.
+  for (const auto& d : documents) r.docs.push_back(&d);
+  random_shuffle(r.docs, rng);
   std::vector<PretrainingExample> out;
-  for (size_t d : order) examples_from_document(r, d, out);
+  for (int dupe = 0; dupe < opts.dupe_factor; ++dupe) {
+    if (opts.nsp) {
+      for (size_t d = 0; d < r.docs.size(); ++d) examples_from_document(r, d, out);
+    } else {
+      pack_documents(r, out);
+    }
+  }
   random_shuffle(out, rng);
   st.examples = out.size();
   if (stats) *stats = st;

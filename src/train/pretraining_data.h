@@ -28,10 +28,26 @@ struct PretrainingOptions {
   int max_seq_length = 128;
   int max_predictions_per_seq = 20;
   float masked_lm_prob = 0.15f;
-  float short_seq_prob = 0.1f;  // probability of a shorter target length, 2..max_num_tokens
-  bool nsp = true;              // false: single segments [CLS] A [SEP] (RoBERTa style)
-  uint64_t seed = 12345;        // for the caller's std::mt19937_64
+  float short_seq_prob = 0.1f;  // probability of a shorter target length, 2..max_num_tokens (NSP)
+  // false: RoBERTa FULL-SENTENCES (Liu et al. 2019, §4.2): single segments [CLS] A [SEP] packed
+  // with whole sentences up to max_seq_length − 2 tokens, label −1, no short sequences.
+  bool nsp = true;
+  // Without NSP: let a segment run on into the next document, with an extra [SEP] between the two
+  // (FULL-SENTENCES); false stops each segment at the end of its document (DOC-SENTENCES).
+  bool cross_documents = true;
+  // create_training_instances' dupe_factor: the documents are turned into examples this many
+  // times (fresh pairs, target lengths and masks each time) before the one final shuffle.
+  int dupe_factor = 1;
+  // Whole-word masking (the reference's do_whole_word_mask): a word's "##" pieces are chosen
+  // together. continuation[id] is true for ids whose token starts with "##" (see
+  // wordpiece_continuations); needed when whole_word_mask is set.
+  bool whole_word_mask = false;
+  std::vector<bool> continuation;
+  uint64_t seed = 12345;  // for the caller's std::mt19937_64
 };
+
+// continuation[id] = the vocab token `id` starts with "##" (a WordPiece that continues a word).
+std::vector<bool> wordpiece_continuations(const Vocab& vocab);
 
 // Counts for logging and for tests of the recipe.
 struct PretrainingStats {
@@ -39,14 +55,25 @@ struct PretrainingStats {
   // Chunks of a single line always get a random B (the reference has no second segment to use),
   // so the share of label 1 is 0.5 only among the other examples.
   size_t forced_random_next = 0;
+  size_t random_next = 0;       // examples with label 1 (forced ones included)
+  size_t documents_passes = 0;  // create_instances_from_document calls (documents × dupe)
+  size_t short_targets = 0;     // of those, how many drew a short target (p short_seq_prob)
   size_t masked_tokens = 0;
+  // Random-next draws where the reference's 10 tries all hit the document itself; we then draw
+  // uniformly among the others (the reference would use the same document).
+  size_t same_document_redraws = 0;
 };
 
-// One pass over all documents (dupe_factor 1), in shuffled document order; the examples are
-// shuffled too. With opts.nsp, needs ≥ 2 documents. vocab_size bounds the random replacement ids
-// (uniform over [0, vocab_size), as the reference draws from all vocab words). Throws
-// bertrt::Error on invalid options (max_seq_length < 5 with NSP, < 3 without; probabilities
-// outside [0, 1]; max_predictions_per_seq < 1) or too few documents.
+// create_training_instances on documents already read: shuffle the documents, then dupe_factor
+// times create_instances_from_document for each (NSP), or pack them into full-length single
+// segments (no NSP); masks per create_masked_lm_predictions; finally shuffle the examples.
+// With opts.nsp, needs ≥ 2 documents. vocab_size bounds the random replacement ids (uniform over
+// [0, vocab_size), as the reference draws from all vocab words). The draws follow the reference
+// one for one (random() → random_unit, randint → random_int, shuffle → random_shuffle of
+// core/random.h), so tests/reference/create_pretraining_data_ref.py driven by the same
+// generator gives the same examples. Throws bertrt::Error on invalid options (max_seq_length < 5
+// with NSP, < 3 without; probabilities outside [0, 1]; max_predictions_per_seq < 1;
+// dupe_factor < 1; whole_word_mask without continuation) or too few documents.
 std::vector<PretrainingExample> create_pretraining_examples(const Documents& documents,
                                                             const PretrainingOptions& opts,
                                                             int32_t cls, int32_t sep, int32_t mask,

@@ -8,6 +8,9 @@ classifier), in float64 so that the only error left in a comparison is bertrt's 
 safetensors file with the config (metadata), the weights, the inputs and targets, the outputs, the
 losses, the gradient of every parameter ("grad/<name>"), and the losses of 3 AdamW steps with
 global-norm clipping at 1.0 ("trajectory"). Dropout is 0 (bertrt trains without dropout).
+The fine-tuning heads without a pre-training counterpart (regression, BertForTokenClassification,
+BertForQuestionAnswering) are separate models on the same inputs, their tensors under
+"regression/", "token_classification/" and "question_answering/" (the same keys otherwise).
 """
 import argparse
 import json
@@ -200,6 +203,139 @@ class BertWithAllHeads(nn.Module):
         return losses, outputs
 
 
+class BertForSequenceRegression(nn.Module):
+    """BertForSequenceClassification with num_labels = 1 (problem_type "regression")."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.bert = BertModel(c)
+        self.classifier = nn.Linear(c["hidden_size"], 1)
+
+    def forward(self, batch):
+        h, pooled = self.bert(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])
+        logits = self.classifier(pooled)
+        # modeling_bert.py: MSELoss()(logits.squeeze(), labels.squeeze()) when num_labels == 1.
+        loss = F.mse_loss(logits.squeeze(), batch["scores"].squeeze())
+        return {"loss": loss}, {"logits": logits}
+
+
+class BertForTokenClassification(nn.Module):
+    """HF builds its BertModel with add_pooling_layer=False; bertrt keeps the pooler (the encoder
+    is shared across heads), so it is here too and its gradient must come out exactly zero."""
+
+    def __init__(self, c, num_labels):
+        super().__init__()
+        self.bert = BertModel(c)
+        self.classifier = nn.Linear(c["hidden_size"], num_labels)
+
+    def forward(self, batch):
+        h, _ = self.bert(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])
+        logits = self.classifier(h)
+        K = logits.shape[-1]
+        loss = F.cross_entropy(logits.view(-1, K), batch["token_labels"].long().view(-1),
+                               ignore_index=-100)
+        return {"loss": loss}, {"logits": logits}
+
+
+class BertForQuestionAnswering(nn.Module):
+    """Pooler kept as in BertForTokenClassification above."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.bert = BertModel(c)
+        self.qa_outputs = nn.Linear(c["hidden_size"], 2)
+
+    def forward(self, batch):
+        h, _ = self.bert(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])
+        start_logits, end_logits = self.qa_outputs(h).split(1, dim=-1)
+        start_logits = start_logits.squeeze(-1).contiguous()
+        end_logits = end_logits.squeeze(-1).contiguous()
+        # modeling_bert.py: positions outside the model inputs are clamped to ignored_index = T.
+        ignored_index = start_logits.size(1)
+        start = batch["start_positions"].long().clamp(0, ignored_index)
+        end = batch["end_positions"].long().clamp(0, ignored_index)
+        loss = (F.cross_entropy(start_logits, start, ignore_index=ignored_index) +
+                F.cross_entropy(end_logits, end, ignore_index=ignored_index)) / 2
+        return {"loss": loss}, {"start_logits": start_logits, "end_logits": end_logits}
+
+
+def randomize(model):
+    with torch.no_grad():  # weights large enough that every path matters
+        for name, p in model.named_parameters():
+            if "LayerNorm.weight" in name:
+                p.copy_(1.0 + 0.2 * torch.randn_like(p))
+            else:
+                p.copy_(0.3 * torch.randn_like(p))
+
+
+def replay(model, batch, prefix):
+    """Parameters, forward outputs, losses, every gradient, then the losses of 3 steps of
+    clip_grad_norm_(1.0) + AdamW with BERT's no-decay groups, keyed under `prefix`."""
+    out = {f"{prefix}param/{n}": p.detach().float().clone() for n, p in model.named_parameters()}
+    losses, outputs = model(batch)
+    loss = sum(losses.values())
+    loss.backward()
+    out.update({f"{prefix}output/{k}": v.detach().float() for k, v in outputs.items()})
+    out.update({f"{prefix}output/{k}": v.detach().reshape(1) for k, v in losses.items()})
+    # A parameter the loss does not reach (the pooler under token/span heads) has grad None.
+    out.update({f"{prefix}grad/{n}": (p.grad if p.grad is not None else torch.zeros_like(p))
+                .detach().float() for n, p in model.named_parameters()})
+
+    decay = [p for n, p in model.named_parameters() if not ("LayerNorm" in n or n.endswith("bias"))]
+    no_decay = [p for n, p in model.named_parameters() if "LayerNorm" in n or n.endswith("bias")]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
+                             {"params": no_decay, "weight_decay": 0.0}],
+                            lr=1e-3, betas=(0.9, 0.999), eps=1e-8)
+    trajectory = [loss.item()]
+    for _ in range(3):
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad()
+        losses, _ = model(batch)
+        loss = sum(losses.values())
+        loss.backward()
+        trajectory.append(loss.item())
+    out[f"{prefix}trajectory"] = torch.tensor(trajectory)
+    return out
+
+
+def fine_tuning_heads(c, batch, attention_mask, num_token_labels):
+    """Regression, token classification and span extraction on the same inputs, each a model of
+    its own under "<kind>/" (its targets under "<kind>/input/")."""
+    B, T = batch["input_ids"].shape
+    out = {}
+
+    scores = 5.0 * torch.rand(B)  # STS-B-like similarity in [0, 5)
+    model = BertForSequenceRegression(c)
+    randomize(model)
+    out.update(replay(model, dict(batch, scores=scores), "regression/"))
+    out["regression/input/scores"] = scores.float()
+
+    # The first piece of each word carries the label; later pieces, [CLS], [SEP] and padding −100.
+    token_labels = torch.randint(0, num_token_labels, (B, T), dtype=torch.int32)
+    token_labels[:, 0] = -100                # [CLS]
+    token_labels[0, [3, 4, 10]] = -100       # later pieces, the final [SEP]
+    token_labels[1, [5, 7]] = -100
+    token_labels[2, 3] = -100
+    token_labels[attention_mask == 0] = -100
+    model = BertForTokenClassification(c, num_token_labels)
+    randomize(model)
+    out.update(replay(model, dict(batch, token_labels=token_labels), "token_classification/"))
+    out["token_classification/input/token_labels"] = token_labels
+
+    # Row 1's start lies past the sequence (clamped to T, ignored); row 2's is negative (clamped
+    # to 0, counted): the two means then run over different examples.
+    start = torch.tensor([3, T + 3, -2], dtype=torch.int32)
+    end = torch.tensor([5, 7, 2], dtype=torch.int32)
+    model = BertForQuestionAnswering(c)
+    randomize(model)
+    out.update(replay(model, dict(batch, start_positions=start, end_positions=end),
+                      "question_answering/"))
+    out["question_answering/input/start_positions"] = start
+    out["question_answering/input/end_positions"] = end
+    return out
+
+
 def write_safetensors(path, tensors, metadata):
     dtypes = {torch.float32: "F32", torch.float64: "F64", torch.int32: "I32", torch.int64: "I64"}
     header, blobs, offset = {"__metadata__": metadata}, [], 0
@@ -228,14 +364,9 @@ def main():
     c = dict(vocab_size=99, hidden_size=36, num_hidden_layers=2, num_attention_heads=4,
              intermediate_size=37, hidden_act=args.hidden_act, max_position_embeddings=24,
              type_vocab_size=2, layer_norm_eps=1e-12, pad_token_id=0, initializer_range=0.02)
-    num_labels, B, T = 3, 3, 11
+    num_labels, num_token_labels, B, T = 3, 5, 3, 11
     model = BertWithAllHeads(c, num_labels)
-    with torch.no_grad():  # weights large enough that every path matters
-        for name, p in model.named_parameters():
-            if "LayerNorm.weight" in name:
-                p.copy_(1.0 + 0.2 * torch.randn_like(p))
-            else:
-                p.copy_(0.3 * torch.randn_like(p))
+    randomize(model)
 
     input_ids = torch.randint(1, c["vocab_size"], (B, T), dtype=torch.int32)
     token_type_ids = torch.zeros(B, T, dtype=torch.int32)
@@ -252,32 +383,11 @@ def main():
                  nsp_labels=torch.tensor([0, 1, 1], dtype=torch.int32),
                  labels=torch.tensor([2, 0, 1], dtype=torch.int32))
 
-    out = {f"param/{n}": p.detach().float().clone() for n, p in model.named_parameters()}
-    out.update({f"input/{k}": v for k, v in batch.items()})
-    losses, outputs = model(batch)
-    loss = sum(losses.values())
-    loss.backward()
-    out.update({f"output/{k}": v.detach().float() for k, v in outputs.items()})
-    out.update({f"output/{k}": v.detach().reshape(1) for k, v in losses.items()})
-    out.update({f"grad/{n}": p.grad.detach().float() for n, p in model.named_parameters()})
-
-    # 3 optimizer steps: clip_grad_norm_(1.0), AdamW with BERT's no-decay groups.
-    decay = [p for n, p in model.named_parameters() if not ("LayerNorm" in n or n.endswith("bias"))]
-    no_decay = [p for n, p in model.named_parameters() if "LayerNorm" in n or n.endswith("bias")]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
-                             {"params": no_decay, "weight_decay": 0.0}],
-                            lr=1e-3, betas=(0.9, 0.999), eps=1e-8)
-    trajectory = [loss.item()]
-    for _ in range(3):
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        opt.zero_grad()
-        losses, _ = model(batch)
-        loss = sum(losses.values())
-        loss.backward()
-        trajectory.append(loss.item())
-    out["trajectory"] = torch.tensor(trajectory)
-    write_safetensors(args.out, out, {"config": json.dumps(c), "num_labels": str(num_labels)})
+    out = {f"input/{k}": v for k, v in batch.items()}
+    out.update(replay(model, batch, ""))
+    out.update(fine_tuning_heads(c, batch, attention_mask, num_token_labels))
+    write_safetensors(args.out, out, {"config": json.dumps(c), "num_labels": str(num_labels),
+                                      "num_token_labels": str(num_token_labels)})
 
 
 if __name__ == "__main__":

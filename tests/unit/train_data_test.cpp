@@ -14,7 +14,7 @@
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
 #include "train/corpus.h"
-#include "train/glue_tsv.h"
+#include "tasks/tsv_task.h"
 #include "train/pretraining_data.h"
 
 namespace bertrt {

@@ -4,6 +4,7 @@
 #include "common.h"
 #include "core/error.h"
 #include "io/model_io.h"
+#include "tasks/tsv_task.h"
 #include "train/finetune.h"
 
 namespace bertrt::cli {

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "io/model_io.h"
 #include "progress.h"
+#include "tasks/tsv_task.h"
 #include "train/finetune.h"
 #include "train/metrics_log.h"
 #include "train/schedule.h"

@@ -6,6 +6,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <optional>
 
 #include "common.h"
@@ -22,11 +24,16 @@ namespace bertrt::cli {
 namespace {
 
 struct DataFlags {
-  std::string corpus, valid;
+  std::vector<std::string> corpus;  // files and folders
+  std::string valid;
   int max_seq_length = 128, max_predictions = 20, valid_examples = 2000;
-  float masked_lm_prob = 0.15f;
+  float masked_lm_prob = 0.15f, short_seq_prob = 0.1f;
   uint64_t seed = 12345;
-  bool no_sentence_split = false;
+  int dupe_factor = 10;
+  size_t shard_documents = 500;
+  bool no_sentence_split = false, dynamic_masking = false, whole_word_mask = false, no_nsp = false,
+       doc_sentences = false;
+  CLI::Option* dupe_option = nullptr;  // to tell an explicit --dupe-factor from the default
 };
 
 struct OptimFlags {
@@ -54,8 +61,30 @@ constexpr double kDefaultWarmupRatio = 0.01;
 
 void add_data_flags(CLI::App* c, DataFlags& d) {
   c->add_option("--corpus", d.corpus,
-                "training text: one sentence or paragraph a line, a blank line between documents")
+                "training text files or folders (all *.txt inside, sorted), repeatable: one "
+                "sentence or paragraph a line, a blank line between documents; streamed a shard "
+                "at a time, epochs wrap around")
       ->required();
+  d.dupe_option = c->add_option("--dupe-factor", d.dupe_factor,
+                "static masking: each shard's examples are made this many times with different "
+                "masks and pairs, and repeat identically every epoch (create_pretraining_data.py)")
+      ->capture_default_str();
+  c->add_flag("--dynamic-masking", d.dynamic_masking,
+              "fresh pairs and masks every epoch instead (RoBERTa; dupe factor 1)");
+  c->add_option("--shard-documents", d.shard_documents,
+                "documents read into memory at a time; examples are shuffled within a shard "
+                "(enwiki, dupe factor 10, 128 tokens: ~19k examples, ~45 MB)")
+      ->capture_default_str();
+  c->add_option("--short-seq-prob", d.short_seq_prob,
+                "share of documents given a shorter target length (NSP only)")
+      ->capture_default_str();
+  c->add_flag("--whole-word-mask", d.whole_word_mask,
+              "mask all WordPieces of a word together (a word's ## pieces are chosen with it)");
+  c->add_flag("--no-nsp", d.no_nsp,
+              "RoBERTa FULL-SENTENCES: single segments packed with whole sentences up to "
+              "--max-seq-length across document boundaries, no NSP loss");
+  c->add_flag("--doc-sentences", d.doc_sentences,
+              "with --no-nsp: do not cross document boundaries (RoBERTa DOC-SENTENCES)");
   c->add_option("--valid", d.valid, "held-out text (same layout): MLM/NSP accuracy before, every "
                                     "--eval-steps and after");
   c->add_option("--max-seq-length", d.max_seq_length, "tokens per sequence, [CLS]/[SEP] included")->capture_default_str();
@@ -111,8 +140,12 @@ void validate(const Flags& o) {
     fail("give exactly one of --model (start a run) and --resume (continue one)");
   if (!o.model.empty()) check_input_file("--model", o.model);
   if (!o.resume.empty()) check_input_file("--resume", o.resume);
-  check_input_file("--corpus", o.data.corpus);
-  if (!o.data.valid.empty()) check_input_file("--valid", o.data.valid);
+  const DataFlags& d = o.data;
+  if (d.dynamic_masking && d.dupe_option && d.dupe_option->count() > 0 && d.dupe_factor != 1)
+    fail("--dynamic-masking makes fresh masks each epoch: --dupe-factor must be 1, got {}",
+         d.dupe_factor);
+  if (d.doc_sentences && !d.no_nsp) fail("--doc-sentences needs --no-nsp");
+  if (!d.valid.empty()) check_input_file("--valid", d.valid);
   if (!o.metrics.empty()) check_output_path("--metrics", o.metrics);
   if (o.max_steps < 0) fail("--max-steps must be ≥ 0, got {}", o.max_steps);
   if (o.batch_size < 1) fail("--batch-size must be ≥ 1, got {}", o.batch_size);
@@ -155,19 +188,32 @@ OptimOptions optim_options(const Flags& o) {
 // The flags whose change would make a resumed run differ from the uninterrupted one, as strings
 // (exact comparison). Not here: --recompute (same bits), --skip-nonfinite, --backend (numerics
 // differ by rounding, a warning), and everything about output, evaluation and logging.
-nlohmann::json run_signature(const Flags& o, const OptimOptions& oo) {
+nlohmann::json run_signature(const Flags& o, const OptimOptions& oo,
+                             const std::vector<std::string>& corpus_files) {
   auto s = [](auto v) { return fmt::format("{}", v); };
-  std::error_code ec;
-  const auto corpus_bytes = std::filesystem::file_size(o.data.corpus, ec);
+  std::vector<std::string> files;  // names and sizes (the stream state checks them too)
+  for (const std::string& f : corpus_files) {
+    std::error_code ec;
+    const auto bytes = std::filesystem::file_size(f, ec);
+    files.push_back(fmt::format("{} ({} bytes)", std::filesystem::path(f).filename().string(),
+                                ec ? 0 : bytes));
+  }
+  const DataFlags& d = o.data;
   return {
       // data
-      {"--corpus", fmt::format("{} ({} bytes)", std::filesystem::path(o.data.corpus).filename().string(),
-                               ec ? 0 : corpus_bytes)},
-      {"--max-seq-length", s(o.data.max_seq_length)},
-      {"--max-predictions-per-seq", s(o.data.max_predictions)},
-      {"--masked-lm-prob", s(o.data.masked_lm_prob)},
-      {"--seed", s(o.data.seed)},
-      {"--no-sentence-split", s(o.data.no_sentence_split)},
+      {"--corpus", fmt::format("{}", fmt::join(files, ", "))},
+      {"--max-seq-length", s(d.max_seq_length)},
+      {"--max-predictions-per-seq", s(d.max_predictions)},
+      {"--masked-lm-prob", s(d.masked_lm_prob)},
+      {"--short-seq-prob", s(d.short_seq_prob)},
+      {"--seed", s(d.seed)},
+      {"--no-sentence-split", s(d.no_sentence_split)},
+      {"--dupe-factor", s(d.dynamic_masking ? 1 : d.dupe_factor)},
+      {"--dynamic-masking", s(d.dynamic_masking)},
+      {"--shard-documents", s(d.shard_documents)},
+      {"--whole-word-mask", s(d.whole_word_mask)},
+      {"--no-nsp", s(d.no_nsp)},
+      {"--doc-sentences", s(d.doc_sentences)},
       {"--batch-size", s(o.batch_size)},
       // optimizer and schedule
       {"--max-steps", s(o.max_steps)},
@@ -256,20 +302,52 @@ Documents load_corpus(const std::string& flag, const std::string& path, const To
   return docs;
 }
 
-PretrainingOptions pretraining_options(const DataFlags& d) {
+PretrainingOptions pretraining_options(const DataFlags& d, const Tokenizer& tok) {
   PretrainingOptions p;
   p.max_seq_length = d.max_seq_length;
   p.max_predictions_per_seq = d.max_predictions;
   p.masked_lm_prob = d.masked_lm_prob;
   p.seed = d.seed;
+  p.short_seq_prob = d.short_seq_prob;
+  p.nsp = !d.no_nsp;
+  p.cross_documents = !d.doc_sentences;
+  p.whole_word_mask = d.whole_word_mask;
+  if (d.whole_word_mask) p.continuation = wordpiece_continuations(tok.vocab());
   return p;
+}
+
+// The training stream over the corpus files, a shard at a time (train/pretraining_stream.h).
+PretrainingStream make_stream(const Flags& o, const std::vector<std::string>& files,
+                              const Tokenizer& tok, int vocab_size) {
+  const DataFlags& d = o.data;
+  StreamOptions so;
+  so.recipe = pretraining_options(d, tok);
+  so.batch_size = o.batch_size;
+  so.dupe_factor = d.dynamic_masking ? 1 : d.dupe_factor;
+  so.dynamic_masking = d.dynamic_masking;
+  so.shard_documents = d.shard_documents;
+  so.split_sentences = !d.no_sentence_split;
+  PretrainingStream stream(
+      files,
+      [&tok](const std::string& line) { return tok.convert_tokens_to_ids(tok.tokenize(line)); },
+      so, SpecialIds{tok.cls_id(), tok.sep_id(), tok.mask_id(), tok.pad_id(), vocab_size});
+  fmt::print("corpus: {} file(s); first shard: {} examples from {} lines ({}{}{})\n",
+             files.size(), stream.stats().recipe.examples, stream.stats().corpus.lines,
+             d.dynamic_masking ? "dynamic masking"
+                               : fmt::format("static masking, dupe factor {}", so.dupe_factor),
+             d.whole_word_mask ? ", whole words" : "", d.no_nsp ? ", no NSP" : "");
+  if (const CorpusStats& cs = stream.stats().corpus; cs.invalid_utf8_lines)
+    fmt::print(stderr, "warning: {}: line {} holds invalid UTF-8 (and {} more lines in the first "
+               "shard); those bytes are dropped\n",
+               cs.first_invalid_utf8_file, cs.first_invalid_utf8_line, cs.invalid_utf8_lines - 1);
+  return stream;
 }
 
 // The held-out examples: a fixed set whatever the training seed.
 std::vector<PretrainingExample> validation_examples(const Flags& o, const Tokenizer& tok,
                                                     int vocab_size) {
   const Documents docs = load_corpus("--valid", o.data.valid, tok, !o.data.no_sentence_split);
-  PretrainingOptions vopts = pretraining_options(o.data);
+  PretrainingOptions vopts = pretraining_options(o.data, tok);
   vopts.seed = 987654321;
   std::mt19937_64 rng(vopts.seed);
   std::vector<PretrainingExample> valid = create_pretraining_examples(
@@ -307,31 +385,43 @@ void warn_stale_temp_files(const std::string& out) {
 
 void run(const Flags& o) {
   validate(o);
+  const std::vector<std::string> corpus_files = expand_corpus_paths(o.data.corpus);
   warn_stale_temp_files(o.out);
   const bool resuming = !o.resume.empty();
-  LoadedModel m = load_model(resuming ? o.resume : o.model);
-  BertModel& model = *m.model;
-  const Tokenizer& tok = *m.tokenizer;
   const std::string& model_path = resuming ? o.resume : o.model;
-  if (!model.heads().mlm || !model.heads().nsp)
-    fail("{}: pre-training needs the MLM and NSP heads (start from `bertrt init`)", model_path);
-  check_max_seq_length("--max-seq-length", o.data.max_seq_length,
-                       model.config().max_position_embeddings);
   const OptimOptions oo = optim_options(o);
-  const nlohmann::json signature = run_signature(o, oo);
-  if (resuming) check_resumable(o.resume, m, signature, o.backend.name);
-  auto be = o.backend.make();
-
-  const Documents train_docs =
-      load_corpus("--corpus", o.data.corpus, tok, !o.data.no_sentence_split);
-  PretrainingStream stream(train_docs, pretraining_options(o.data), o.batch_size, tok.cls_id(),
-                           tok.sep_id(), tok.mask_id(), tok.pad_id(), model.config().vocab_size);
-  Trainer trainer(model, *be, oo, o.memory);
-  if (resuming) {
-    stream.restore_state(m.training_state->rng_state);
-    restore_training_state(trainer, *m.training_state, o.resume);
-    fmt::print("resuming {} at step {} of {}\n", o.resume, trainer.steps_done(), o.max_steps);
+  const nlohmann::json signature = run_signature(o, oo, corpus_files);
+  std::unique_ptr<BertModel> model_owner;
+  std::unique_ptr<Tokenizer> tok_owner;
+  std::map<std::string, std::string> loaded_metadata;
+  std::unique_ptr<Backend> be;
+  std::optional<PretrainingStream> stream_owner;
+  std::unique_ptr<Trainer> trainer_owner;
+  {  // The file stays mapped only while loading: its pages would count in the resident memory.
+    LoadedModel m = load_model(model_path);
+    if (!m.model->heads().mlm || (!o.data.no_nsp && !m.model->heads().nsp))
+      fail("{}: pre-training needs the MLM{} head (start from `bertrt init`)", model_path,
+           o.data.no_nsp ? "" : " and NSP");
+    check_max_seq_length("--max-seq-length", o.data.max_seq_length,
+                         m.model->config().max_position_embeddings);
+    if (resuming) check_resumable(o.resume, m, signature, o.backend.name);
+    be = o.backend.make();
+    model_owner = std::move(m.model);
+    tok_owner = std::move(m.tokenizer);
+    loaded_metadata = m.metadata;
+    stream_owner.emplace(make_stream(o, corpus_files, *tok_owner, model_owner->config().vocab_size));
+    trainer_owner = std::make_unique<Trainer>(*model_owner, *be, oo, o.memory);
+    if (resuming) {
+      stream_owner->restore_state(m.training_state->rng_state);
+      restore_training_state(*trainer_owner, *m.training_state, o.resume);  // copies the moments
+      fmt::print("resuming {} at step {} of {}\n", o.resume, trainer_owner->steps_done(),
+                 o.max_steps);
+    }
   }
+  BertModel& model = *model_owner;
+  const Tokenizer& tok = *tok_owner;
+  PretrainingStream& stream = *stream_owner;
+  Trainer& trainer = *trainer_owner;
   MetricsLog metrics = o.metrics.empty() ? MetricsLog()
                        : resuming        ? MetricsLog(o.metrics, trainer.steps_done())
                                          : MetricsLog(o.metrics);
@@ -353,9 +443,9 @@ void run(const Flags& o) {
     if (!resuming) evaluate("before", 0);
   }
 
-  auto meta = m.metadata;
+  auto meta = loaded_metadata;
   meta["source"] = "bertrt pretrain";
-  meta["pretrain_corpus"] = o.data.corpus;
+  meta["pretrain_corpus"] = fmt::format("{}", fmt::join(o.data.corpus, ","));
   meta[kRunKey] = signature.dump();
   meta[kBackendKey] = o.backend.name;
   int64_t last_saved = resuming ? trainer.steps_done() : -1;

@@ -1,0 +1,245 @@
+// The TSV reader shared by every sentence(-pair) task, and the generic TSV task.
+#include "tasks/tsv_task.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+
+#include "core/error.h"
+
+namespace bertrt {
+
+namespace {
+
+std::vector<std::string> split_tabs(const std::string& line) {
+  std::vector<std::string> fields;
+  size_t start = 0;
+  for (;;) {
+    const size_t tab = line.find('\t', start);
+    fields.push_back(line.substr(start, tab - start));
+    if (tab == std::string::npos) return fields;
+    start = tab + 1;
+  }
+}
+
+bool is_integer(const std::string& s) {
+  size_t i = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
+  if (i == s.size()) return false;
+  for (; i < s.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(s[i]))) return false;
+  return true;
+}
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(),
+                                   [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+}
+
+std::string column_name(const TaskSpec& spec, int column) {
+  if (spec.has_header && column < int(spec.header.size())) return spec.header[column];
+  return fmt::format("#{}", column);  // 0-based, as --label-column takes it
+}
+
+// The label spellings accepted for label id k: its name and, if given, the file's spelling.
+std::vector<std::string> accepted_labels(const TaskSpec& spec) {
+  std::vector<std::string> all = spec.file_labels;
+  all.insert(all.end(), spec.labels.begin(), spec.labels.end());
+  return all;
+}
+
+int parse_label(const std::string& text, const TaskSpec& spec, const std::string& path,
+                size_t line_no) {
+  for (size_t k = 0; k < spec.labels.size(); ++k)
+    if (text == spec.labels[k] || (k < spec.file_labels.size() && text == spec.file_labels[k]))
+      return static_cast<int>(k);
+  const std::string column = column_name(spec, spec.label_column);
+  const std::vector<std::string> accepted = accepted_labels(spec);
+  const bool numeric = std::all_of(accepted.begin(), accepted.end(), is_integer);
+  if (numeric && !is_integer(text))
+    fail("{}: line {}: column '{}': expected an integer label, got '{}'", path, line_no, column,
+         text);
+  fail("{}: line {}: column '{}': label '{}' is not one of {{{}}} ({})", path, line_no, column,
+       text, fmt::join(accepted, ", "), spec.name);
+}
+
+float parse_target(const std::string& text, const TaskSpec& spec, const std::string& path,
+                   size_t line_no) {
+  const std::string column = column_name(spec, spec.label_column);
+  errno = 0;
+  char* end = nullptr;
+  const double v = text.empty() ? 0 : std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(v))
+    fail("{}: line {}: column '{}': expected a number (regression target), got '{}'", path,
+         line_no, column, text);
+  if (v < spec.target_min || v > spec.target_max)
+    fail("{}: line {}: column '{}': target {} is outside [{}, {}] ({})", path, line_no, column,
+         text, spec.target_min, spec.target_max, spec.name);
+  return static_cast<float>(v);
+}
+
+std::string expected_columns(const TaskSpec& spec) {
+  std::vector<std::string> names;
+  for (int c = 0; c < spec.num_columns; ++c) names.push_back(column_name(spec, c));
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+TextExample parse_line(const std::string& line, const TaskSpec& spec, const std::string& path,
+                       size_t line_no) {
+  const std::vector<std::string> f = split_tabs(line);
+  const size_t ncol = static_cast<size_t>(spec.num_columns);
+  if (f.size() < ncol) {
+    const size_t missing = f.size();
+    fail("{}: line {}: missing column '{}' (expected {} tab-separated fields: {}; got {}){}", path,
+         line_no, column_name(spec, int(missing)), ncol, expected_columns(spec), f.size(),
+         spec.is_pair() ? fmt::format("; task {} takes sentence pairs", spec.name) : "");
+  }
+  if (f.size() > ncol)
+    fail("{}: line {}: expected {} tab-separated fields, got {} (a stray tab in the text?)", path,
+         line_no, ncol, f.size());
+  TextExample ex;
+  ex.text_a = f[spec.text_a_column];
+  if (ex.text_a.empty())
+    fail("{}: line {}: column '{}' (the text) is empty", path, line_no,
+         column_name(spec, spec.text_a_column));
+  if (spec.is_pair()) {
+    ex.text_b = f[spec.text_b_column];
+    if (ex.text_b->empty())
+      fail("{}: line {}: column '{}' (the second sentence) is empty: task {} takes sentence pairs",
+           path, line_no, column_name(spec, spec.text_b_column), spec.name);
+  }
+  if (spec.regression) {
+    ex.label = -1;
+    ex.target = parse_target(f[spec.label_column], spec, path, line_no);
+  } else {
+    ex.label = parse_label(f[spec.label_column], spec, path, line_no);
+  }
+  return ex;
+}
+
+void check_readable(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) fail("{}: {} file not found", path, what);
+  if (std::filesystem::is_directory(path, ec))
+    fail("{}: is a directory, expected a TSV file", path);
+}
+
+// The first line of a file without its BOM and \r (empty when the file is empty).
+std::string first_line(const std::string& path) {
+  check_readable(path, "TSV");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("{}: cannot open for reading", path);
+  std::string line;
+  std::getline(in, line);
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
+  return line;
+}
+
+int resolve_column(const std::string& ref, const char* option, const std::vector<std::string>& header,
+                   bool has_header, int num_columns, const std::string& path) {
+  if (all_digits(ref)) {
+    const long idx = std::strtol(ref.c_str(), nullptr, 10);
+    if (idx >= num_columns)
+      fail("{}: {} {} is out of range: the file has {} columns (0-based indices)", path, option,
+           ref, num_columns);
+    return static_cast<int>(idx);
+  }
+  if (!has_header)
+    fail("{}: {} '{}' is a name but the file has no header: give a 0-based column index", path,
+         option, ref);
+  const auto it = std::find(header.begin(), header.end(), ref);
+  if (it == header.end())
+    fail("{}: {} '{}' is not a column of the header (columns: {})", path, option, ref,
+         fmt::join(header, ", "));
+  return static_cast<int>(it - header.begin());
+}
+
+}  // namespace
+
+std::vector<std::string> parse_label_list(const std::string& text) {
+  std::vector<std::string> labels;
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = text.find(',', start);
+    labels.push_back(text.substr(start, comma - start));
+    if (labels.back().empty()) fail("--labels '{}': empty label (expected a,b,c)", text);
+    if (comma == std::string::npos) return labels;
+    start = comma + 1;
+  }
+}
+
+TaskSpec generic_tsv_task(const GenericTsvOptions& o, const std::string& path) {
+  if (o.text_column.empty()) fail("generic TSV task: the text column is required");
+  if (o.label_column.empty()) fail("generic TSV task: the label column is required");
+  if (o.regression == !o.labels.empty())
+    fail("generic TSV task: give exactly one of --labels a,b,c and --regression");
+  for (size_t i = 0; i < o.labels.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (o.labels[i] == o.labels[j]) fail("--labels: '{}' appears twice", o.labels[i]);
+
+  const std::string line = first_line(path);
+  if (line.empty()) fail("{}: empty first line, expected {}", path, o.has_header ? "a header" : "data");
+  const std::vector<std::string> fields = split_tabs(line);
+  TaskSpec t;
+  t.name = o.name;
+  t.has_header = o.has_header;
+  if (o.has_header) t.header = fields;
+  t.num_columns = static_cast<int>(fields.size());
+  t.text_a_column = resolve_column(o.text_column, "--text-column", fields, o.has_header,
+                                   t.num_columns, path);
+  if (!o.text_pair_column.empty())
+    t.text_b_column = resolve_column(o.text_pair_column, "--text-pair-column", fields,
+                                     o.has_header, t.num_columns, path);
+  t.label_column = resolve_column(o.label_column, "--label-column", fields, o.has_header,
+                                  t.num_columns, path);
+  if (t.label_column == t.text_a_column || t.label_column == t.text_b_column ||
+      t.text_a_column == t.text_b_column)
+    fail("{}: the text, text-pair and label columns must differ (got {}, {}, {})", path,
+         t.text_a_column, t.text_b_column, t.label_column);
+  t.regression = o.regression;
+  t.labels = o.labels;
+  if (o.regression)
+    t.metrics = {"pearson", "spearman"};
+  else if (o.labels.size() == 2)
+    t.metrics = {"accuracy", "f1"};
+  else
+    t.metrics = {"accuracy"};
+  return t;
+}
+
+std::vector<TextExample> read_glue_tsv(const std::string& path, const TaskSpec& spec) {
+  check_readable(path, spec.name);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("{}: cannot open for reading", path);
+
+  const std::string expected_header = fmt::format("{}", fmt::join(spec.header, "\t"));
+  std::vector<TextExample> out;
+  std::string line;
+  size_t line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line_no == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // UTF-8 BOM
+    if (line_no == 1 && spec.has_header) {
+      if (line != expected_header)
+        fail("{}: line 1: expected the {} header '{}', got '{}'", path, spec.name,
+             fmt::join(spec.header, "<TAB>"), line);
+      continue;
+    }
+    if (line.empty()) continue;  // no data on it (e.g. a trailing blank line)
+    out.push_back(parse_line(line, spec, path, line_no));
+  }
+  if (in.bad()) fail("{}: read error after line {}", path, line_no);
+  if (line_no == 0) fail("{}: empty file, expected {} examples", path, spec.name);
+  if (out.empty()) fail("{}: no examples after the header", path);
+  return out;
+}
+
+}  // namespace bertrt

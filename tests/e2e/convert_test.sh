@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# End-to-end checks of `bertrt-convert`: convert, inspect and export tiny HF checkpoints made by
+# make_hf_models.py; then malformed inputs and bad usage — errors exit 1 with one line naming the
+# file/field and leave no output behind, usage errors exit 2.
+# Usage: convert_test.sh BERTRT_CONVERT BERTRT MAKE_HF_MODELS_PY
+set -uo pipefail
+CONV=$1 BERTRT=$2 MAKE=$3
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+/usr/bin/python3 "$MAKE" --out "$T/m" >/dev/null
+rc=$?
+if [ $rc -eq 77 ]; then
+  if [ "${BERTRT_REQUIRE_DATA:-0}" = 1 ]; then echo "python3-torch missing"; exit 1; fi
+  echo "SKIP: python3-torch missing"; exit 0
+fi
+[ $rc -eq 0 ] || { echo "make_hf_models.py failed ($rc)"; exit 1; }
+M=$T/m
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# expect_error NAME RC OUTFILE PATTERN -- CMD...: exit RC, one stderr line matching PATTERN, OUTFILE absent.
+expect_error() {
+  local name=$1 want=$2 out=$3 pattern=$4; shift 5
+  "$@" >"$T/stdout" 2>"$T/stderr" </dev/null
+  local rc=$?
+  if [ $rc -ne "$want" ]; then bad "$name: exit $rc, expected $want: $(head -3 "$T/stderr")"; return; fi
+  if ! grep -qE -- "$pattern" "$T/stderr"; then bad "$name: stderr lacks /$pattern/: $(cat "$T/stderr")"; return; fi
+  if [ "$want" = 1 ] && [ "$(grep -c 'error' "$T/stderr")" != 1 ]; then bad "$name: not one error line: $(cat "$T/stderr")"; return; fi
+  if [ -n "$out" ] && [ -e "$out" ]; then bad "$name: left $out behind"; return; fi
+  ok
+}
+expect_ok() {
+  local name=$1; shift
+  if "$@" >"$T/stdout" 2>"$T/stderr"; then ok; else bad "$name: exit $?: $(tail -3 "$T/stderr")"; fi
+}
+
+# --- happy path ------------------------------------------------------------------------------------
+expect_ok convert "$CONV" "$M/st_pretraining_f32" -o "$T/a.brt"
+grep -q "wrote $T/a.brt: BertForPreTraining" "$T/stdout" || bad "summary line: $(cat "$T/stdout")"
+expect_ok info "$BERTRT" info "$T/a.brt"
+expect_ok forward bash -c "echo '{\"input_ids\": [2, 7, 9, 10, 5, 11, 3]}' | '$BERTRT' forward --model '$T/a.brt'"
+expect_ok convert-f16 "$CONV" "$M/st_pretraining_f32/model.safetensors" -o "$T/h.brt" --dtype f16
+expect_ok inspect-brt "$CONV" --inspect "$T/h.brt"
+grep -qE '^bert.embeddings.word_embeddings.weight +F16 +\[43, 36\] +3096$' "$T/stdout" || bad "inspect .brt: $(head -3 "$T/stdout")"
+expect_ok inspect-folder "$CONV" --inspect "$M/st_sharded" --json
+/usr/bin/python3 -c "import json,sys; j=json.load(open('$T/stdout')); assert j['format']=='safetensors' and len(j['tensors'])==46, (j['format'], len(j['tensors']))" \
+  || bad "inspect --json of a sharded folder"
+expect_ok inspect-bin "$CONV" --inspect "$M/bin_zip_mlm/pytorch_model.bin"
+grep -q "bert.embeddings.position_ids" "$T/stdout" || bad "inspect .bin lists position_ids"
+expect_ok to-hf "$CONV" --to hf "$T/a.brt" -o "$T/hf"
+for f in config.json model.safetensors vocab.txt tokenizer_config.json special_tokens_map.json; do
+  [ -f "$T/hf/$f" ] || bad "to-hf: $f missing"
+done
+# The exported folder converts back to the same tensors.
+expect_ok reconvert "$CONV" "$T/hf" -o "$T/b.brt"
+"$CONV" --inspect "$T/a.brt" | sed '$d' > "$T/a.txt"; "$CONV" --inspect "$T/b.brt" | sed '$d' > "$T/b.txt"
+cmp -s "$T/a.txt" "$T/b.txt" || bad "reconverted tensors differ"
+
+# TF1: the Google BERT-base index without its 0.4 GB shard lists and names the missing shard.
+TFI=$(dirname "$MAKE")/../../../shared/ckpt/tf1-index/google-chinese_L-12_H-768_A-12
+if [ -d "$TFI" ]; then
+  expect_ok inspect-tf-index "$CONV" --inspect "$TFI"
+  grep -q "tf1-bundle, 206 tensors" "$T/stdout" || bad "inspect TF index: $(tail -1 "$T/stdout")"
+  expect_error tf-missing-shard 1 "$T/x.brt" "data-00000-of-00001: missing data shard" -- "$CONV" "$TFI" -o "$T/x.brt"
+fi
+
+# --- malformed inputs: exit 1, one line naming the file and field, no output ------------------------
+cp -r "$M/st_pretraining_f32" "$T/noconfig"; rm "$T/noconfig/config.json"
+expect_error missing-config 1 "$T/x.brt" "noconfig: config.json is missing" -- "$CONV" "$T/noconfig" -o "$T/x.brt"
+cp -r "$M/st_pretraining_f32" "$T/nohidden"
+/usr/bin/python3 -c "import json; p='$T/nohidden/config.json'; c=json.load(open(p)); del c['hidden_size']; json.dump(c, open(p,'w'))"
+expect_error no-hidden-size 1 "$T/x.brt" "config.json: field 'hidden_size' is missing" -- "$CONV" "$T/nohidden" -o "$T/x.brt"
+cp -r "$M/st_pretraining_f32" "$T/shape"
+/usr/bin/python3 -c "import json; p='$T/shape/config.json'; c=json.load(open(p)); c['vocab_size']=50; json.dump(c, open(p,'w'))"
+expect_error shape-mismatch 1 "$T/x.brt" "word_embeddings.weight' has shape \[43, 36\], but .*config.json implies \[50, 36\]" -- "$CONV" "$T/shape" -o "$T/x.brt"
+expect_error untied-decoder 1 "$T/x.brt" "cls.predictions.decoder.weight' differs" -- "$CONV" "$M/bad_decoder" -o "$T/x.brt"
+cp -r "$M/st_pretraining_f32" "$T/trunc"; truncate -s 5000 "$T/trunc/model.safetensors"
+expect_error truncated 1 "$T/x.brt" "model.safetensors" -- "$CONV" "$T/trunc" -o "$T/x.brt"
+expect_error no-input 1 "$T/x.brt" "nothing-here: no such file or folder" -- "$CONV" "$T/nothing-here" -o "$T/x.brt"
+expect_error to-hf-not-brt 1 "" "model.safetensors" -- "$CONV" --to hf "$M/st_pretraining_f32/model.safetensors" -o "$T/hf2"
+# An existing output survives a failed conversion untouched.
+cp "$T/a.brt" "$T/keep.brt"
+expect_error keep-old 1 "" "differs" -- "$CONV" "$M/bad_decoder" -o "$T/keep.brt"
+cmp -s "$T/a.brt" "$T/keep.brt" || bad "failed conversion changed an existing -o"
+
+# --- unwritable -o: found before any work -----------------------------------------------------------
+expect_error o-missing-folder 1 "" "-o $T/no/such/x.brt: folder .* does not exist" -- "$CONV" "$M/st_pretraining_f32" -o "$T/no/such/x.brt"
+expect_error o-is-folder 1 "" "is a folder" -- "$CONV" "$M/st_pretraining_f32" -o "$T"
+expect_error hf-o-parent 1 "" "does not exist" -- "$CONV" --to hf "$T/a.brt" -o "$T/no/such/dir"
+
+# --- usage errors: exit 2 ---------------------------------------------------------------------------
+expect_error no-o 2 "" "-o is required" -- "$CONV" "$M/st_pretraining_f32"
+expect_error bad-dtype 2 "" "dtype" -- "$CONV" "$M/st_pretraining_f32" -o "$T/x.brt" --dtype f64
+expect_error no-args 2 "" "input is required|required" -- "$CONV"
+expect_error json-alone 2 "" "--json goes with --inspect" -- "$CONV" "$M/st_pretraining_f32" -o "$T/x.brt" --json
+expect_ok help "$CONV" --help
+grep -q -- "--to hf" "$T/stdout" || bad "--help explains --to hf"
+
+echo "convert_e2e: $pass passed, $fail failed"
+[ $fail -eq 0 ]

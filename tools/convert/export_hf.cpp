@@ -1,0 +1,175 @@
+#include "convert/export_hf.h"
+
+#include <nlohmann/json.hpp>
+
+#include <deque>
+#include <filesystem>
+#include <map>
+
+#include "convert/hf_names.h"
+#include "convert/tensor_encode.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "io/model_file.h"
+#include "io/safetensors.h"
+
+namespace bertrt::convert {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+void write_text(const std::string& path, const std::string& text) {
+  AtomicFile f(path);
+  f.write(text.data(), text.size());
+  f.commit();
+}
+
+std::string meta_or(const ModelContents& c, const std::string& key, const std::string& fallback) {
+  auto it = c.metadata.find(key);
+  return it == c.metadata.end() ? fallback : it->second;
+}
+
+// The shortest decimal that reads back as the same float (1e-12, not 9.999999960041972e-13).
+double tidy(float v) { return std::stod(fmt::format("{}", v)); }
+
+json config_json(const ModelContents& c, const std::string& arch, const std::vector<std::string>& labels,
+                 const std::string& torch_dtype) {
+  const BertConfig& k = c.config;
+  json j;
+  j["architectures"] = json::array({arch});
+  j["model_type"] = "bert";
+  j["vocab_size"] = k.vocab_size;
+  j["hidden_size"] = k.hidden_size;
+  j["num_hidden_layers"] = k.num_hidden_layers;
+  j["num_attention_heads"] = k.num_attention_heads;
+  j["intermediate_size"] = k.intermediate_size;
+  // transformers' ACT2FN knows gelu_new and gelu_pytorch_tanh for the tanh approximation.
+  j["hidden_act"] = k.hidden_act == "gelu_tanh" ? "gelu_new" : k.hidden_act;
+  j["hidden_dropout_prob"] = tidy(k.hidden_dropout_prob);
+  j["attention_probs_dropout_prob"] = tidy(k.attention_probs_dropout_prob);
+  j["max_position_embeddings"] = k.max_position_embeddings;
+  j["type_vocab_size"] = k.type_vocab_size;
+  j["initializer_range"] = tidy(k.initializer_range);
+  j["layer_norm_eps"] = tidy(k.layer_norm_eps);
+  j["pad_token_id"] = k.pad_token_id;
+  j["position_embedding_type"] = "absolute";
+  j["torch_dtype"] = torch_dtype;
+  if (!labels.empty()) {
+    json id2label = json::object(), label2id = json::object();
+    for (size_t i = 0; i < labels.size(); ++i) {
+      id2label[std::to_string(i)] = labels[i];
+      label2id[labels[i]] = i;
+    }
+    j["id2label"] = id2label;
+    j["label2id"] = label2id;
+  }
+  if (c.heads.resolved_kind() == HeadKind::kRegression) j["problem_type"] = "regression";
+  if (!c.heads.task.empty()) j["finetuning_task"] = c.heads.task;
+  return j;
+}
+
+json tokenizer_config_json(const ModelContents& c) {
+  const TokenizerSpec& t = c.tokenizer;
+  json j;
+  j["tokenizer_class"] = "BertTokenizer";
+  j["do_lower_case"] = t.do_lower_case;
+  j["strip_accents"] = t.strip_accents ? json(*t.strip_accents) : json(nullptr);
+  j["tokenize_chinese_chars"] = t.tokenize_chinese_chars;
+  j["unk_token"] = t.unk_token, j["sep_token"] = t.sep_token, j["pad_token"] = t.pad_token;
+  j["cls_token"] = t.cls_token, j["mask_token"] = t.mask_token;
+  const std::string max_len = meta_or(c, "tokenizer.model_max_length", "");
+  j["model_max_length"] = max_len.empty() ? c.config.max_position_embeddings : std::stoll(max_len);
+  return j;
+}
+
+bool has_pooler(const std::string& arch) {
+  // transformers builds these with BertModel(config, add_pooling_layer=False).
+  return arch != "BertForMaskedLM" && arch != "BertForTokenClassification" && arch != "BertForQuestionAnswering";
+}
+
+// Whether `name` belongs to transformers' class `arch` (others would load as "unused weights").
+bool belongs(const std::string& arch, const std::string& name) {
+  auto starts = [&](const char* p) { return name.rfind(p, 0) == 0; };
+  if (starts("bert.")) return !starts("bert.pooler.") || has_pooler(arch);
+  if (arch == "BertForPreTraining") return starts("cls.");
+  if (arch == "BertForMaskedLM") return starts("cls.predictions.");
+  if (arch == "BertForNextSentencePrediction") return starts("cls.seq_relationship.");
+  if (arch == "BertForSequenceClassification" || arch == "BertForTokenClassification") return starts("classifier.");
+  if (arch == "BertForQuestionAnswering") return starts("qa_outputs.");
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::string> export_hf(const std::string& brt_path, const std::string& dir) {
+  const ModelFile file = ModelFile::open(brt_path);
+  const ModelContents& c = file.contents();
+  std::vector<std::string> warnings;
+
+  const std::string arch = hf_architecture(c.heads);
+  std::vector<std::string> labels = c.heads.labels;
+  // Regression without a name: transformers' default for num_labels = 1.
+  if (c.heads.resolved_kind() == HeadKind::kRegression && labels.empty()) labels = {"LABEL_0"};
+
+  std::vector<SafetensorsTensor> out;
+  std::deque<std::vector<uint8_t>> storage;  // dequantized tensors
+  std::map<std::string, size_t> dtype_count;
+  for (const TensorRecord& t : c.tensors) {
+    if (!belongs(arch, t.name)) {
+      if (t.name.rfind("bert.pooler.", 0) != 0)
+        warnings.push_back(fmt::format("{}: tensor '{}' is not part of {}; not exported", brt_path, t.name, arch));
+      continue;
+    }
+    SafetensorsTensor s;
+    s.name = arch == "BertModel" && t.name.rfind("bert.", 0) == 0 ? t.name.substr(5) : t.name;
+    s.shape = t.shape;
+    if (t.dtype == DType::f32 || t.dtype == DType::f16 || t.dtype == DType::bf16) {
+      s.dtype = safetensors_dtype_name(t.dtype);
+      s.data = t.data;
+      s.nbytes = t.nbytes;
+    } else {
+      const std::vector<float> v = tensor_to_f32(t);
+      storage.emplace_back(reinterpret_cast<const uint8_t*>(v.data()),
+                           reinterpret_cast<const uint8_t*>(v.data()) + v.size() * 4);
+      s.dtype = "F32";
+      s.data = storage.back().data();
+      s.nbytes = storage.back().size();
+      warnings.push_back(fmt::format("{}: tensor '{}' is {}; written dequantized as F32", brt_path, t.name,
+                                     dtype_name(t.dtype)));
+    }
+    ++dtype_count[s.dtype];
+    out.push_back(std::move(s));
+  }
+  // torch_dtype: the dtype most weights have (all of them, for a converted file).
+  std::string main_dtype = "F32";
+  for (const auto& [d, n] : dtype_count)
+    if (n > dtype_count[main_dtype]) main_dtype = d;
+  const std::string torch_dtype = main_dtype == "F16" ? "float16" : main_dtype == "BF16" ? "bfloat16" : "float32";
+  if (c.training_state) warnings.push_back(brt_path + ": optimizer state is not exported (Hugging Face has no place for it)");
+
+  if (fs::exists(dir) && !fs::is_directory(dir)) fail("{}: exists and is not a folder", dir);
+  if (!fs::exists(dir)) {
+    const fs::path parent = fs::absolute(dir).parent_path();
+    if (!fs::is_directory(parent)) fail("{}: cannot create the folder: {} does not exist", dir, parent.string());
+    std::error_code ec;
+    fs::create_directory(dir, ec);
+    if (ec) fail("{}: cannot create the folder: {}", dir, ec.message());
+  }
+  const fs::path d(dir);
+  // transformers refuses safetensors without metadata format "pt" (modeling_utils.load_state_dict).
+  write_safetensors((d / "model.safetensors").string(), out, {{"format", "pt"}});
+  std::string vocab;
+  for (const std::string& tok : c.tokenizer.vocab) vocab += tok + "\n";
+  write_text((d / "vocab.txt").string(), vocab);
+  write_text((d / "tokenizer_config.json").string(), tokenizer_config_json(c).dump(2) + "\n");
+  const TokenizerSpec& t = c.tokenizer;
+  const json special = {{"unk_token", t.unk_token}, {"sep_token", t.sep_token}, {"pad_token", t.pad_token},
+                        {"cls_token", t.cls_token}, {"mask_token", t.mask_token}};
+  write_text((d / "special_tokens_map.json").string(), special.dump(2) + "\n");
+  // config.json last: a folder with a config is a complete one.
+  write_text((d / "config.json").string(), config_json(c, arch, labels, torch_dtype).dump(2) + "\n");
+  return warnings;
+}
+
+}  // namespace bertrt::convert

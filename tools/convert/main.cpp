@@ -1,0 +1,148 @@
+// `bertrt-convert`: checkpoints trained elsewhere → one .brt file, a .brt back to the Hugging Face
+// layout, and a listing of any supported checkpoint. Exit codes: 0 ok, 1 error (one line naming
+// the file and field), 2 usage error.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "convert/export_hf.h"
+#include "convert/hf_import.h"
+#include "convert/inspect.h"
+#include "convert/tensor_encode.h"
+#include "core/error.h"
+#include "io/model_file.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace bertrt;
+using namespace bertrt::convert;
+
+struct Options {
+  std::string input, output, to = "brt", dtype = "f32", vocab;
+  bool inspect = false, json = false, drop_unknown = false, quiet = false;
+};
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void warn(const std::vector<std::string>& warnings) {
+  for (const std::string& w : warnings) fmt::print(stderr, "bertrt-convert: warning: {}\n", w);
+}
+
+// Fails before any work when -o cannot be written (its folder is missing or not writable).
+void check_output_folder(const std::string& path) {
+  const fs::path parent = fs::absolute(path).parent_path();
+  if (!fs::is_directory(parent)) fail("-o {}: folder {} does not exist", path, parent.string());
+  if (access(parent.c_str(), W_OK) != 0) fail("-o {}: folder {} is not writable", path, parent.string());
+  if (fs::is_directory(path)) fail("-o {}: is a folder (expected the .brt file to write)", path);
+}
+
+// Progress on a terminal for inputs worth waiting for.
+std::function<void(uint64_t, uint64_t)> progress_printer(bool quiet) {
+  if (quiet || !isatty(STDERR_FILENO)) return nullptr;
+  return [last = -1](uint64_t done, uint64_t total) mutable {
+    if (total < (64u << 20)) return;
+    const int pct = static_cast<int>(100 * done / total);
+    if (pct == last) return;
+    last = pct;
+    fmt::print(stderr, "\rconverting: {:3d}% of {:.0f} MB", pct, total / 1e6);
+    if (done == total) fmt::print(stderr, "\n");
+  };
+}
+
+int to_brt(const Options& o) {
+  const auto dtype = parse_float_dtype(o.dtype);
+  check_output_folder(o.output);
+  ConvertOptions opts;
+  opts.dtype = *dtype;
+  opts.vocab = o.vocab;
+  opts.drop_unknown = o.drop_unknown;
+  opts.progress = progress_printer(o.quiet);
+  ConvertedModel m = import_checkpoint(o.input, opts);
+  warn(m.warnings);
+  write_model_file(o.output, m.contents);
+  uint64_t bytes = 0;
+  for (const TensorRecord& t : m.contents.tensors) bytes += t.nbytes;
+  if (!o.quiet)
+    fmt::print("wrote {}: {} ({} {}), {} tensors, {:.1f} MB of {} weights, vocab {}\n", o.output,
+               m.contents.metadata["architecture"], m.contents.metadata["source_format"], o.input,
+               m.contents.tensors.size(), bytes / 1e6, o.dtype, m.contents.tokenizer.vocab.size());
+  return 0;
+}
+
+int to_hf(const Options& o) {
+  if (o.dtype != "f32") throw UsageError("--dtype applies to conversions into .brt, not --to hf");
+  warn(export_hf(o.input, o.output));
+  if (!o.quiet) fmt::print("wrote {}/: config.json, model.safetensors, vocab.txt, tokenizer_config.json\n", o.output);
+  return 0;
+}
+
+int run(const Options& o) {
+  if (o.inspect) {
+    if (!o.output.empty()) throw UsageError("--inspect prints to stdout; it takes no -o");
+    const Inspection in = inspect_path(o.input);
+    fmt::print("{}", o.json ? inspection_json(in) : inspection_text(in));
+    return 0;
+  }
+  if (o.json) throw UsageError("--json goes with --inspect");
+  if (o.output.empty()) throw UsageError("-o is required (the .brt file, or the folder with --to hf)");
+  return o.to == "hf" ? to_hf(o) : to_brt(o);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "bertrt-convert: BERT checkpoints trained elsewhere -> one .brt model file, and back.\n\n"
+      "  bertrt-convert INPUT -o OUT.brt [--dtype f32|f16|bf16]\n"
+      "      INPUT: a Hugging Face folder (config.json + model.safetensors | model.safetensors.index.json\n"
+      "      | pytorch_model.bin (zip or legacy) | pytorch_model.bin.index.json, vocab.txt,\n"
+      "      tokenizer_config.json), one of those weight files, or an original TF1 BERT folder\n"
+      "      (bert_config.json + bert_model.ckpt.index/.data-*, vocab.txt).\n"
+      "  bertrt-convert --to hf MODEL.brt -o DIR\n"
+      "      writes config.json, model.safetensors, vocab.txt, tokenizer_config.json that\n"
+      "      transformers' from_pretrained(DIR) loads; f32 weights are copied bit for bit.\n"
+      "  bertrt-convert --inspect PATH [--json]\n"
+      "      lists name, dtype, shape and bytes of every tensor of any input above or a .brt.\n\n"
+      "Exit status: 0 ok, 1 error (one line naming the file and the field), 2 usage error."};
+  Options o;
+  app.add_option("input", o.input, "Checkpoint folder or file (with --to hf: the .brt model)")->required();
+  app.add_option("-o,--output", o.output, "Output .brt file, or the folder to write with --to hf");
+  app.add_option("--to", o.to, "Output format: brt (default) or hf (Hugging Face folder from a .brt)")
+      ->check(CLI::IsMember({"brt", "hf"}));
+  app.add_option("--dtype", o.dtype,
+                 "Storage dtype of the weights in the .brt: f32 (default; exact), f16 or bf16 (half the size; "
+                 "rounded to nearest even)")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  app.add_option("--vocab", o.vocab, "vocab.txt to use when the folder has none (or to replace it)")
+      ->check(CLI::ExistingFile);
+  app.add_flag("--drop-unknown", o.drop_unknown,
+               "Drop tensors the architecture does not use (with a warning) instead of failing");
+  app.add_flag("--inspect", o.inspect, "List the tensors of INPUT (name, dtype, shape, bytes); writes nothing");
+  app.add_flag("--json", o.json, "With --inspect: print JSON");
+  app.add_flag("-q,--quiet", o.quiet, "No summary line or progress (warnings and errors still go to stderr)");
+  app.set_version_flag("--version", bertrt::convert::kConverterVersion);
+  try {
+    app.parse(argc, argv);
+    return run(o);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "bertrt-convert: usage error: {} (see --help)\n", e.what());
+    return 2;
+  } catch (const bertrt::Error& e) {
+    fmt::print(stderr, "bertrt-convert: error: {}\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "bertrt-convert: error: out of memory\n");
+    return 1;
+  } catch (const std::exception& e) {  // std::filesystem errors and the like: still one line
+    fmt::print(stderr, "bertrt-convert: error: {}\n", e.what());
+    return 1;
+  }
+}
