@@ -33,7 +33,9 @@ BertConfig tiny_config() {
 }
 
 std::unique_ptr<BertModel> tiny_model(uint64_t seed = 7) {
-  auto m = std::make_unique<BertModel>(tiny_config(), HeadsConfig{true, true, {}, ""});
+  HeadsConfig heads;
+  heads.mlm = heads.nsp = true;
+  auto m = std::make_unique<BertModel>(tiny_config(), heads);
   m->init_weights(seed);
   return m;
 }
