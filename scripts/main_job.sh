@@ -22,7 +22,7 @@ SST=$DATA/glue/SST-2
 $B init --preset mini --vocab "$DATA/vocab/bert-base-uncased-vocab.txt" --seed 1 -o "$OUT/init.brt"
 $B pretrain --model "$OUT/init.brt" \
   --corpus "$DATA/corpus/enwiki/enwiki_train_20MB.txt" --valid "$DATA/corpus/enwiki/enwiki_valid_1000docs.txt" \
-  --max-steps $PT_STEPS --batch-size 32 --max-seq-length 128 --learning-rate 1e-3 --warmup-ratio 0.1 \
+  --dynamic-masking --max-steps $PT_STEPS --batch-size 32 --max-seq-length 128 --learning-rate 1e-3 --warmup-ratio 0.1 \
   --metrics "$OUT/pretrain.jsonl" -o "$OUT/pretrained.brt" | tee "$OUT/pretrain.txt"
 for init in pretrained init; do
   $B finetune --model "$OUT/$init.brt" --task sst2 --train "$SST/train.tsv" --dev "$SST/dev.tsv" \
