@@ -6,6 +6,7 @@
 # /usr/bin/time -v; both use 2 threads. Prints a side-by-side table (wall time includes start-up:
 # reading the 2 MB corpus for bertrt, importing torch for PyTorch).
 # Usage: bench/pretrain_memory.sh BERTRT_BINARY [DATA_DIR] [PRESETS...]   (default: mini small base)
+# BENCH_TORCH=0 skips the PyTorch runs (their column shows "-").
 set -euo pipefail
 BIN=$(realpath "$1")
 DATA=${2:-$(dirname "$0")/../../shared/data}
@@ -18,8 +19,8 @@ export OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 BERTRT_NUM_THREADS=2
 
 layers() { case $1 in mini|small) echo 4;; base) echo 12;; tiny) echo 2;; medium) echo 8;; esac; }
 steps() { [ "$1" = base ] && echo 2 || echo 3; }
-peak_mb() { sed -n 's/.*Maximum resident set size (kbytes): //p' "$1" | awk '{printf "%.0f", $1/1024}'; }
-secs() { sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$1"; }
+peak_mb() { sed -n 's/.*Maximum resident set size (kbytes): //p' "$1" | awk '{printf "%.0f", $1/1024}' | grep . || echo -; }
+secs() { sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$1" | grep . || echo -; }
 
 printf '%-6s %-50s %10s %10s %10s %10s\n' model options "bertrt MB" "torch MB" "bertrt s" "torch s"
 for p in "${PRESETS[@]}"; do
@@ -30,9 +31,10 @@ for p in "${PRESETS[@]}"; do
     # shellcheck disable=SC2086
     /usr/bin/time -v "$BIN" pretrain --model "$T/$p.brt" --corpus "$T/corpus.txt" --batch-size 8 \
       --max-seq-length 128 --max-steps "$(steps "$p")" $opts -o "$T/out.brt" > /dev/null 2> "$T/b.time"
+    : > "$T/t.time"
     # shellcheck disable=SC2086
-    /usr/bin/time -v /usr/bin/python3 "$HERE/torch_pretrain_memory.py" --preset "$p" --batch-size 8 \
-      --seq-len 128 --steps "$(steps "$p")" $opts > /dev/null 2> "$T/t.time"
+    [ "${BENCH_TORCH:-1}" = 0 ] || /usr/bin/time -v /usr/bin/python3 "$HERE/torch_pretrain_memory.py" \
+      --preset "$p" --batch-size 8 --seq-len 128 --steps "$(steps "$p")" $opts > /dev/null 2> "$T/t.time"
     printf '%-6s %-50s %10s %10s %10s %10s\n' "$p" "${opts:-(none)}" "$(peak_mb "$T/b.time")" \
       "$(peak_mb "$T/t.time")" "$(secs "$T/b.time")" "$(secs "$T/t.time")"
   done
