@@ -89,9 +89,16 @@ Offset<fb::Tokenizer> build_tokenizer(FlatBufferBuilder& b, const TokenizerSpec&
   const fb::TriState strip = !t.strip_accents ? fb::TriState::unset
                              : *t.strip_accents ? fb::TriState::true_
                                                 : fb::TriState::false_;
+  // Strings built one statement each: the order of function arguments is unspecified (GCC
+  // evaluates them in another order on aarch64 than on x86-64), and the order of creation decides
+  // the bytes of the file, which must not depend on the CPU.
+  const auto unk = b.CreateString(t.unk_token);
+  const auto sep = b.CreateString(t.sep_token);
+  const auto pad = b.CreateString(t.pad_token);
+  const auto cls = b.CreateString(t.cls_token);
+  const auto mask = b.CreateString(t.mask_token);
   return fb::CreateTokenizer(b, vocab, t.do_lower_case, strip, t.tokenize_chinese_chars, t.max_input_chars_per_word,
-                             b.CreateString(t.unk_token), b.CreateString(t.sep_token), b.CreateString(t.pad_token),
-                             b.CreateString(t.cls_token), b.CreateString(t.mask_token));
+                             unk, sep, pad, cls, mask);
 }
 
 Offset<fb::TrainingState> build_training_state(FlatBufferBuilder& b, const TrainingState& s,
@@ -122,8 +129,9 @@ flatbuffers::DetachedBuffer build_buffer(const ModelContents& m, const std::vect
   const auto config = build_config(b, m.config);
   const auto tokenizer = build_tokenizer(b, m.tokenizer);
   const auto tensors = build_tensors(b, m.tensors, offsets, 0);
-  const auto heads = fb::CreateHeads(b, m.heads.mlm, m.heads.nsp, b.CreateString(m.heads.task),
-                                     b.CreateVectorOfStrings(m.heads.labels),
+  const auto task = b.CreateString(m.heads.task);  // one a statement: see build_tokenizer
+  const auto labels = b.CreateVectorOfStrings(m.heads.labels);
+  const auto heads = fb::CreateHeads(b, m.heads.mlm, m.heads.nsp, task, labels,
                                      head_kind(m.heads.resolved_kind()));
   Offset<fb::TrainingState> state = 0;
   if (m.training_state) state = build_training_state(b, *m.training_state, offsets, m.tensors.size());

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Compares two end-to-end runs of platforms/ci_arm.sh (aarch64 under qemu vs x86-64).
+
+Each run folder holds pretrain.jsonl and finetune.jsonl (bertrt --metrics: one JSON object a step,
+plus {"eval": ...} lines) and eval.json (bertrt eval --json). Same seeds and data, so the two runs
+differ only in floating-point rounding: OpenBLAS picks other SGEMM kernels (NEON vs AVX2, other
+blocking, so other summation orders) and GCC contracts a*b+c into FMA in different places. Each
+such difference is a few ulp of fp32 (~1e-7 relative) per operation; 20 AdamW steps carry them
+forward (Adam divides by sqrt(v), so a gradient that is near zero can move a weight by a visibly
+different amount), which is why the bound is on the loss, step by step, not on the weights.
+
+Tolerance: |a - b| <= RTOL * |b| + ATOL on every training loss and the final eval loss, with
+RTOL = 2e-3 and ATOL = 1e-4. The measured maximum relative difference over both phases is about
+an order of magnitude below RTOL (printed on every run); a real defect (a wrong kernel, a
+signedness bug with ARM's unsigned char, a different data order) moves losses by 1e-2 or more
+from the first steps. Eval accuracy may differ by at most one example (a logit pair that is a
+near-tie can flip with a rounding difference).
+Usage: compare_runs.py ARM_DIR X86_DIR
+"""
+import json
+import sys
+
+RTOL = 2e-3
+ATOL = 1e-4
+
+
+def steps(path):
+    out = {}
+    with open(path) as f:
+        for line in f:
+            j = json.loads(line)
+            if "eval" not in j:
+                out[j["step"]] = j["loss"]
+    return out
+
+
+def compare(name, a, b):
+    if sorted(a) != sorted(b) or not a:
+        sys.exit(f"{name}: steps differ: {sorted(a)} vs {sorted(b)}")
+    worst_abs = worst_rel = 0.0
+    bad = []
+    for s in sorted(a):
+        d = abs(a[s] - b[s])
+        worst_abs = max(worst_abs, d)
+        worst_rel = max(worst_rel, d / max(abs(b[s]), 1e-30))
+        if d > RTOL * abs(b[s]) + ATOL:
+            bad.append(f"step {s}: aarch64 {a[s]:.7f} x86-64 {b[s]:.7f}")
+    print(f"{name}: {len(a)} steps, max |diff| {worst_abs:.3g}, max relative {worst_rel:.3g}"
+          f" (first loss {a[min(a)]:.5f} / {b[min(b)]:.5f}, last {a[max(a)]:.5f} / {b[max(b)]:.5f})")
+    return bad
+
+
+def main():
+    arm, x86 = sys.argv[1], sys.argv[2]
+    bad = []
+    for phase in ("pretrain", "finetune"):
+        bad += compare(phase, steps(f"{arm}/{phase}.jsonl"), steps(f"{x86}/{phase}.jsonl"))
+    ea = json.load(open(f"{arm}/eval.json"))
+    ex = json.load(open(f"{x86}/eval.json"))
+    d = abs(ea["loss"] - ex["loss"])
+    print(f"eval: loss {ea['loss']:.6f} / {ex['loss']:.6f} (|diff| {d:.3g}), "
+          f"accuracy {ea['accuracy']:.4f} / {ex['accuracy']:.4f} on {ex['examples']} examples")
+    if d > RTOL * abs(ex["loss"]) + ATOL:
+        bad.append(f"eval loss {ea['loss']} vs {ex['loss']}")
+    if ea["examples"] != ex["examples"] or \
+            abs(ea["accuracy"] - ex["accuracy"]) * ex["examples"] > 1.5:
+        bad.append(f"eval accuracy {ea['accuracy']} vs {ex['accuracy']} differs by more than one example")
+    if bad:
+        print(f"aarch64 and x86-64 disagree beyond rtol {RTOL}, atol {ATOL}:\n  " + "\n  ".join(bad))
+        sys.exit(1)
+    print(f"aarch64 == x86-64 within rtol {RTOL}, atol {ATOL}")
+
+
+if __name__ == "__main__":
+    main()

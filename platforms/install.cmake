@@ -1,0 +1,44 @@
+# Install rules and the CPack tarball (`cmake --build --preset aarch64 --target package`):
+#   bin/bertrt, lib/libbertrt.a, include/bertrt/ (public headers, rooted as in the source tree), and
+#   for a cross build the shared libraries from the sysroot that a stock board may lack (OpenBLAS and
+#   its libgfortran, utf8proc, pthreadpool, fmt), found next to the binary through
+#   RPATH $ORIGIN/../lib, so the unpacked folder runs as it is. glibc, libstdc++ and libgcc_s are
+#   not shipped: every Debian 12 / Raspberry Pi OS (bookworm) system has them, and a newer glibc
+#   than the board's could not be loaded anyway.
+if(TARGET bertrt_cli)
+  install(TARGETS bertrt_cli RUNTIME DESTINATION bin)
+endif()
+install(TARGETS bertrt ARCHIVE DESTINATION lib)
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/src/ DESTINATION include/bertrt FILES_MATCHING PATTERN "*.h")
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/backends/ DESTINATION include/bertrt/backends
+        FILES_MATCHING PATTERN "*.h")
+install(FILES ${GEN_DIR}/bertrt_generated.h DESTINATION include/bertrt)
+
+if(CMAKE_CROSSCOMPILING AND CMAKE_SYSROOT AND TARGET bertrt_cli)
+  # DT_RPATH rather than DT_RUNPATH: RPATH also serves the libraries' own dependencies
+  # (libopenblas.so.0 -> libgfortran.so.5), RUNPATH only the binary's direct ones.
+  set_target_properties(bertrt_cli PROPERTIES INSTALL_RPATH "\$ORIGIN/../lib")
+  target_link_options(bertrt_cli PRIVATE -Wl,--disable-new-dtags)
+  execute_process(COMMAND ${CMAKE_CXX_COMPILER} -dumpmachine OUTPUT_VARIABLE _triplet
+                  OUTPUT_STRIP_TRAILING_WHITESPACE)
+  set(_libdir ${CMAKE_SYSROOT}/usr/lib/${_triplet})
+  # Sonames as the binary records them (DT_NEEDED); platforms/ci_arm.sh checks that every NEEDED
+  # entry of the package is either shipped here or part of the base system.
+  foreach(_so openblas-pthread/libopenblas.so.0 libgfortran.so.5 libutf8proc.so.2 libpthreadpool.so.0
+              libfmt.so.9)
+    if(NOT EXISTS ${_libdir}/${_so})
+      message(FATAL_ERROR "package: ${_libdir}/${_so} is missing from the sysroot")
+    endif()
+    get_filename_component(_real ${_libdir}/${_so} REALPATH)
+    get_filename_component(_name ${_so} NAME)
+    install(FILES ${_real} DESTINATION lib RENAME ${_name})
+  endforeach()
+endif()
+
+set(CPACK_GENERATOR TGZ)
+set(CPACK_PACKAGE_NAME bertrt)
+set(CPACK_PACKAGE_VENDOR bertrt)
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "BERT inference, pre-training and fine-tuning on small devices")
+set(CPACK_PACKAGE_FILE_NAME "bertrt-${PROJECT_VERSION}-Linux-${CMAKE_SYSTEM_PROCESSOR}")
+set(CPACK_STRIP_FILES ON)
+include(CPack)
