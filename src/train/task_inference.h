@@ -1,6 +1,7 @@
-// Forward passes of a fine-tuned model over encoded features, in batches, without training: the
-// raw outputs of each family's head per feature (what eval turns into metrics and predict into
-// answers), plus the loss when the features carry targets.
+// Forward passes of a fine-tuned model over encoded features without training: the raw outputs of
+// each family's head per feature (what eval turns into metrics and predict into answers), plus the
+// loss when the features carry targets. Features run in batches of similar length (sorted, so
+// little padding); outputs come back in the input order.
 #pragma once
 
 #include <cstdint>
