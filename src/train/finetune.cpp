@@ -1,5 +1,6 @@
 #include "train/finetune.h"
 
+#include <algorithm>
 #include <numeric>
 #include <random>
 
@@ -8,18 +9,33 @@
 
 namespace bertrt {
 
-void finetune(Trainer& trainer, const TaskData& train, int batch_size, int64_t total_steps,
-              uint64_t seed, const std::function<void(const FinetuneStepLog&)>& on_step) {
-  if (train.size() == 0) fail("fine-tuning: no training rows");
-  std::mt19937_64 rng(seed);
+std::vector<size_t> epoch_order(const TaskData& train, int batch_size, bool group_by_length,
+                                std::mt19937_64& rng) {
   std::vector<size_t> order(train.size());
   std::iota(order.begin(), order.end(), 0);
-  size_t cursor = order.size();
+  random_shuffle(order, rng);
+  if (!group_by_length) return order;
+  const size_t group = size_t(kLengthGroupBatches) * size_t(batch_size);
+  for (size_t begin = 0; begin < order.size(); begin += group) {
+    const auto end = order.begin() + std::min(order.size(), begin + group);
+    std::stable_sort(order.begin() + begin, end,
+                     [&](size_t a, size_t b) { return train.length(a) > train.length(b); });
+  }
+  return order;
+}
+
+void finetune(Trainer& trainer, const TaskData& train, int batch_size, int64_t total_steps,
+              uint64_t seed, const std::function<void(const FinetuneStepLog&)>& on_step,
+              bool group_by_length) {
+  if (train.size() == 0) fail("fine-tuning: no training rows");
+  std::mt19937_64 rng(seed);
+  std::vector<size_t> order;
+  size_t cursor = 0;
   int64_t epoch = 0;
   StepClock clock;
   while (trainer.steps_done() < total_steps) {
     if (cursor >= order.size()) {
-      random_shuffle(order, rng);
+      order = epoch_order(train, batch_size, group_by_length, rng);
       cursor = 0;
       ++epoch;
     }

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <random>
+#include <vector>
 
 #include "train/task_data.h"
 #include "train/trainer.h"
@@ -19,7 +21,19 @@ struct FinetuneStepLog {
 
 // Shuffles the rows of `train` each epoch with `seed` and runs full and last-partial batches
 // until trainer.steps_done() == total_steps; on_step after each update.
+//
+// group_by_length (Hugging Face TrainingArguments.group_by_length, LengthGroupedSampler): after
+// the shuffle, each run of 50 batches' worth of rows is sorted by length (longest first), so a
+// batch holds rows of similar length and dynamic padding wastes little (SST-2: the longest of 32
+// random sentences is ~3× their mean). Batches stay random draws at the scale of 50 batches.
+constexpr int kLengthGroupBatches = 50;
 void finetune(Trainer& trainer, const TaskData& train, int batch_size, int64_t total_steps,
-              uint64_t seed, const std::function<void(const FinetuneStepLog&)>& on_step);
+              uint64_t seed, const std::function<void(const FinetuneStepLog&)>& on_step,
+              bool group_by_length = false);
+
+// The row order of one epoch: a shuffle, then (group_by_length) each run of
+// kLengthGroupBatches · batch_size rows sorted by length, longest first (stable).
+std::vector<size_t> epoch_order(const TaskData& train, int batch_size, bool group_by_length,
+                                std::mt19937_64& rng);
 
 }  // namespace bertrt

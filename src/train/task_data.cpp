@@ -50,6 +50,7 @@ class SequenceData : public TaskData {
         items_(encode_examples(tok, read_glue_tsv(path, spec_), def.max_seq_length)),
         pad_(tok.pad_id()) {}
   size_t size() const override { return items_.size(); }
+  size_t length(size_t i) const override { return items_[i].input_ids.size(); }
   TaskBatch batch(const std::vector<size_t>& order, size_t begin, int bs) const override {
     return make_sequence_batch(items_, order, begin, bs, pad_, spec_.regression);
   }
@@ -75,6 +76,7 @@ class NerData : public TaskData {
       : labels_(def.labels), sentences_(read_conll(path, def.labels)),
         enc_(encode_ner(tok, sentences_, def.max_seq_length)), pad_(tok.pad_id()) {}
   size_t size() const override { return enc_.features.size(); }
+  size_t length(size_t i) const override { return enc_.features[i].input_ids.size(); }
   TaskBatch batch(const std::vector<size_t>& order, size_t begin, int bs) const override {
     return make_ner_batch(enc_.features, order, begin, bs, pad_);
   }
@@ -120,6 +122,7 @@ class SquadData : public TaskData {
     features_ = make_squad_features(tok, examples_, o, &stats_);
   }
   size_t size() const override { return features_.size(); }
+  size_t length(size_t i) const override { return features_[i].input_ids.size(); }
   TaskBatch batch(const std::vector<size_t>& order, size_t begin, int bs) const override {
     return make_squad_batch(features_, order, begin, bs, pad_);
   }

@@ -36,6 +36,8 @@ class TaskData {
   virtual ~TaskData() = default;
   // Training rows: examples (sequence tasks) or windows (NER, SQuAD).
   virtual size_t size() const = 0;
+  // Pieces in row i (its input_ids.size(); batching by length).
+  virtual size_t length(size_t i) const = 0;
   // Rows order[begin .. begin+batch_size) with their targets, padded to the longest.
   virtual TaskBatch batch(const std::vector<size_t>& order, size_t begin, int batch_size) const = 0;
   // Forward passes over every row (no training) and the task's metrics.

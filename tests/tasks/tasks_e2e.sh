@@ -60,8 +60,9 @@ slice "$G/QNLI/dev.tsv" 41 > "$T/qnli_train.tsv"; sed -n '1p;42,71p' "$G/QNLI/de
 declare -A KEYS=([sst2]="accuracy" [cola]="matthews" [mrpc]="f1 accuracy" [stsb]="pearson spearman"
                  [rte]="accuracy" [qnli]="accuracy")
 for t in sst2 cola mrpc stsb rte qnli; do
+  grouped=(); [ $t = cola ] && grouped=(--group-by-length)
   expect_ok "finetune $t" "$BIN" finetune --model "$T/init.brt" --task $t --train "$T/${t}_train.tsv" \
-    --dev "$T/${t}_dev.tsv" "${FT[@]}" -o "$T/$t.brt"
+    --dev "$T/${t}_dev.tsv" "${FT[@]}" "${grouped[@]}" -o "$T/$t.brt"
   cp "$T/stdout" "$T/$t.log"
   expect_ok "eval $t" "$BIN" eval --model "$T/$t.brt" --data "$T/${t}_dev.tsv" --json
   cp "$T/stdout" "$T/$t.json"

@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 #include <fstream>
 
 #include "backends/backend.h"
@@ -98,6 +100,45 @@ TEST(TaskBatchTest, SquadBatchCarriesPositions) {
   const Targets t = b.targets();
   EXPECT_EQ(t.start_positions, b.start_positions.data());
   EXPECT_EQ(t.end_positions, b.end_positions.data());
+}
+
+// Rows of given lengths, for the epoch order.
+class LengthsOnly : public TaskData {
+ public:
+  explicit LengthsOnly(std::vector<size_t> n) : n_(std::move(n)) {}
+  size_t size() const override { return n_.size(); }
+  size_t length(size_t i) const override { return n_[i]; }
+  TaskBatch batch(const std::vector<size_t>&, size_t, int) const override { return {}; }
+  TaskMetrics evaluate(BertModel&, Backend&, int) const override { return {}; }
+  std::string summary() const override { return ""; }
+
+ private:
+  std::vector<size_t> n_;
+};
+
+TEST(EpochOrderTest, GroupByLengthSortsWithinRunsOf50Batches) {
+  std::vector<size_t> lengths(1000);
+  for (size_t i = 0; i < lengths.size(); ++i) lengths[i] = 3 + (i * 7919) % 61;
+  const LengthsOnly data(lengths);
+  std::mt19937_64 a(9), b(9);
+  const auto plain = epoch_order(data, 4, false, a);
+  const auto grouped = epoch_order(data, 4, true, b);
+  // The same shuffle, then each run of 50 · 4 = 200 rows sorted longest first (stable).
+  ASSERT_EQ(grouped.size(), 1000u);
+  for (size_t g = 0; g < 1000; g += 200) {
+    std::vector<size_t> expect(plain.begin() + g, plain.begin() + g + 200);
+    std::stable_sort(expect.begin(), expect.end(),
+                     [&](size_t x, size_t y) { return lengths[x] > lengths[y]; });
+    EXPECT_TRUE(std::equal(expect.begin(), expect.end(), grouped.begin() + g)) << g;
+  }
+  std::vector<size_t> sorted = grouped;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size(); ++i) ASSERT_EQ(sorted[i], i);  // a permutation
+  // A partial last group is sorted too.
+  const LengthsOnly small({5, 9, 1});
+  std::mt19937_64 c(1);
+  const auto o = epoch_order(small, 8, true, c);
+  EXPECT_EQ(o, (std::vector<size_t>{1, 0, 2}));
 }
 
 // --- task definitions --------------------------------------------------------------------------------

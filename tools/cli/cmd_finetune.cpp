@@ -27,6 +27,7 @@ void add_finetune(CLI::App& app) {
     int batch_size = 32, eval_batch_size = 64, max_seq_length = 0;
     float lr = 2e-5f, warmup_ratio = 0.1f, weight_decay = 0.01f;
     uint64_t seed = 42;
+    bool group_by_length = false;
     BackendChoice backend;
   };
   auto o = std::make_shared<Opts>();
@@ -60,6 +61,9 @@ void add_finetune(CLI::App& app) {
   c->add_option("--warmup-ratio", o->warmup_ratio, "share of steps with linear warm-up")->capture_default_str();
   c->add_option("--weight-decay", o->weight_decay, "AdamW decay (not on LayerNorm/bias)")->capture_default_str();
   c->add_option("--seed", o->seed, "head init and shuffling")->capture_default_str();
+  c->add_flag("--group-by-length", o->group_by_length,
+              "batch rows of similar length (sorted within runs of 50 shuffled batches, as Hugging "
+              "Face group_by_length): less padding, faster steps");
   c->add_option("--metrics", o->metrics, "write JSON lines of step and dev metrics to this file");
   c->add_option("-o,--output", o->out, "output model (.brt), written atomically")->required();
   o->backend.add_to(c);
@@ -143,7 +147,7 @@ void add_finetune(CLI::App& app) {
       bar.update(log.step, fmt::format("epoch {} loss {:.4f} | {:.0f} tok/s", log.epoch, f.loss,
                                        log.tokens_per_second));
       if (log.step % steps_per_epoch == 0 && log.step != total) evaluate(log.step);
-    });
+    }, o->group_by_length);
     bar.finish();
     evaluate(total);
     auto meta = m.metadata;
