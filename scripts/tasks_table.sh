@@ -9,7 +9,7 @@
 # PRETRAINED: the pre-trained BERT-mini (`BUDGET=full OUT=runs/full scripts/main_job.sh` builds it).
 # BUDGET=small (default): a fixed number of optimizer steps per task (STEPS_<TASK> overrides, e.g.
 #   STEPS_SST2=500), batch 32 grouped by length, max_seq_length 128 (SQuAD doc_stride 96,
-#   max_query_length 64), sized to finish in ≈ 45 min on 2 cores shared with other jobs (measured
+#   max_query_length 64), sized to finish in ≈ 35 min on 2 cores shared with other jobs (measured
 #   ~0.7 s per SST-2 step, ~4.5 s per SQuAD step there). Dev sets are always evaluated in full.
 # BUDGET=full: the usual recipe (3 epochs; SQuAD 2 epochs at 384/128) — many hours on 2 cores.
 # LR (default 2e-4 small, 1e-4 full), BATCH (32), OUT (runs/tasks-$BUDGET), BERTRT (build/bertrt).
