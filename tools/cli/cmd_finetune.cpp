@@ -1,16 +1,17 @@
-// bertrt finetune: sequence classification on a GLUE task (paper §4.1): [CLS] pooled output →
-// a fresh linear classifier, all weights trained, dev accuracy after every epoch.
+// bertrt finetune: one pre-trained encoder, a fresh task head on top, all weights trained (paper
+// §4): sentence(-pair) classification and regression (GLUE presets, generic TSV), token tagging
+// (CoNLL-2003) and span extraction (SQuAD v1.1). Dev metrics after every epoch and at the end.
+// The task (head kind, labels, data format) is stored in the output model, so `bertrt eval` and
+// `bertrt predict` need only --model.
 #include <fmt/format.h>
 
 #include <cstdio>
-
-#include <cmath>
 
 #include "common.h"
 #include "core/error.h"
 #include "io/model_io.h"
 #include "progress.h"
-#include "tasks/tsv_task.h"
+#include "task_flags.h"
 #include "train/finetune.h"
 #include "train/metrics_log.h"
 #include "train/schedule.h"
@@ -19,60 +20,102 @@ namespace bertrt::cli {
 
 void add_finetune(CLI::App& app) {
   struct Opts {
-    std::string model, task, train, dev, out, metrics;
+    std::string model, train, dev, out, metrics, train_articles, dev_articles;
+    TaskFlags task;
     int epochs = 3;
     int64_t max_steps = 0;
-    int batch_size = 32, max_seq_length = 128;
+    int batch_size = 32, eval_batch_size = 64, max_seq_length = 0;
     float lr = 2e-5f, warmup_ratio = 0.1f, weight_decay = 0.01f;
     uint64_t seed = 42;
+    bool group_by_length = false;
     BackendChoice backend;
   };
   auto o = std::make_shared<Opts>();
-  CLI::App* c = app.add_subcommand("finetune", "fine-tune a classifier on a task (sst2)");
+  CLI::App* c = app.add_subcommand(
+      "finetune", "fine-tune on a task: GLUE presets, generic TSV, CoNLL-2003 NER, SQuAD v1.1");
+  c->footer(
+      "Examples:\n"
+      "  bertrt finetune --model pre.brt --task sst2 --train SST-2/train.tsv --dev SST-2/dev.tsv -o sst2.brt\n"
+      "  bertrt finetune --model pre.brt --task tsv --text-column sentence --label-column label \\\n"
+      "      --labels neg,pos --train t.tsv --dev d.tsv -o mine.brt\n"
+      "  bertrt finetune --model pre.brt --task conll2003 --train eng.train --dev eng.testa -o ner.brt\n"
+      "  bertrt finetune --model pre.brt --task squad --train dev-v1.1.json --train-articles 0-29 \\\n"
+      "      --dev dev-v1.1.json --dev-articles 30-39 --max-seq-length 128 --doc-stride 64 -o qa.brt");
   c->add_option("--model", o->model, "pre-trained model (.brt)")->required();
-  c->add_option("--task", o->task, "task name: sst2")->required();
-  c->add_option("--train", o->train, "training TSV")->required();
-  c->add_option("--dev", o->dev, "dev TSV: accuracy after every epoch and at the end")->required();
+  add_task_flags(c, o->task);
+  c->add_option("--train", o->train, "training data (TSV, CoNLL file, SQuAD JSON)")->required();
+  c->add_option("--dev", o->dev, "dev data: metrics after every epoch and at the end");
+  c->add_option("--train-articles", o->train_articles, "SQuAD: articles of --train, e.g. 0-29 (inclusive; default all)")
+      ->group("SQuAD (--task squad)");
+  c->add_option("--dev-articles", o->dev_articles, "SQuAD: articles of --dev, e.g. 30-39")
+      ->group("SQuAD (--task squad)");
   auto* ep = c->add_option("--epochs", o->epochs, "passes over --train")->capture_default_str();
   c->add_option("--max-steps", o->max_steps, "optimizer steps (instead of --epochs)")->excludes(ep);
-  c->add_option("--batch-size", o->batch_size, "examples per optimizer step")->capture_default_str();
-  c->add_option("--max-seq-length", o->max_seq_length, "truncate longer examples (batches are padded to their longest)")->capture_default_str();
+  c->add_option("--batch-size", o->batch_size, "examples (windows) per optimizer step")->capture_default_str();
+  c->add_option("--eval-batch-size", o->eval_batch_size, "rows per forward pass on --dev")->capture_default_str();
+  c->add_option("--max-seq-length", o->max_seq_length,
+                "pieces per input (default 128; squad 384): longer sentences are truncated, "
+                "longer CoNLL sentences and SQuAD contexts split into windows; batches are padded "
+                "to their longest");
   c->add_option("--learning-rate", o->lr, "peak AdamW learning rate")->capture_default_str();
   c->add_option("--warmup-ratio", o->warmup_ratio, "share of steps with linear warm-up")->capture_default_str();
   c->add_option("--weight-decay", o->weight_decay, "AdamW decay (not on LayerNorm/bias)")->capture_default_str();
-  c->add_option("--seed", o->seed, "classifier init and shuffling")->capture_default_str();
-  c->add_option("--metrics", o->metrics, "write JSON lines of step metrics to this file");
+  c->add_option("--seed", o->seed, "head init and shuffling")->capture_default_str();
+  c->add_flag("--group-by-length", o->group_by_length,
+              "batch rows of similar length (sorted within runs of 50 shuffled batches, as Hugging "
+              "Face group_by_length): less padding, faster steps");
+  c->add_option("--metrics", o->metrics, "write JSON lines of step and dev metrics to this file");
   c->add_option("-o,--output", o->out, "output model (.brt), written atomically")->required();
   o->backend.add_to(c);
   c->callback([o] {
     check_output_path("-o", o->out);
     check_input_file("--model", o->model);
     check_input_file("--train", o->train);
-    check_input_file("--dev", o->dev);
+    if (!o->dev.empty()) check_input_file("--dev", o->dev);
     if (!o->metrics.empty()) check_output_path("--metrics", o->metrics);
     if (o->batch_size < 1) fail("--batch-size must be ≥ 1, got {}", o->batch_size);
+    if (o->eval_batch_size < 1) fail("--eval-batch-size must be ≥ 1, got {}", o->eval_batch_size);
     if (o->epochs < 1 && o->max_steps <= 0) fail("--epochs must be ≥ 1, got {}", o->epochs);
     check_positive("--learning-rate", o->lr);
     check_positive("--weight-decay", o->weight_decay, /*allow_zero=*/true);
-    const TaskSpec& spec = glue_task(o->task);
+    const TaskDefinition task = task_from_flags(o->task, o->train, o->max_seq_length);
+    if (task.name != "squad" && !(o->train_articles.empty() && o->dev_articles.empty()))
+      fail("--train-articles/--dev-articles apply to --task squad only");
+    const ArticleRange train_articles = o->train_articles.empty()
+        ? ArticleRange{} : parse_article_range(o->train_articles, "--train-articles");
+    const ArticleRange dev_articles = o->dev_articles.empty()
+        ? ArticleRange{} : parse_article_range(o->dev_articles, "--dev-articles");
     LoadedModel m = load_model(o->model);
     BertModel& model = *m.model;
     const Tokenizer& tok = *m.tokenizer;
-    check_max_seq_length("--max-seq-length", o->max_seq_length,
+    check_max_seq_length("--max-seq-length", task.max_seq_length,
                          model.config().max_position_embeddings);
-    if (model.heads().classifier())
-      fmt::print(stderr, "note: {} already has a classifier ({}); it is kept when the labels match, "
-                 "replaced otherwise\n", o->model, model.heads().task);
-    const auto train = encode_examples(tok, read_glue_tsv(o->train, spec), o->max_seq_length);
-    const auto dev = encode_examples(tok, read_glue_tsv(o->dev, spec), o->max_seq_length);
-    HeadsConfig heads;
-    heads.labels = spec.labels;
-    heads.task = o->task;
-    model.set_heads(heads, o->seed);
+    if (task.name == "squad") {
+      const int window = task.max_seq_length - task.squad.max_query_length - 3;
+      if (task.squad.doc_stride > window)
+        fmt::print(stderr, "note: --doc-stride {} exceeds the context window (≥ {} pieces with "
+                   "--max-seq-length {}): windows will not overlap and may skip context; use a "
+                   "smaller --doc-stride (e.g. {})\n", task.squad.doc_stride, window,
+                   task.max_seq_length, task.max_seq_length / 2);
+    }
+    if (model.heads().resolved_kind() != HeadKind::kNone)
+      fmt::print(stderr, "note: {} already has a {} head ({}); it is kept when kind and shape "
+                 "match, replaced otherwise\n", o->model, head_kind_name(model.heads().resolved_kind()),
+                 model.heads().task);
+
+    const auto train = load_task_data(task, tok, o->train, train_articles);
+    fmt::print("train {}: {}\n", o->train, train->summary());
+    std::unique_ptr<TaskData> dev;
+    if (!o->dev.empty()) {
+      dev = load_task_data(task, tok, o->dev, dev_articles);
+      fmt::print("dev {}: {}\n", o->dev, dev->summary());
+    }
+    std::fflush(stdout);
+    model.set_heads(task.heads(), o->seed);
     auto be = o->backend.make();
     MetricsLog metrics = o->metrics.empty() ? MetricsLog() : MetricsLog(o->metrics);
 
-    const int64_t steps_per_epoch = int64_t((train.size() + o->batch_size - 1) / o->batch_size);
+    const int64_t steps_per_epoch = int64_t((train->size() + o->batch_size - 1) / o->batch_size);
     const int64_t total = o->max_steps > 0 ? o->max_steps : steps_per_epoch * o->epochs;
     OptimOptions oo;
     oo.learning_rate = o->lr;
@@ -81,34 +124,37 @@ void add_finetune(CLI::App& app) {
     oo.weight_decay = o->weight_decay;
     Trainer trainer(model, *be, oo);
     auto evaluate = [&](int64_t step) {
-      const ClassificationEval ev = evaluate_classification(model, *be, dev, 64, tok.pad_id());
-      fmt::print("dev after step {}: accuracy {:.4f} (loss {:.4f}, {} examples)\n", step,
-                 ev.accuracy, ev.loss, ev.examples);
+      if (!dev) return;
+      const TaskMetrics ev = dev->evaluate(model, *be, o->eval_batch_size);
+      fmt::print("dev after step {}: {} (loss {:.4f}, {} examples)\n", step,
+                 format_metrics(ev.values), ev.loss, ev.examples);
       std::fflush(stdout);
-      metrics.write({{"eval", "dev"}, {"step", step}, {"accuracy", ev.accuracy}, {"loss", ev.loss},
-                     {"examples", ev.examples}});
-      return ev;
+      nlohmann::json j{{"eval", "dev"}, {"step", step}, {"loss", ev.loss}, {"examples", ev.examples}};
+      for (const auto& [name, v] : ev.values) j[name] = v;
+      metrics.write(j);
     };
-    ProgressBar bar("finetune " + o->task, total);
-    finetune(trainer, train, o->batch_size, total, o->seed, tok.pad_id(),
-             [&](const FinetuneStepLog& log) {
-               const ForwardResult& f = log.result.fwd;
-               const double acc = f.cls.count ? double(f.cls.correct) / f.cls.count : 0;
-               metrics.write({{"step", log.step}, {"epoch", log.epoch}, {"loss", f.loss},
-                              {"accuracy", acc}, {"learning_rate", log.result.learning_rate},
-                              {"grad_norm", log.result.grad_norm},
-                              {"tokens_per_second", log.tokens_per_second},
-                              {"elapsed_seconds", log.elapsed_seconds}});
-               bar.update(log.step, fmt::format("epoch {} loss {:.4f} | {:.0f} tok/s", log.epoch,
-                                                f.loss, log.tokens_per_second));
-               if (log.step % steps_per_epoch == 0 && log.step != total) evaluate(log.step);
-             });
+    ProgressBar bar("finetune " + task.name, total);
+    finetune(trainer, *train, o->batch_size, total, o->seed, [&](const FinetuneStepLog& log) {
+      const ForwardResult& f = log.result.fwd;
+      nlohmann::json j{{"step", log.step}, {"epoch", log.epoch}, {"loss", f.loss},
+                       {"learning_rate", log.result.learning_rate},
+                       {"grad_norm", log.result.grad_norm},
+                       {"tokens_per_second", log.tokens_per_second},
+                       {"elapsed_seconds", log.elapsed_seconds}};
+      if (task.family() == TaskFamily::kSequence && !task.regression())
+        j["accuracy"] = f.cls.count ? double(f.cls.correct) / f.cls.count : 0;
+      metrics.write(j);
+      bar.update(log.step, fmt::format("epoch {} loss {:.4f} | {:.0f} tok/s", log.epoch, f.loss,
+                                       log.tokens_per_second));
+      if (log.step % steps_per_epoch == 0 && log.step != total) evaluate(log.step);
+    }, o->group_by_length);
     bar.finish();
     evaluate(total);
     auto meta = m.metadata;
     meta["source"] = "bertrt finetune";
-    meta["finetune_task"] = o->task;
+    meta["finetune_task"] = task.name;
     meta["finetune_steps"] = std::to_string(total);
+    meta["task"] = task_definition_json(task);
     save_model(o->out, model, tok, meta);
     fmt::print("wrote {}\n", o->out);
   });

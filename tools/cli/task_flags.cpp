@@ -1,0 +1,127 @@
+#include "task_flags.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace bertrt::cli {
+
+std::string task_help() {
+  return fmt::format(
+      "task: {} (GLUE TSVs: sentence(-pair) classification, stsb regression), tsv (generic TSV: "
+      "--text-column ...), conll2003 (NER, 4-column IOB2), squad (v1.1 JSON, span extraction)",
+      fmt::join(glue_task_names(), " "));
+}
+
+void add_task_flags(CLI::App* c, TaskFlags& f) {
+  c->add_option("--task", f.task, task_help())->required();
+  const std::string g = "Generic TSV task (--task tsv)";
+  f.tsv_options = {
+      c->add_option("--text-column", f.text_column, "column of the text: header name or 0-based index")
+          ->group(g),
+      c->add_option("--text-pair-column", f.text_pair_column,
+                    "column of the second text (sentence-pair task)")
+          ->group(g),
+      c->add_option("--label-column", f.label_column, "column of the label or score")->group(g),
+      c->add_option("--labels", f.labels, "the label set as spelled in the file: a,b,c")->group(g),
+      c->add_flag("--regression", f.regression, "the label column is a real number (MSE head)")
+          ->group(g),
+      c->add_flag("--no-header", f.no_header, "the first line is data (columns by index only)")
+          ->group(g)};
+  const std::string s = "SQuAD (--task squad)";
+  f.squad_options = {
+      c->add_option("--doc-stride", f.squad.doc_stride,
+                    "pieces between the starts of consecutive context windows (run_squad.py); "
+                    "keep it below the window size (max-seq-length - question - 3)")
+          ->capture_default_str()->group(s),
+      c->add_option("--max-query-length", f.squad.max_query_length,
+                    "question pieces kept")->capture_default_str()->group(s),
+      c->add_option("--n-best", f.answers.n_best, "best starts × best ends searched per window")
+          ->capture_default_str()->group(s),
+      c->add_option("--max-answer-length", f.answers.max_answer_length, "longest answer, in pieces")
+          ->capture_default_str()->group(s)};
+}
+
+TaskDefinition task_from_flags(const TaskFlags& f, const std::string& train_path,
+                               int max_seq_length) {
+  auto reject = [&](const std::vector<CLI::Option*>& opts, const char* owner) {
+    for (const CLI::Option* o : opts)
+      if (o->count()) fail("{} applies to --task {} only (this is --task {})", o->get_name(), owner, f.task);
+  };
+  if (f.task != "tsv") reject(f.tsv_options, "tsv");
+  if (f.task != "squad") reject(f.squad_options, "squad");
+  GenericTsvOptions tsv;
+  if (f.task == "tsv") {
+    tsv.text_column = f.text_column;
+    tsv.text_pair_column = f.text_pair_column;
+    tsv.label_column = f.label_column;
+    if (!f.labels.empty()) tsv.labels = parse_label_list(f.labels);
+    tsv.regression = f.regression;
+    tsv.has_header = !f.no_header;
+    if (tsv.text_column.empty() || tsv.label_column.empty())
+      fail("--task tsv needs --text-column and --label-column (and --labels a,b,c or --regression)");
+  }
+  TaskDefinition d = make_task_definition(f.task, tsv, train_path);
+  if (max_seq_length > 0) d.max_seq_length = max_seq_length;
+  if (d.name == "squad") {
+    if (f.squad.doc_stride < 1) fail("--doc-stride must be ≥ 1, got {}", f.squad.doc_stride);
+    if (f.squad.max_query_length < 1)
+      fail("--max-query-length must be ≥ 1, got {}", f.squad.max_query_length);
+    if (f.answers.n_best < 1) fail("--n-best must be ≥ 1, got {}", f.answers.n_best);
+    if (f.answers.max_answer_length < 1)
+      fail("--max-answer-length must be ≥ 1, got {}", f.answers.max_answer_length);
+    if (d.max_seq_length < f.squad.max_query_length + 4)
+      fail("--max-seq-length {} leaves no room for context after a question of up to "
+           "--max-query-length {} pieces (needs ≥ {})", d.max_seq_length, f.squad.max_query_length,
+           f.squad.max_query_length + 4);
+    d.squad = f.squad;
+    d.squad.max_seq_length = d.max_seq_length;
+    d.squad_answers = f.answers;
+  }
+  return d;
+}
+
+namespace {
+
+bool is_glue(const std::string& name) {
+  for (const std::string& n : glue_task_names())
+    if (n == name) return true;
+  return false;
+}
+
+}  // namespace
+
+TaskDefinition model_task(const LoadedModel& m, const std::string& path,
+                          const std::string& task_flag) {
+  const HeadsConfig& h = m.model->heads();
+  if (h.resolved_kind() == HeadKind::kNone)
+    fail("{}: the model has no fine-tuning head; fine-tune it first (bertrt finetune --task ...)",
+         path);
+  TaskDefinition d;
+  const auto it = m.metadata.find("task");
+  if (it != m.metadata.end()) {
+    d = parse_task_definition(it->second, path);
+  } else {
+    // Files written before the task was stored: a GLUE preset named in heads.task (or --task).
+    const std::string name = !h.task.empty() ? h.task : task_flag;
+    if (!is_glue(name))
+      fail("{}: the model does not record its task's data format{}; fine-tune it again with this "
+           "version", path, name.empty() ? "" : fmt::format(" ('{}')", name));
+    d = make_task_definition(name);
+  }
+  if (!task_flag.empty() && task_flag != d.name)
+    fail("{}: the model was fine-tuned for task {}, not {}", path, d.name, task_flag);
+  if (h.resolved_kind() != d.kind || (d.kind != HeadKind::kRegression && h.labels != d.labels))
+    fail("{}: the model's head ({}, {} labels) does not match task {} ({}, {} labels)", path,
+         head_kind_name(h.resolved_kind()), h.labels.size(), d.name, head_kind_name(d.kind),
+         d.labels.size());
+  return d;
+}
+
+std::string format_metrics(const std::vector<std::pair<std::string, double>>& values) {
+  std::string s;
+  for (const auto& [name, v] : values) s += fmt::format("{}{} {:.4f}", s.empty() ? "" : ", ", name, v);
+  return s;
+}
+
+}  // namespace bertrt::cli
