@@ -23,6 +23,14 @@ const char* op_name(Op op) {
     case Op::kEmbeddingBackward: return "embedding_backward";
     case Op::kCrossEntropy: return "cross_entropy";
     case Op::kAdamW: return "adamw_step";
+    case Op::kMinMax: return "min_max";
+    case Op::kAbsMaxRows: return "absmax_rows";
+    case Op::kFakeQuantPerTensor: return "fake_quant_per_tensor";
+    case Op::kFakeQuantPerRow: return "fake_quant_per_row";
+    case Op::kFakeQuantBackward: return "fake_quant_backward";
+    case Op::kQuantizeU8: return "quantize_u8";
+    case Op::kGemmU8S8: return "gemm_u8s8_s32";
+    case Op::kLinearU8S8: return "linear_u8s8";
     case Op::kCount: break;
   }
   return "?";

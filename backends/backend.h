@@ -37,6 +37,14 @@ enum class Op {
   kEmbeddingBackward,
   kCrossEntropy,
   kAdamW,
+  kMinMax,
+  kAbsMaxRows,
+  kFakeQuantPerTensor,
+  kFakeQuantPerRow,
+  kFakeQuantBackward,
+  kQuantizeU8,
+  kGemmU8S8,
+  kLinearU8S8,
   kCount
 };
 const char* op_name(Op op);
@@ -119,7 +127,55 @@ class Backend {
   // (torch.optim.AdamW: decoupled decay param *= 1 − lr·wd before the Adam update).
   virtual void adamw_step(float* param, float* m, float* v, const float* grad, size_t n,
                           const AdamWHyper& h, int64_t t) = 0;
+
+  // --- quantization (the rules for scales and zero points live in src/quant/) -------------------
+  // All rounding is PyTorch's: q = zero_point + nearbyint(x · inv), inv = 1.0f / scale in float
+  // (a float reciprocal, not a division: they differ near ties, e.g. x = −29.250002, scale 0.1),
+  // nearbyint rounding half to even (ATen QuantizedOpKernels.cpp, fake_quantize_tensor_cachemask
+  // and quantize_val).
+
+  // *mn = min_i x[i], *mx = max_i x[i] over n ≥ 1 elements (torch.aminmax; the observer's input).
+  virtual void min_max(float* mn, float* mx, const float* x, size_t n) = 0;
+  // out[r] = max_c |x[r, c]|, x [rows, cols] (the range of each output channel of a weight).
+  virtual void absmax_rows(float* out, const float* x, int rows, int cols) = 0;
+
+  // torch.fake_quantize_per_tensor_affine over n elements:
+  //   q = zero_point + nearbyint(x · inv);  out = (clamp(q, qmin, qmax) − zero_point) · scale;
+  //   mask = (qmin ≤ q ≤ qmax), the straight-through mask (nullptr: not written).
+  // scale > 0 and finite. out may alias x.
+  virtual void fake_quant_per_tensor(float* out, uint8_t* mask, const float* x, size_t n,
+                                     float scale, int zero_point, int qmin, int qmax) = 0;
+  // The same per row r of x [rows, cols] with scale[r] and zero point 0 (symmetric; PyTorch's
+  // fake_quantize_per_channel_affine with axis 0 = nn.Linear's output channels, or the rows of
+  // an embedding table). out may alias x.
+  virtual void fake_quant_per_row(float* out, uint8_t* mask, const float* x, const float* scale,
+                                  int rows, int cols, int qmin, int qmax) = 0;
+  // Straight-through estimator: dinp[i] += mask[i] ? dout[i] : 0 (the backward of both
+  // fake-quant ops: PyTorch's gradient is dout · mask, zero where q fell outside [qmin, qmax]).
+  virtual void fake_quant_backward(float* dinp, const uint8_t* mask, const float* dout,
+                                   size_t n) = 0;
+
+  // q[i] = clamp(zero_point + nearbyint(x[i] · inv), 0, 255): torch.quantize_per_tensor to
+  // quint8, the same integers the fake-quant forward dequantizes.
+  virtual void quantize_u8(uint8_t* q, const float* x, size_t n, float scale, int zero_point) = 0;
+
+  // C[m, n] = Σ_k A[m, k] · B[n, k], exact in int32: A [M, K] uint8, B [N, K] int8 (nn.Linear
+  // layout), C [M, N] int32 overwritten. Throws when K > kMaxQ8K (the sum could overflow int32).
+  virtual void gemm_u8s8_s32(int M, int N, int K, const uint8_t* A, int lda, const int8_t* B,
+                             int ldb, int32_t* C, int ldc) = 0;
+  // The int8 Linear, dequantized to fp32 with the bias:
+  //   acc = Σ_k A[m, k] · W[n, k] − a_zero_point · w_sum[n]        (exact integer)
+  //   out[m, n] = float(acc) · (a_scale · w_scale[n]) + bias[n]     (float, in that order)
+  // A [M, K] uint8 (row stride lda), W [N, K] int8, w_scale [N], w_sum [N] = Σ_k W[n, k]
+  // (precomputed once per weight, src/quant/int8_weight.h), bias [N] or nullptr, out [M, N]
+  // (row stride ldo) overwritten. Throws when K > kMaxQ8K.
+  virtual void linear_u8s8(float* out, int ldo, const uint8_t* A, int lda, float a_scale,
+                           int a_zero_point, const int8_t* W, const float* w_scale,
+                           const int32_t* w_sum, const float* bias, int M, int N, int K) = 0;
 };
+
+// The longest reduction the u8×s8 ops accept: K·255·128 ≤ 2³¹ − 1, so no int32 sum can wrap.
+constexpr int kMaxQ8K = 65793;
 
 // "reference" (scalar oracle) or "cpu" (OpenBLAS GEMMs + vectorised loops). Throws bertrt::Error
 // naming the valid choices for anything else.

@@ -55,7 +55,15 @@ bool CpuBackend::supports(Op op) const {
     case Op::kEmbeddingForward:
     case Op::kEmbeddingBackward:
     case Op::kCrossEntropy:
-    case Op::kAdamW: return true;
+    case Op::kAdamW:
+    case Op::kMinMax:
+    case Op::kAbsMaxRows:
+    case Op::kFakeQuantPerTensor:
+    case Op::kFakeQuantPerRow:
+    case Op::kFakeQuantBackward:
+    case Op::kQuantizeU8:
+    case Op::kGemmU8S8:
+    case Op::kLinearU8S8: return true;
     case Op::kTanhForward:
     case Op::kTanhBackward:
     case Op::kCount: return false;

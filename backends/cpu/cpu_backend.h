@@ -1,7 +1,7 @@
 // The CPU backend: OpenBLAS sgemm for the GEMMs (where BERT training spends its time) and fp32
 // loops written for the compiler to vectorise, multi-versioned for AVX2/FMA on x86-64
-// (kernels.h), for the row and elementwise ops. Everything else (tanh) falls back to the scalar
-// ReferenceBackend.
+// (kernels.h), for the row and elementwise ops; int8 GEMMs with exact int32 sums (q8_gemm.h).
+// Everything else (tanh) falls back to the scalar ReferenceBackend.
 //
 // Threads: one pool per backend (thread_pool.h), BERTRT_NUM_THREADS or all hardware threads.
 // Results do not depend on the thread count: elementwise and row ops split over rows, and the
@@ -59,6 +59,22 @@ class CpuBackend : public ReferenceBackend {
 
   void adamw_step(float* param, float* m, float* v, const float* grad, size_t n,
                   const AdamWHyper& h, int64_t t) override;
+
+  // Quantization ops (cpu_quant.cpp): vectorised loops (quant_kernels.h) and the exact u8×s8
+  // GEMM tiles (q8_gemm.h, AVX2 when the CPU has it), split over the pool by output columns.
+  void min_max(float* mn, float* mx, const float* x, size_t n) override;
+  void absmax_rows(float* out, const float* x, int rows, int cols) override;
+  void fake_quant_per_tensor(float* out, uint8_t* mask, const float* x, size_t n, float scale,
+                             int zero_point, int qmin, int qmax) override;
+  void fake_quant_per_row(float* out, uint8_t* mask, const float* x, const float* scale, int rows,
+                          int cols, int qmin, int qmax) override;
+  void fake_quant_backward(float* dinp, const uint8_t* mask, const float* dout, size_t n) override;
+  void quantize_u8(uint8_t* q, const float* x, size_t n, float scale, int zero_point) override;
+  void gemm_u8s8_s32(int M, int N, int K, const uint8_t* A, int lda, const int8_t* B, int ldb,
+                     int32_t* C, int ldc) override;
+  void linear_u8s8(float* out, int ldo, const uint8_t* A, int lda, float a_scale, int a_zero_point,
+                   const int8_t* W, const float* w_scale, const int32_t* w_sum, const float* bias,
+                   int M, int N, int K) override;
 
  private:
   cpu::ThreadPool pool_;

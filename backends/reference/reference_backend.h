@@ -53,6 +53,21 @@ class ReferenceBackend : public Backend {
 
   void adamw_step(float* param, float* m, float* v, const float* grad, size_t n,
                   const AdamWHyper& h, int64_t t) override;
+
+  // Quantization ops (reference_quant.cpp).
+  void min_max(float* mn, float* mx, const float* x, size_t n) override;
+  void absmax_rows(float* out, const float* x, int rows, int cols) override;
+  void fake_quant_per_tensor(float* out, uint8_t* mask, const float* x, size_t n, float scale,
+                             int zero_point, int qmin, int qmax) override;
+  void fake_quant_per_row(float* out, uint8_t* mask, const float* x, const float* scale, int rows,
+                          int cols, int qmin, int qmax) override;
+  void fake_quant_backward(float* dinp, const uint8_t* mask, const float* dout, size_t n) override;
+  void quantize_u8(uint8_t* q, const float* x, size_t n, float scale, int zero_point) override;
+  void gemm_u8s8_s32(int M, int N, int K, const uint8_t* A, int lda, const int8_t* B, int ldb,
+                     int32_t* C, int ldc) override;
+  void linear_u8s8(float* out, int ldo, const uint8_t* A, int lda, float a_scale, int a_zero_point,
+                   const int8_t* W, const float* w_scale, const int32_t* w_sum, const float* bias,
+                   int M, int N, int K) override;
 };
 
 }  // namespace bertrt

@@ -21,6 +21,7 @@
 #include "backends/reference/reference_backend.h"
 #include "core/error.h"
 #include "op_test_util.h"
+#include "quant_op_cases.h"
 
 namespace bertrt {
 namespace {
@@ -475,6 +476,7 @@ std::vector<OpCase> all_cases() {
   add_softmax_cases(cases);
   add_embedding_cases(cases);
   add_loss_and_optimizer_cases(cases);
+  for (auto& q : test::quant_op_cases()) cases.push_back({q.op, q.label, q.check});
   return cases;
 }
 

@@ -1,0 +1,152 @@
+// CpuBackend's quantization ops: argument checks up front (pool tasks must not throw), then the
+// loops of quant_kernels.h / the GEMM tiles of q8_gemm.h over the pool. Every output element is
+// computed whole by one task, so results do not depend on the thread count.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/q8_gemm.h"
+#include "backends/cpu/quant_kernels.h"
+#include "core/error.h"
+
+namespace bertrt {
+namespace {
+
+constexpr size_t kGrainElems = 16384;  // as cpu_backend.cpp: below this a hand-off costs more
+
+void check_scale(const char* op, float scale, int row) {
+  if (!(scale > 0.0f) || !std::isfinite(scale))
+    fail("{}: row {}: scale {} must be positive and finite", op, row, scale);
+}
+
+void check_k(const char* op, int K) {
+  if (K > kMaxQ8K)
+    fail("{}: K = {} exceeds {} (an int32 sum of u8·s8 products could overflow)", op, K,
+         kMaxQ8K);
+}
+
+// Below this many multiply-adds a GEMM runs on the calling thread.
+constexpr double kQ8SplitOps = 1 << 18;
+
+// Runs the u8×s8 GEMM over output columns on the pool: packs A to int16 once (AVX2 path), then
+// each task computes whole columns [n0, n1) (whole tiles of kQ8TileN) for every row.
+void run_q8(cpu::ThreadPool& pool, int M, int N, int K, const uint8_t* A, int lda,
+            const int8_t* W, int ldw, const cpu::Q8Epilogue& epi) {
+  if (M <= 0 || N <= 0) return;
+  const bool simd = cpu::q8_have_avx2() && K >= 16;
+  // Reused between calls on this thread: inference calls this per Linear with the same shapes.
+  thread_local std::vector<int16_t> a16;
+  cpu::Q8PackedA pa;
+  if (simd) {
+    pa.k16 = K / 16 * 16;
+    a16.resize(static_cast<size_t>(M) * pa.k16);
+    cpu::q8_pack_a(a16.data(), A, lda, M, pa.k16);
+    pa.a16 = a16.data();
+  }
+  constexpr int kTile = cpu::kQ8TileN;
+  const size_t blocks = static_cast<size_t>((N + kTile - 1) / kTile);
+  const double ops_per_block = static_cast<double>(kTile) * M * (K > 0 ? K : 1);
+  const size_t grain = static_cast<size_t>(std::max(1.0, kQ8SplitOps / ops_per_block));
+  pool.parallel_for(blocks, grain, [&](size_t b0, size_t b1) {
+    const int n0 = static_cast<int>(b0) * kTile;
+    const int n1 = std::min(N, static_cast<int>(b1) * kTile);
+    if (simd)
+      cpu::qu8s8_gemm_2x4_avx2(M, n0, n1, K, A, lda, pa, W, ldw, epi);
+    else
+      cpu::qu8s8_gemm_scalar(M, n0, n1, K, A, lda, W, ldw, epi);
+  });
+}
+
+}  // namespace
+
+void CpuBackend::min_max(float* mn, float* mx, const float* x, size_t n) {
+  if (n == 0) fail("min_max: empty input");
+  // Per-tile results combined in tile order (min/max are exact in any order anyway).
+  const size_t tiles = (n + kGrainElems - 1) / kGrainElems;
+  std::vector<float> lo(tiles), hi(tiles);
+  pool_.parallel_for(tiles, 1, [&](size_t t0, size_t t1) {
+    for (size_t t = t0; t < t1; ++t) {
+      const size_t i0 = t * kGrainElems, i1 = std::min(n, i0 + kGrainElems);
+      cpu::min_max_kernel(&lo[t], &hi[t], x + i0, i1 - i0);
+    }
+  });
+  float l = lo[0], h = hi[0];
+  for (size_t t = 1; t < tiles; ++t) {
+    l = lo[t] < l ? lo[t] : l;
+    h = hi[t] > h ? hi[t] : h;
+  }
+  *mn = l;
+  *mx = h;
+}
+
+void CpuBackend::absmax_rows(float* out, const float* x, int rows, int cols) {
+  const size_t grain = cols > 0 ? (kGrainElems + cols - 1) / cols : 1;
+  pool_.parallel_for(rows, grain, [&](size_t r0, size_t r1) {
+    cpu::absmax_rows_kernel(out, x, static_cast<int>(r0), static_cast<int>(r1), cols);
+  });
+}
+
+void CpuBackend::fake_quant_per_tensor(float* out, uint8_t* mask, const float* x, size_t n,
+                                       float scale, int zero_point, int qmin, int qmax) {
+  check_scale("fake_quant_per_tensor", scale, 0);
+  const float inv = 1.0f / scale;
+  pool_.parallel_for(n, kGrainElems, [&](size_t i0, size_t i1) {
+    cpu::fake_quant_kernel(out + i0, mask ? mask + i0 : nullptr, x + i0, i1 - i0, scale, inv,
+                           zero_point, qmin, qmax);
+  });
+}
+
+void CpuBackend::fake_quant_per_row(float* out, uint8_t* mask, const float* x, const float* scale,
+                                    int rows, int cols, int qmin, int qmax) {
+  for (int r = 0; r < rows; ++r) check_scale("fake_quant_per_row", scale[r], r);
+  const size_t grain = cols > 0 ? (kGrainElems + cols - 1) / cols : 1;
+  pool_.parallel_for(rows, grain, [&](size_t r0, size_t r1) {
+    for (size_t r = r0; r < r1; ++r) {
+      const size_t off = r * static_cast<size_t>(cols);
+      cpu::fake_quant_kernel(out + off, mask ? mask + off : nullptr, x + off,
+                             static_cast<size_t>(cols), scale[r], 1.0f / scale[r], 0, qmin, qmax);
+    }
+  });
+}
+
+void CpuBackend::fake_quant_backward(float* dinp, const uint8_t* mask, const float* dout,
+                                     size_t n) {
+  pool_.parallel_for(n, kGrainElems, [&](size_t i0, size_t i1) {
+    cpu::fake_quant_backward_kernel(dinp + i0, mask + i0, dout + i0, i1 - i0);
+  });
+}
+
+void CpuBackend::quantize_u8(uint8_t* q, const float* x, size_t n, float scale, int zero_point) {
+  check_scale("quantize_u8", scale, 0);
+  const float inv = 1.0f / scale;
+  pool_.parallel_for(n, kGrainElems, [&](size_t i0, size_t i1) {
+    cpu::quantize_u8_kernel(q + i0, x + i0, i1 - i0, inv, zero_point);
+  });
+}
+
+void CpuBackend::gemm_u8s8_s32(int M, int N, int K, const uint8_t* A, int lda, const int8_t* B,
+                               int ldb, int32_t* C, int ldc) {
+  check_k("gemm_u8s8_s32", K);
+  cpu::Q8Epilogue epi;
+  epi.c = C;
+  epi.ldc = ldc;
+  run_q8(pool_, M, N, K, A, lda, B, ldb, epi);
+}
+
+void CpuBackend::linear_u8s8(float* out, int ldo, const uint8_t* A, int lda, float a_scale,
+                             int a_zero_point, const int8_t* W, const float* w_scale,
+                             const int32_t* w_sum, const float* bias, int M, int N, int K) {
+  check_k("linear_u8s8", K);
+  cpu::Q8Epilogue epi;
+  epi.out = out;
+  epi.ldo = ldo;
+  epi.a_scale = a_scale;
+  epi.a_zero_point = a_zero_point;
+  epi.w_scale = w_scale;
+  epi.w_sum = w_sum;
+  epi.bias = bias;
+  run_q8(pool_, M, N, K, A, lda, W, K, epi);
+}
+
+}  // namespace bertrt

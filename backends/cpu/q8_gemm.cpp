@@ -1,0 +1,220 @@
+// See q8_gemm.h.
+#include "backends/cpu/q8_gemm.h"
+
+#include <algorithm>
+#include <vector>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define BERTRT_Q8_X86 1
+#include <immintrin.h>
+#endif
+
+namespace bertrt::cpu {
+namespace {
+
+// Rows of A per pass over W: their int16 copy (rows · k16 · 2 bytes) should stay in L2 while W's
+// rows stream past once per pass.
+constexpr size_t kAChunkBytes = 256 * 1024;
+// The tile: kMR rows of A × kNR rows of W. W's kNR rows, widened to int16, stay in L1 while A's
+// rows stream from L2, so each A load feeds kNR multiply-adds (with 2 × 2 the kernel was bound by
+// L2 bandwidth).
+constexpr int kMR = 2;
+constexpr int kNR = kQ8TileN;
+
+int rows_per_chunk(int k16) {
+  const size_t bytes_per_row = static_cast<size_t>(k16 > 0 ? k16 : 1) * 2;
+  const int rows = static_cast<int>(kAChunkBytes / bytes_per_row);
+  return std::max(4, rows / 4 * 4);
+}
+
+// Finishes one output: the raw int32 and/or the dequantized float (the reference's order of
+// operations, backends/reference/reference_quant.cpp; no FMA here, so x86 results are identical).
+inline void store(const Q8Epilogue& e, int m, int n, int32_t acc) {
+  if (e.c) e.c[static_cast<size_t>(m) * e.ldc + n] = acc;
+  if (e.out) {
+    const int64_t v = int64_t{acc} - int64_t{e.a_zero_point} * e.w_sum[n];
+    const float s = e.a_scale * e.w_scale[n];
+    float y = static_cast<float>(v) * s;
+    if (e.bias) y += e.bias[n];
+    e.out[static_cast<size_t>(m) * e.ldo + n] = y;
+  }
+}
+
+// acc[i][j] += Σ_{k ∈ [k0, K)} A[m+i, k]·W[n+j, k] for an mr × nr tile (the K tail).
+inline void tail_sums(int32_t (*acc)[kNR], int mr, int nr, int k0, int K, const uint8_t* A, int lda,
+                      const int8_t* W, int ldw, int m, int n) {
+  for (int i = 0; i < mr; ++i)
+    for (int j = 0; j < nr; ++j) {
+      const uint8_t* a = A + static_cast<size_t>(m + i) * lda;
+      const int8_t* w = W + static_cast<size_t>(n + j) * ldw;
+      int32_t s = 0;
+      for (int k = k0; k < K; ++k) s += int32_t{a[k]} * int32_t{w[k]};
+      acc[i][j] += s;
+    }
+}
+
+#ifdef BERTRT_Q8_X86
+#define BERTRT_Q8_AVX2 __attribute__((target("avx2")))
+
+BERTRT_Q8_AVX2 inline int32_t hsum_epi32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+  return _mm_cvtsi128_si32(s);
+}
+
+// acc[i][j] = Σ_{k < k16} a16[i, k]·w16[j, k] for an MR × NR tile: per 16 values of k, MR + NR
+// loads and MR·NR vpmaddwd (16 int16 products → 8 exact int32 pair sums) + vpaddd.
+template <int MR, int NR>
+BERTRT_Q8_AVX2 inline void tile_avx2(int32_t (*out)[kNR], const int16_t* a16, const int16_t* w16,
+                                     int k16) {
+  __m256i acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = _mm256_setzero_si256();
+  for (int k = 0; k < k16; k += 16) {
+    __m256i wv[NR];
+    for (int j = 0; j < NR; ++j)
+      wv[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w16 + static_cast<size_t>(j) * k16 + k));
+    for (int i = 0; i < MR; ++i) {
+      const __m256i av = _mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(a16 + static_cast<size_t>(i) * k16 + k));
+      for (int j = 0; j < NR; ++j) acc[i][j] = _mm256_add_epi32(acc[i][j], _mm256_madd_epi16(av, wv[j]));
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) out[i][j] = hsum_epi32(acc[i][j]);
+}
+
+// The full 2 × 4 tile written out: GCC keeps a 2-D array of __m256i accumulators poorly (copies
+// and spills every iteration), named registers it keeps. The 8 sums are reduced together (vphaddd
+// tree) into acc[0][0..3], acc[1][0..3].
+BERTRT_Q8_AVX2 inline void tile_2x4_avx2(int32_t (*out)[kNR], const int16_t* a16,
+                                         const int16_t* w16, int k16) {
+  __m256i c00 = _mm256_setzero_si256(), c01 = c00, c02 = c00, c03 = c00;
+  __m256i c10 = c00, c11 = c00, c12 = c00, c13 = c00;
+  const int16_t* a0p = a16;
+  const int16_t* a1p = a16 + k16;
+  const int16_t* w0p = w16;
+  const int16_t* w1p = w16 + k16;
+  const int16_t* w2p = w16 + 2 * static_cast<size_t>(k16);
+  const int16_t* w3p = w16 + 3 * static_cast<size_t>(k16);
+  for (int k = 0; k < k16; k += 16) {
+    const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0p + k));
+    const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w1p + k));
+    const __m256i w2 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w2p + k));
+    const __m256i w3 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w3p + k));
+    const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a0p + k));
+    const __m256i a1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a1p + k));
+    c00 = _mm256_add_epi32(c00, _mm256_madd_epi16(a0, w0));
+    c01 = _mm256_add_epi32(c01, _mm256_madd_epi16(a0, w1));
+    c02 = _mm256_add_epi32(c02, _mm256_madd_epi16(a0, w2));
+    c03 = _mm256_add_epi32(c03, _mm256_madd_epi16(a0, w3));
+    c10 = _mm256_add_epi32(c10, _mm256_madd_epi16(a1, w0));
+    c11 = _mm256_add_epi32(c11, _mm256_madd_epi16(a1, w1));
+    c12 = _mm256_add_epi32(c12, _mm256_madd_epi16(a1, w2));
+    c13 = _mm256_add_epi32(c13, _mm256_madd_epi16(a1, w3));
+  }
+  const __m256i t0 = _mm256_hadd_epi32(_mm256_hadd_epi32(c00, c01), _mm256_hadd_epi32(c02, c03));
+  const __m256i t1 = _mm256_hadd_epi32(_mm256_hadd_epi32(c10, c11), _mm256_hadd_epi32(c12, c13));
+  const __m256i sums = _mm256_add_epi32(_mm256_permute2x128_si256(t0, t1, 0x20),
+                                        _mm256_permute2x128_si256(t0, t1, 0x31));
+  alignas(32) int32_t r[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(r), sums);
+  for (int j = 0; j < 4; ++j) {
+    out[0][j] = r[j];
+    out[1][j] = r[4 + j];
+  }
+}
+
+template <int MR>
+BERTRT_Q8_AVX2 inline void tile_cols_avx2(int nr, int32_t (*out)[kNR], const int16_t* a16,
+                                          const int16_t* w16, int k16) {
+  switch (nr) {
+    case 4: tile_avx2<MR, 4>(out, a16, w16, k16); break;
+    case 3: tile_avx2<MR, 3>(out, a16, w16, k16); break;
+    case 2: tile_avx2<MR, 2>(out, a16, w16, k16); break;
+    default: tile_avx2<MR, 1>(out, a16, w16, k16); break;
+  }
+}
+
+// W rows [n, n + nr) sign-extended to int16 (first k16 columns), once per block of columns.
+BERTRT_Q8_AVX2 inline void widen_w_avx2(int16_t* w16, const int8_t* w, int ldw, int nr, int k16) {
+  for (int j = 0; j < nr; ++j)
+    for (int k = 0; k < k16; k += 16)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(w16 + static_cast<size_t>(j) * k16 + k),
+                          _mm256_cvtepi8_epi16(_mm_loadu_si128(
+                              reinterpret_cast<const __m128i*>(w + static_cast<size_t>(j) * ldw + k))));
+}
+#endif  // BERTRT_Q8_X86
+
+}  // namespace
+
+bool q8_have_avx2() {
+#ifdef BERTRT_Q8_X86
+  static const bool have = __builtin_cpu_supports("avx2");
+  return have;
+#else
+  return false;
+#endif
+}
+
+void q8_pack_a(int16_t* a16, const uint8_t* A, int lda, int M, int k16) {
+  for (int m = 0; m < M; ++m) {
+    const uint8_t* a = A + static_cast<size_t>(m) * lda;
+    int16_t* o = a16 + static_cast<size_t>(m) * k16;
+    for (int k = 0; k < k16; ++k) o[k] = a[k];
+  }
+}
+
+#ifdef BERTRT_Q8_X86
+BERTRT_Q8_AVX2 void qu8s8_gemm_2x4_avx2(int M, int n0, int n1, int K, const uint8_t* A, int lda,
+                                        const Q8PackedA& pa, const int8_t* W, int ldw,
+                                        const Q8Epilogue& epi) {
+  const int k16 = pa.k16;
+  const int chunk = rows_per_chunk(k16);
+  thread_local std::vector<int16_t> w16_buf;
+  w16_buf.resize(static_cast<size_t>(kNR) * k16);
+  int16_t* w16 = w16_buf.data();
+  for (int mc = 0; mc < M; mc += chunk) {
+    const int mc_end = std::min(M, mc + chunk);
+    for (int n = n0; n < n1; n += kNR) {
+      const int nr = std::min(kNR, n1 - n);
+      widen_w_avx2(w16, W + static_cast<size_t>(n) * ldw, ldw, nr, k16);
+      for (int m = mc; m < mc_end; m += kMR) {
+        const int mr = std::min(kMR, mc_end - m);
+        int32_t acc[kMR][kNR] = {};
+        const int16_t* a16 = pa.a16 + static_cast<size_t>(m) * k16;
+        if (mr == 2 && nr == 4)
+          tile_2x4_avx2(acc, a16, w16, k16);
+        else if (mr == 2)
+          tile_cols_avx2<2>(nr, acc, a16, w16, k16);
+        else
+          tile_cols_avx2<1>(nr, acc, a16, w16, k16);
+        tail_sums(acc, mr, nr, k16, K, A, lda, W, ldw, m, n);
+        for (int i = 0; i < mr; ++i)
+          for (int j = 0; j < nr; ++j) store(epi, m + i, n + j, acc[i][j]);
+      }
+    }
+  }
+}
+#else
+void qu8s8_gemm_2x4_avx2(int M, int n0, int n1, int K, const uint8_t* A, int lda,
+                         const Q8PackedA&, const int8_t* W, int ldw, const Q8Epilogue& epi) {
+  qu8s8_gemm_scalar(M, n0, n1, K, A, lda, W, ldw, epi);  // not reached: q8_have_avx2() is false
+}
+#endif
+
+void qu8s8_gemm_scalar(int M, int n0, int n1, int K, const uint8_t* A, int lda, const int8_t* W,
+                       int ldw, const Q8Epilogue& epi) {
+  for (int n = n0; n < n1; ++n) {
+    const int8_t* __restrict w = W + static_cast<size_t>(n) * ldw;
+    for (int m = 0; m < M; ++m) {
+      const uint8_t* __restrict a = A + static_cast<size_t>(m) * lda;
+      int32_t acc = 0;
+      for (int k = 0; k < K; ++k) acc += int32_t{a[k]} * int32_t{w[k]};
+      store(epi, m, n, acc);
+    }
+  }
+}
+
+}  // namespace bertrt::cpu

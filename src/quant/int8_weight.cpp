@@ -1,0 +1,77 @@
+#include "quant/int8_weight.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace bertrt {
+
+void quantize_rows_s8(int8_t* q, const float* w, const float* scale, int rows, int cols) {
+  for (int r = 0; r < rows; ++r) {
+    if (!(scale[r] > 0.0f) || !std::isfinite(scale[r]))
+      fail("quantize_rows_s8: row {}: scale {} must be positive and finite", r, scale[r]);
+    const float inv = 1.0f / scale[r];
+    for (int c = 0; c < cols; ++c) {
+      const size_t i = static_cast<size_t>(r) * cols + c;
+      const float v = std::nearbyint(w[i] * inv);
+      q[i] = static_cast<int8_t>(std::fmin(std::fmax(v, static_cast<float>(kWeightQMin)),
+                                           static_cast<float>(kWeightQMax)));
+    }
+  }
+}
+
+std::vector<int32_t> row_sums_s8(const int8_t* q, int rows, int cols) {
+  std::vector<int32_t> sums(static_cast<size_t>(rows), 0);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) sums[r] += q[static_cast<size_t>(r) * cols + c];
+  return sums;
+}
+
+Int8Weight quantize_weight_s8(const float* w, int rows, int cols) {
+  Int8Weight out;
+  out.rows = rows;
+  out.cols = cols;
+  out.scale.resize(static_cast<size_t>(rows));
+  for (int r = 0; r < rows; ++r) {
+    float m = 0.0f;
+    for (int c = 0; c < cols; ++c) m = std::fmax(m, std::fabs(w[static_cast<size_t>(r) * cols + c]));
+    out.scale[r] = symmetric_scale(m, kWeightQMin, kWeightQMax);
+  }
+  out.q.resize(static_cast<size_t>(rows) * cols);
+  quantize_rows_s8(out.q.data(), w, out.scale.data(), rows, cols);
+  out.row_sum = row_sums_s8(out.q.data(), rows, cols);
+  return out;
+}
+
+void int8_linear_forward(Backend& be, float* out, const float* x, int rows, int lda,
+                         const Int8WeightView& w, QParams act, const float* bias,
+                         std::vector<uint8_t>& scratch) {
+  const int K = w.cols;
+  if (lda == 0) lda = K;
+  scratch.resize(static_cast<size_t>(rows) * K);
+  if (lda == K) {
+    be.quantize_u8(scratch.data(), x, static_cast<size_t>(rows) * K, act.scale, act.zero_point);
+  } else {
+    for (int r = 0; r < rows; ++r)
+      be.quantize_u8(scratch.data() + static_cast<size_t>(r) * K, x + static_cast<size_t>(r) * lda,
+                     static_cast<size_t>(K), act.scale, act.zero_point);
+  }
+  be.linear_u8s8(out, w.rows, scratch.data(), K, act.scale, act.zero_point, w.q, w.scale,
+                 w.row_sum, bias, rows, w.rows, K);
+}
+
+void embedding_forward_s8(float* out, const int32_t* ids, int n, const Int8WeightView& table) {
+  const int C = table.cols;
+  for (int i = 0; i < n; ++i) {
+    const int32_t id = ids[i];
+    if (id < 0 || id >= table.rows)
+      fail("embedding_forward_s8: position {}: id {} is outside the table [0, {})", i, id,
+           table.rows);
+    const int8_t* q = table.q + static_cast<size_t>(id) * C;
+    const float s = table.scale[id];
+    float* o = out + static_cast<size_t>(i) * C;
+    for (int c = 0; c < C; ++c) o[c] += s * static_cast<float>(q[c]);
+  }
+}
+
+}  // namespace bertrt

@@ -1,0 +1,186 @@
+// The quantization ops' rows of the op table (ops_test.cpp): cpu vs the scalar reference over
+// awkward sizes (1, primes, non-multiples of the 8-float / 16-byte SIMD widths, 2-column GEMM
+// tiles and 4-row tiles). Everything is BIT-EXACT except linear_u8s8's float epilogue: the
+// rounding ops are the same float operations in the same order and the GEMM sums are integers.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "backends/backend.h"
+#include "op_test_util.h"
+
+namespace bertrt::test {
+
+struct QuantOpCase {
+  Op op;
+  std::string label;
+  std::function<::testing::AssertionResult(Backend& ref, Backend& cpu)> check;
+};
+
+inline std::vector<uint8_t> random_u8(size_t n, uint32_t seed, int lo = 0, int hi = 255) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> d(lo, hi);
+  std::vector<uint8_t> v(n);
+  for (auto& x : v) x = static_cast<uint8_t>(d(rng));
+  return v;
+}
+
+inline std::vector<int8_t> random_s8(size_t n, uint32_t seed, int lo = -127, int hi = 127) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> d(lo, hi);
+  std::vector<int8_t> v(n);
+  for (auto& x : v) x = static_cast<int8_t>(d(rng));
+  return v;
+}
+
+// Bit-exact comparison of two integer or byte vectors, naming the first few differences.
+template <class T>
+::testing::AssertionResult all_equal(const std::vector<T>& want, const std::vector<T>& got) {
+  if (want.size() != got.size())
+    return ::testing::AssertionFailure() << "size " << got.size() << " != " << want.size();
+  size_t bad = 0;
+  std::string first;
+  for (size_t i = 0; i < want.size(); ++i)
+    if (!(want[i] == got[i])) {
+      if (bad < 5)
+        first += "\n  [" + std::to_string(i) + "] want " + std::to_string(+want[i]) + " got " +
+                 std::to_string(+got[i]);
+      ++bad;
+    }
+  if (bad == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << bad << " of " << want.size() << " differ" << first;
+}
+
+// gemm_u8s8_s32 on both backends with padded strides (A [M, K+3], B [N, K+5], C [M, N+2] with
+// its padding pre-filled, so it must come back untouched), bit-exact.
+inline ::testing::AssertionResult compare_gemm_u8s8(Backend& r, Backend& c, int M, int N, int K,
+                                                    uint32_t seed, int a_lo = 0, int b_lo = -128,
+                                                    int b_hi = 127) {
+  const int lda = K + 3, ldb = K + 5, ldc = N + 2;
+  auto A = random_u8(static_cast<size_t>(M) * lda, seed, a_lo, 255);
+  auto B = random_s8(static_cast<size_t>(N) * ldb, seed + 1, b_lo, b_hi);
+  std::vector<int32_t> c1(static_cast<size_t>(M) * ldc, -7), c2 = c1;
+  r.gemm_u8s8_s32(M, N, K, A.data(), lda, B.data(), ldb, c1.data(), ldc);
+  c.gemm_u8s8_s32(M, N, K, A.data(), lda, B.data(), ldb, c2.data(), ldc);
+  return all_equal(c1, c2) << " (" << M << "x" << N << "x" << K << ")";
+}
+
+// Activations around a grid of scale 2^-4 (so x·inv is exact): ties (k + 0.5)·s, values beyond
+// both ends of [qmin, qmax] and plain normals.
+inline std::vector<float> fake_quant_inputs(size_t n, uint32_t seed) {
+  auto v = randn(n, seed, 6.0f);
+  for (size_t i = 0; i < n; i += 3) v[i] = (static_cast<float>(static_cast<int>(i % 300) - 150) + 0.5f) / 16.0f;
+  return v;
+}
+
+inline std::vector<QuantOpCase> quant_op_cases() {
+  std::vector<QuantOpCase> cases;
+  const std::vector<int> sizes = {1, 2, 3, 7, 13, 17, 31, 33, 65, 127};
+  for (int n : {1, 7, 8, 9, 33, 127, 16384 * 3 + 5}) {
+    const std::string sz = std::to_string(n);
+    cases.push_back({Op::kMinMax, "min_max_" + sz, [n](Backend& r, Backend& c) {
+                       auto x = randn(n, 200 + n, 3.0f);
+                       float l1, h1, l2, h2;
+                       r.min_max(&l1, &h1, x.data(), n);
+                       c.min_max(&l2, &h2, x.data(), n);
+                       return all_close({l1, h1}, {l2, h2}, {0.0});
+                     }});
+  }
+  for (int n : sizes) {
+    const std::string sz = std::to_string(n);
+    cases.push_back({Op::kAbsMaxRows, "absmax_rows_5x" + sz, [n](Backend& r, Backend& c) {
+                       auto x = randn(5 * n, 210 + n);
+                       std::vector<float> o1(5), o2(5);
+                       r.absmax_rows(o1.data(), x.data(), 5, n);
+                       c.absmax_rows(o2.data(), x.data(), 5, n);
+                       return all_close(o1, o2, {0.0});
+                     }});
+    cases.push_back({Op::kFakeQuantPerTensor, "fake_quant_per_tensor_" + sz,
+                     [n](Backend& r, Backend& c) {
+                       auto x = fake_quant_inputs(n, 220 + n);
+                       std::vector<float> o1(n), o2 = x;  // cpu in place
+                       std::vector<uint8_t> m1(n), m2(n);
+                       r.fake_quant_per_tensor(o1.data(), m1.data(), x.data(), n, 0.0625f, 77, 0, 255);
+                       c.fake_quant_per_tensor(o2.data(), m2.data(), o2.data(), n, 0.0625f, 77, 0, 255);
+                       std::vector<float> o3(n);
+                       c.fake_quant_per_tensor(o3.data(), nullptr, x.data(), n, 0.0625f, 77, 0, 255);
+                       auto ok = all_close(o1, o2, {0.0});
+                       if (!ok) return ok;
+                       ok = all_close(o1, o3, {0.0});
+                       if (!ok) return ok << " (no mask)";
+                       return all_equal(m1, m2) << " (mask)";
+                     }});
+    cases.push_back({Op::kFakeQuantPerRow, "fake_quant_per_row_5x" + sz,
+                     [n](Backend& r, Backend& c) {
+                       auto x = fake_quant_inputs(5 * n, 230 + n);
+                       // Row scales: exact powers of two, a float scale and a tiny one (eps).
+                       const std::vector<float> s = {0.0625f, 0.1f, 0.03f, 1.1920929e-07f, 2.0f};
+                       std::vector<float> o1(5 * n), o2(5 * n);
+                       std::vector<uint8_t> m1(5 * n), m2(5 * n);
+                       r.fake_quant_per_row(o1.data(), m1.data(), x.data(), s.data(), 5, n, -127, 127);
+                       c.fake_quant_per_row(o2.data(), m2.data(), x.data(), s.data(), 5, n, -127, 127);
+                       auto ok = all_close(o1, o2, {0.0});
+                       if (!ok) return ok;
+                       return all_equal(m1, m2) << " (mask)";
+                     }});
+    cases.push_back({Op::kFakeQuantBackward, "fake_quant_backward_" + sz,
+                     [n](Backend& r, Backend& c) {
+                       auto d0 = randn(n, 240 + n), dy = randn(n, 250 + n);
+                       auto m = random_u8(n, 260 + n, 0, 1);
+                       auto d1 = d0, d2 = d0;
+                       r.fake_quant_backward(d1.data(), m.data(), dy.data(), n);
+                       c.fake_quant_backward(d2.data(), m.data(), dy.data(), n);
+                       return all_close(d1, d2, {0.0});
+                     }});
+    cases.push_back({Op::kQuantizeU8, "quantize_u8_" + sz, [n](Backend& r, Backend& c) {
+                       auto x = fake_quant_inputs(n, 270 + n);
+                       std::vector<uint8_t> q1(n), q2(n);
+                       r.quantize_u8(q1.data(), x.data(), n, 0.0625f, 77);
+                       c.quantize_u8(q2.data(), x.data(), n, 0.0625f, 77);
+                       return all_equal(q1, q2);
+                     }});
+  }
+  // A few GEMM shapes here (tile edges: 4 rows, 2 columns, K blocks of 16); quant_ops_test.cpp
+  // sweeps many more. Padded strides, so reads or writes past a row would show.
+  for (auto [M, N, K] : {std::tuple{1, 1, 1}, std::tuple{5, 3, 17}, std::tuple{13, 17, 127}}) {
+    const std::string tag = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
+    cases.push_back({Op::kGemmU8S8, "gemm_u8s8_" + tag, [M = M, N = N, K = K](Backend& r, Backend& c) {
+                       return compare_gemm_u8s8(r, c, M, N, K, 300 + M * 7 + K);
+                     }});
+  }
+  // The int8 Linear: the integers are exact; the float epilogue float(acc)·s + b is the same two
+  // operations on both, up to an FMA contraction (ARM): 2 eps of |float(acc)·s| + |b|.
+  for (auto [M, N, K] : {std::tuple{1, 1, 1}, std::tuple{5, 3, 17}, std::tuple{128, 64, 768}}) {
+        const std::string tag = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
+        cases.push_back({Op::kLinearU8S8, "linear_u8s8_" + tag, [M = M, N = N, K = K](Backend& r, Backend& c) {
+                           auto A = random_u8(static_cast<size_t>(M) * K, 500 + M + K);
+                           auto W = random_s8(static_cast<size_t>(N) * K, 600 + N + K);
+                           std::vector<int32_t> wsum(N, 0);
+                           for (int n = 0; n < N; ++n)
+                             for (int k = 0; k < K; ++k) wsum[n] += W[static_cast<size_t>(n) * K + k];
+                           auto ws = uniform(N, 700 + N, 1e-4f, 1e-2f), bias = randn(N, 710 + N);
+                           const int ldo = N + 1;
+                           std::vector<float> o1(static_cast<size_t>(M) * ldo, 3.0f), o2 = o1;
+                           r.linear_u8s8(o1.data(), ldo, A.data(), K, 0.05f, 113, W.data(), ws.data(),
+                                         wsum.data(), bias.data(), M, N, K);
+                           c.linear_u8s8(o2.data(), ldo, A.data(), K, 0.05f, 113, W.data(), ws.data(),
+                                         wsum.data(), bias.data(), M, N, K);
+                           std::vector<double> tol(o1.size(), 0.0);
+                           for (int m = 0; m < M; ++m)
+                             for (int n = 0; n < N; ++n) {
+                               const size_t i = static_cast<size_t>(m) * ldo + n;
+                               tol[i] = 2 * kEps * (std::fabs(o1[i] - bias[n]) + 2 * std::fabs(bias[n]));
+                             }
+                           return all_close(o1, o2, tol);
+                         }});
+  }
+  return cases;
+}
+
+}  // namespace bertrt::test
