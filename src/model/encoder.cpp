@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "model/bert_quant.h"
 #include "model/linear.h"
 
 namespace bertrt {
@@ -88,7 +89,7 @@ static void check_inputs(const BertConfig& c, const EncoderInputs& in) {
 }
 
 void encoder_forward(Backend& be, const BertConfig& c, const BertParams& w, EncoderActs& a,
-                     const EncoderInputs& in) {
+                     const EncoderInputs& in, BertQuant* q) {
   check_inputs(c, in);
   const int B = in.B, T = in.T, C = c.hidden_size, N = B * T;
   const LayerDims d = layer_dims(c, B, T);
@@ -101,15 +102,18 @@ void encoder_forward(Backend& be, const BertConfig& c, const BertParams& w, Enco
     a.mask_add[i] = (!in.attention_mask || in.attention_mask[i]) ? 0.0f : -10000.0f;
 
   embeddings_forward(be, a.emb, in.input_ids, a.position_ids.data(), types, w.word_emb, w.pos_emb,
-                     w.type_emb, w.emb_ln_w, w.emb_ln_b, N, C, c.layer_norm_eps);
+                     w.type_emb, w.emb_ln_w, w.emb_ln_b, N, C, c.layer_norm_eps,
+                     q ? &q->emb : nullptr);
   const float* x = a.emb.out;
   for (int l = 0; l < c.num_hidden_layers; ++l) {
-    encoder_layer_forward(be, a.layers[l], a.scores, x, a.mask_add, w.layers[l], d);
+    encoder_layer_forward(be, a.layers[l], a.scores, x, a.mask_add, w.layers[l], d,
+                          q ? &q->layers[size_t(l)] : nullptr);
     x = a.layers[l].out;
   }
   a.hidden = x;
   // Pooler: dense + tanh on the [CLS] row of each sequence (rows T·C apart).
-  linear_forward(be, a.pooled_pre, x, w.pooler_w, w.pooler_b, B, C, C, T * C);
+  linear_forward(be, a.pooled_pre, x, w.pooler_w, w.pooler_b, B, C, C, T * C,
+                 q ? q->pooler : nullptr);
   be.tanh_forward(a.pooled, a.pooled_pre, size_t(B) * C);
   if (a.training()) {
     std::fill(a.dhidden, a.dhidden + size_t(N) * C, 0.0f);
@@ -118,7 +122,7 @@ void encoder_forward(Backend& be, const BertConfig& c, const BertParams& w, Enco
 }
 
 void encoder_backward(Backend& be, const BertConfig& c, const BertParams& dw, EncoderActs& a,
-                      const BertParams& w, const EncoderInputs& in) {
+                      const BertParams& w, const EncoderInputs& in, BertQuant* q) {
   const int B = in.B, T = in.T, C = c.hidden_size, N = B * T;
   const size_t NC = size_t(N) * C;
   const LayerDims d = layer_dims(c, B, T);
@@ -127,7 +131,7 @@ void encoder_backward(Backend& be, const BertConfig& c, const BertParams& dw, En
   std::fill(a.dpooled_pre, a.dpooled_pre + size_t(B) * C, 0.0f);
   be.tanh_backward(a.dpooled_pre, a.pooled, a.dpooled, size_t(B) * C);
   linear_backward(be, a.dhidden, dw.pooler_w, dw.pooler_b, a.dpooled_pre, a.hidden, w.pooler_w, B,
-                  C, C, T * C, T * C);
+                  C, C, T * C, T * C, q ? q->pooler : nullptr);
   // Layers, last to first; dhidden and dnext ping-pong.
   float* dout = a.dhidden;
   float* dinp = a.dnext;
@@ -135,12 +139,12 @@ void encoder_backward(Backend& be, const BertConfig& c, const BertParams& dw, En
     const float* inp = l > 0 ? a.layers[l - 1].out : a.emb.out;
     std::fill(dinp, dinp + NC, 0.0f);
     encoder_layer_backward(be, dinp, dw.layers[l], a.scratch, dout, inp, a.layers[l], w.layers[l],
-                           d);
+                           d, q ? &q->layers[size_t(l)] : nullptr);
     std::swap(dout, dinp);
   }
   embeddings_backward(be, a.demb_sum, dw.word_emb, dw.pos_emb, dw.type_emb, dw.emb_ln_w,
                       dw.emb_ln_b, dout, a.emb, in.input_ids, a.position_ids.data(), types,
-                      w.emb_ln_w, N, C);
+                      w.emb_ln_w, N, C, q ? &q->emb : nullptr);
 }
 
 }  // namespace bertrt

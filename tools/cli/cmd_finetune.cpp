@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "io/model_io.h"
 #include "progress.h"
+#include "qat_flags.h"
 #include "tasks/tsv_task.h"
 #include "train/finetune.h"
 #include "train/metrics_log.h"
@@ -26,6 +27,7 @@ void add_finetune(CLI::App& app) {
     float lr = 2e-5f, warmup_ratio = 0.1f, weight_decay = 0.01f;
     uint64_t seed = 42;
     BackendChoice backend;
+    QatOptions qat;  // --qat int8 ... (qat_flags.h)
   };
   auto o = std::make_shared<Opts>();
   CLI::App* c = app.add_subcommand("finetune", "fine-tune a classifier on a task (sst2)");
@@ -44,7 +46,9 @@ void add_finetune(CLI::App& app) {
   c->add_option("--metrics", o->metrics, "write JSON lines of step metrics to this file");
   c->add_option("-o,--output", o->out, "output model (.brt), written atomically")->required();
   o->backend.add_to(c);
+  add_qat_flags(c, o->qat);
   c->callback([o] {
+    check_qat_options(o->qat);
     check_output_path("-o", o->out);
     check_input_file("--model", o->model);
     check_input_file("--train", o->train);
@@ -69,6 +73,7 @@ void add_finetune(CLI::App& app) {
     heads.labels = spec.labels;
     heads.task = o->task;
     model.set_heads(heads, o->seed);
+    apply_qat(model, o->qat, o->model);
     auto be = o->backend.make();
     MetricsLog metrics = o->metrics.empty() ? MetricsLog() : MetricsLog(o->metrics);
 
@@ -109,7 +114,7 @@ void add_finetune(CLI::App& app) {
     meta["source"] = "bertrt finetune";
     meta["finetune_task"] = o->task;
     meta["finetune_steps"] = std::to_string(total);
-    save_model(o->out, model, tok, meta);
+    save_finetuned(o->out, model, tok, meta, o->qat);  // int8 with --qat int8
     fmt::print("wrote {}\n", o->out);
   });
 }
