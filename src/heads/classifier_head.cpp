@@ -9,10 +9,10 @@ namespace bertrt {
 
 HeadResult classifier_forward(Backend& be, ClassifierActs& a, const float* inp, const float* weight,
                               const float* bias, const int32_t* labels, int rows, int C, int K,
-                              float loss_weight) {
+                              float loss_weight, QuantLinear* q) {
   a.logits.assign(size_t(rows) * K, 0.0f);
   a.dlogits.assign(size_t(rows) * K, 0.0f);
-  linear_forward(be, a.logits.data(), inp, weight, bias, rows, C, K);
+  linear_forward(be, a.logits.data(), inp, weight, bias, rows, C, K, 0, q);
   HeadResult r;
   if (!labels) return r;
   for (int i = 0; i < rows; ++i) {
@@ -32,8 +32,8 @@ HeadResult classifier_forward(Backend& be, ClassifierActs& a, const float* inp, 
 
 void classifier_backward(Backend& be, float* dinp, float* dweight, float* dbias,
                          const ClassifierActs& a, const float* inp, const float* weight, int rows,
-                         int C, int K) {
-  linear_backward(be, dinp, dweight, dbias, a.dlogits.data(), inp, weight, rows, C, K);
+                         int C, int K, QuantLinear* q) {
+  linear_backward(be, dinp, dweight, dbias, a.dlogits.data(), inp, weight, rows, C, K, 0, 0, q);
 }
 
 }  // namespace bertrt

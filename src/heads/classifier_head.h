@@ -18,6 +18,8 @@
 
 namespace bertrt {
 
+struct QuantLinear;  // quant/quant_linear.h: the head's Linear quantized (nullptr: fp32)
+
 struct ClassifierActs {
   std::vector<float> logits, dlogits;  // [rows, K]
 };
@@ -26,11 +28,11 @@ struct ClassifierActs {
 // loss_weight · ∂loss/∂logits). Throws bertrt::Error for a label ≥ K (a negative label is ignored).
 HeadResult classifier_forward(Backend& be, ClassifierActs& a, const float* inp, const float* weight,
                               const float* bias, const int32_t* labels, int rows, int C, int K,
-                              float loss_weight);
+                              float loss_weight, QuantLinear* q = nullptr);
 
 // dinp [rows, C] accumulates; dweight [K, C], dbias [K] accumulate.
 void classifier_backward(Backend& be, float* dinp, float* dweight, float* dbias,
                          const ClassifierActs& a, const float* inp, const float* weight, int rows,
-                         int C, int K);
+                         int C, int K, QuantLinear* q = nullptr);
 
 }  // namespace bertrt

@@ -24,17 +24,18 @@ void MlmActs::resize(int P_, int C, int V) {
 
 MlmResult mlm_forward(Backend& be, const BertConfig& c, const BertParams& w, MlmActs& a,
                       const float* hidden, const int32_t* positions, const int32_t* labels, int P,
-                      float loss_weight) {
+                      float loss_weight, QuantLinear* dense_q, QuantLinear* decoder_q) {
   const int C = c.hidden_size, V = c.vocab_size;
   a.resize(P, C, V);
   for (int p = 0; p < P; ++p)
     std::copy(hidden + size_t(positions[p]) * C, hidden + size_t(positions[p] + 1) * C,
               a.gathered + size_t(p) * C);
-  linear_forward(be, a.dense, a.gathered, w.mlm_dense_w, w.mlm_dense_b, P, C, C);
+  linear_forward(be, a.dense, a.gathered, w.mlm_dense_w, w.mlm_dense_b, P, C, C, 0, dense_q);
   be.gelu_forward(a.act, a.dense, size_t(P) * C, c.gelu());
   be.layernorm_forward(a.ln, a.mean, a.rstd, a.act, w.mlm_ln_w, w.mlm_ln_b, P, C,
                        c.layer_norm_eps);
-  linear_forward(be, a.logits, a.ln, w.word_emb, w.mlm_bias, P, C, V);  // tied decoder
+  linear_forward(be, a.logits, a.ln, w.word_emb, w.mlm_bias, P, C, V, 0,
+                 decoder_q);  // tied decoder
   MlmResult r;
   if (!labels) return r;
   for (int p = 0; p < P; ++p) {
@@ -51,11 +52,13 @@ MlmResult mlm_forward(Backend& be, const BertConfig& c, const BertParams& w, Mlm
 }
 
 void mlm_backward(Backend& be, const BertConfig& c, const BertParams& dw, MlmActs& a,
-                  float* dhidden, const BertParams& w, const int32_t* positions) {
+                  float* dhidden, const BertParams& w, const int32_t* positions,
+                  QuantLinear* dense_q, QuantLinear* decoder_q) {
   const int P = a.P, C = c.hidden_size, V = c.vocab_size;
   const size_t PC = size_t(P) * C;
   std::fill(a.dln, a.dln + PC, 0.0f);
-  linear_backward(be, a.dln, dw.word_emb, dw.mlm_bias, a.dlogits, a.ln, w.word_emb, P, C, V);
+  linear_backward(be, a.dln, dw.word_emb, dw.mlm_bias, a.dlogits, a.ln, w.word_emb, P, C, V, 0,
+                  0, decoder_q);
   std::fill(a.dact, a.dact + PC, 0.0f);
   be.layernorm_backward(a.dact, dw.mlm_ln_w, dw.mlm_ln_b, a.dln, a.act, w.mlm_ln_w, a.mean,
                         a.rstd, P, C);
@@ -63,7 +66,7 @@ void mlm_backward(Backend& be, const BertConfig& c, const BertParams& dw, MlmAct
   be.gelu_backward(a.ddense, a.dense, a.dact, PC, c.gelu());
   std::fill(a.dgathered, a.dgathered + PC, 0.0f);
   linear_backward(be, a.dgathered, dw.mlm_dense_w, dw.mlm_dense_b, a.ddense, a.gathered,
-                  w.mlm_dense_w, P, C, C);
+                  w.mlm_dense_w, P, C, C, 0, 0, dense_q);
   for (int p = 0; p < P; ++p) {  // scatter back; a position may appear once per sequence
     float* dst = dhidden + size_t(positions[p]) * C;
     const float* src = a.dgathered + size_t(p) * C;

@@ -11,6 +11,8 @@
 
 namespace bertrt {
 
+struct QuantLinear;  // quant/quant_linear.h
+
 class MlmActs {
  public:
   void resize(int P, int C, int V);
@@ -30,12 +32,15 @@ struct MlmResult {
 
 // hidden [N, C]; positions [P] are flat row indices b·T + t; labels [P] (nullptr: logits only).
 // With loss_weight > 0 it also prepares the backward (dlogits = loss_weight · ∂mean_loss/∂logits).
+// dense_q / decoder_q: the transform dense and the tied decoder quantized (nullptr: fp32).
 MlmResult mlm_forward(Backend& be, const BertConfig& c, const BertParams& w, MlmActs& a,
                       const float* hidden, const int32_t* positions, const int32_t* labels, int P,
-                      float loss_weight);
+                      float loss_weight, QuantLinear* dense_q = nullptr,
+                      QuantLinear* decoder_q = nullptr);
 
 // dhidden [N, C] accumulates at the gathered rows; dw accumulates (dword_emb through the tie).
 void mlm_backward(Backend& be, const BertConfig& c, const BertParams& dw, MlmActs& a,
-                  float* dhidden, const BertParams& w, const int32_t* positions);
+                  float* dhidden, const BertParams& w, const int32_t* positions,
+                  QuantLinear* dense_q = nullptr, QuantLinear* decoder_q = nullptr);
 
 }  // namespace bertrt

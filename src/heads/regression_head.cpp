@@ -6,10 +6,10 @@ namespace bertrt {
 
 HeadResult regression_forward(Backend& be, ClassifierActs& a, const float* pooled,
                               const float* weight, const float* bias, const float* targets, int B,
-                              int C, float loss_weight) {
+                              int C, float loss_weight, QuantLinear* q) {
   a.logits.assign(size_t(B), 0.0f);
   a.dlogits.assign(size_t(B), 0.0f);
-  linear_forward(be, a.logits.data(), pooled, weight, bias, B, C, 1);
+  linear_forward(be, a.logits.data(), pooled, weight, bias, B, C, 1, 0, q);
   HeadResult r;
   if (!targets || B == 0) return r;
   double sum = 0;
@@ -25,8 +25,8 @@ HeadResult regression_forward(Backend& be, ClassifierActs& a, const float* poole
 
 void regression_backward(Backend& be, float* dpooled, float* dweight, float* dbias,
                          const ClassifierActs& a, const float* pooled, const float* weight, int B,
-                         int C) {
-  linear_backward(be, dpooled, dweight, dbias, a.dlogits.data(), pooled, weight, B, C, 1);
+                         int C, QuantLinear* q) {
+  linear_backward(be, dpooled, dweight, dbias, a.dlogits.data(), pooled, weight, B, C, 1, 0, 0, q);
 }
 
 }  // namespace bertrt

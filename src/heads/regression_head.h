@@ -11,15 +11,17 @@
 
 namespace bertrt {
 
+struct QuantLinear;  // quant/quant_linear.h: the head's Linear quantized (nullptr: fp32)
+
 // targets [B] or nullptr (scores only, in a.logits). loss_weight > 0 prepares the backward.
 // count = B, correct = 0.
 HeadResult regression_forward(Backend& be, ClassifierActs& a, const float* pooled,
                               const float* weight, const float* bias, const float* targets, int B,
-                              int C, float loss_weight);
+                              int C, float loss_weight, QuantLinear* q = nullptr);
 
 // dpooled [B, C], dweight [1, C], dbias [1] accumulate.
 void regression_backward(Backend& be, float* dpooled, float* dweight, float* dbias,
                          const ClassifierActs& a, const float* pooled, const float* weight, int B,
-                         int C);
+                         int C, QuantLinear* q = nullptr);
 
 }  // namespace bertrt

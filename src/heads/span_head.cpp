@@ -32,13 +32,14 @@ int argmax(const float* row, int T) { return int(std::max_element(row, row + T) 
 
 HeadResult span_forward(Backend& be, SpanActs& a, const float* hidden, const float* weight,
                         const float* bias, const int32_t* start_positions,
-                        const int32_t* end_positions, int B, int T, int C, float loss_weight) {
+                        const int32_t* end_positions, int B, int T, int C, float loss_weight,
+                        QuantLinear* q) {
   const size_t N = size_t(B) * T;
   a.logits.assign(N * 2, 0.0f);
   a.dlogits.assign(N * 2, 0.0f);
   a.start.resize(N), a.end.resize(N);
   a.dstart.assign(N, 0.0f), a.dend.assign(N, 0.0f);
-  linear_forward(be, a.logits.data(), hidden, weight, bias, int(N), C, 2);
+  linear_forward(be, a.logits.data(), hidden, weight, bias, int(N), C, 2, 0, q);
   for (size_t i = 0; i < N; ++i) a.start[i] = a.logits[2 * i], a.end[i] = a.logits[2 * i + 1];
   HeadResult r;
   if (!start_positions || !end_positions) return r;
@@ -59,10 +60,12 @@ HeadResult span_forward(Backend& be, SpanActs& a, const float* hidden, const flo
 }
 
 void span_backward(Backend& be, float* dhidden, float* dweight, float* dbias, SpanActs& a,
-                   const float* hidden, const float* weight, int B, int T, int C) {
+                   const float* hidden, const float* weight, int B, int T, int C,
+                   QuantLinear* q) {
   const size_t N = size_t(B) * T;
   for (size_t i = 0; i < N; ++i) a.dlogits[2 * i] = a.dstart[i], a.dlogits[2 * i + 1] = a.dend[i];
-  linear_backward(be, dhidden, dweight, dbias, a.dlogits.data(), hidden, weight, int(N), C, 2);
+  linear_backward(be, dhidden, dweight, dbias, a.dlogits.data(), hidden, weight, int(N), C, 2, 0,
+                  0, q);
 }
 
 }  // namespace bertrt

@@ -17,6 +17,8 @@
 
 namespace bertrt {
 
+struct QuantLinear;  // quant/quant_linear.h: the head's Linear quantized (nullptr: fp32)
+
 struct SpanActs {
   std::vector<float> logits, dlogits;             // [B·T, 2] as qa_outputs computes them
   std::vector<float> start, end, dstart, dend;    // [B, T]
@@ -28,10 +30,12 @@ struct SpanActs {
 // argmax start and end are both exact.
 HeadResult span_forward(Backend& be, SpanActs& a, const float* hidden, const float* weight,
                         const float* bias, const int32_t* start_positions,
-                        const int32_t* end_positions, int B, int T, int C, float loss_weight);
+                        const int32_t* end_positions, int B, int T, int C, float loss_weight,
+                        QuantLinear* q = nullptr);
 
 // dhidden [B·T, C], dweight [2, C], dbias [2] accumulate.
 void span_backward(Backend& be, float* dhidden, float* dweight, float* dbias, SpanActs& a,
-                   const float* hidden, const float* weight, int B, int T, int C);
+                   const float* hidden, const float* weight, int B, int T, int C,
+                   QuantLinear* q = nullptr);
 
 }  // namespace bertrt

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "io/quant_io.h"
 
 namespace bertrt {
 
@@ -51,6 +52,7 @@ LoadedModel load_model(const std::string& path) {
     const std::vector<float> v = tensor_to_f32(*t);
     std::copy(v.begin(), v.end(), m.model->params() + p.offset);
   }
+  restore_quantization(*m.model, m.file);  // fake-quant ranges / int8 weights (quant_io.h)
   m.tokenizer = make_tokenizer(c.tokenizer);
   m.metadata = c.metadata;
   m.training_state = c.training_state;
@@ -80,6 +82,8 @@ void save_model(const std::string& path, const BertModel& model, const Tokenizer
   }
   c.training_state = training_state;
   c.metadata = std::move(metadata);
+  std::deque<std::array<float, 2>> ranges;
+  append_quantization(model, c, ranges);  // observer ranges, int8 weights (quant_io.h)
   write_model_file(path, c);
 }
 

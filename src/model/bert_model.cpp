@@ -66,6 +66,10 @@ static bool task_param(const std::string& name) {
 }
 
 void BertModel::set_heads(const HeadsConfig& new_heads, uint64_t seed) {
+  if (quant_mode() == QuantMode::kInt8)
+    fail("this is an int8 inference model (written by `finetune --qat int8` or `bertrt quantize`): "
+         "it cannot be trained or given new heads; fine-tune its float or fake-quant source "
+         "instead");
   new_heads.validate();
   HeadsConfig heads = new_heads;
   heads.kind = heads.resolved_kind();
@@ -85,12 +89,21 @@ void BertModel::set_heads(const HeadsConfig& new_heads, uint64_t seed) {
   params_ = std::move(params);
   w_ = bind_params(layout_, config_, params_.data());
   grads_.clear();
+  if (quant_) quant_->bind(config_, heads_);
 }
 
 ForwardResult BertModel::forward(Backend& be, const EncoderInputs& in, const Targets& t,
                                  bool training) {
+  if (quant_) {
+    if (training && quant_->mode() != QuantMode::kFakeQuant)
+      fail("training a {} model: an int8 model is for inference only (written by `finetune --qat "
+           "int8` or `bertrt quantize`); fine-tune its float or fake-quant source instead",
+           quant_mode_name(quant_->mode()));
+    quant_->begin_forward(training);
+  }
+  BertQuant* q = quant_.get();
   acts_.resize(config_, in.B, in.T, training, plan_);
-  encoder_forward(be, config_, w_, acts_, in);
+  encoder_forward(be, config_, w_, acts_, in, q);
   in_ = in;
   targets_ = t;
   ForwardResult r;
@@ -99,12 +112,13 @@ ForwardResult BertModel::forward(Backend& be, const EncoderInputs& in, const Tar
   ran_nsp_ = heads_.nsp && t.nsp_labels;
   if (heads_.mlm && t.mlm_positions) {
     r.mlm = mlm_forward(be, config_, w_, mlm_, acts_.hidden, t.mlm_positions, t.mlm_labels,
-                        t.num_masked, weight);
+                        t.num_masked, weight, q ? q->mlm_dense : nullptr,
+                        q ? q->mlm_decoder : nullptr);
     r.loss += r.mlm.loss;
   }
   if (heads_.nsp) {
     r.nsp = classifier_forward(be, nsp_, acts_.pooled, w_.nsp_w, w_.nsp_b, t.nsp_labels, in.B,
-                               config_.hidden_size, 2, weight);
+                               config_.hidden_size, 2, weight, q ? q->nsp : nullptr);
     r.loss += r.nsp.loss;
   }
   r.cls = task_forward(be, t, weight, r);
@@ -114,6 +128,8 @@ ForwardResult BertModel::forward(Backend& be, const EncoderInputs& in, const Tar
 
 HeadResult BertModel::task_forward(Backend& be, const Targets& t, float weight, ForwardResult& r) {
   const int B = in_.B, T = in_.T, C = config_.hidden_size, K = heads_.num_labels();
+  QuantLinear* q = quant_ ? (heads_.kind == HeadKind::kQuestionAnswering ? quant_->qa : quant_->cls)
+                          : nullptr;
   // Outputs of another kind from an earlier forward must not look current.
   if (heads_.kind == HeadKind::kQuestionAnswering) cls_ = {};
   else span_ = {};
@@ -124,28 +140,28 @@ HeadResult BertModel::task_forward(Backend& be, const Targets& t, float weight, 
     case HeadKind::kSequenceClassification: {
       ran_task_ = t.labels != nullptr;
       HeadResult h = classifier_forward(be, cls_, acts_.pooled, w_.cls_w, w_.cls_b, t.labels, B, C,
-                                        K, weight);
+                                        K, weight, q);
       r.logits = cls_.logits.data();
       return h;
     }
     case HeadKind::kRegression: {
       ran_task_ = t.scores != nullptr;
       HeadResult h = regression_forward(be, cls_, acts_.pooled, w_.cls_w, w_.cls_b, t.scores, B,
-                                        C, weight);
+                                        C, weight, q);
       r.logits = cls_.logits.data();
       return h;
     }
     case HeadKind::kTokenClassification: {
       ran_task_ = t.token_labels != nullptr;
       HeadResult h = classifier_forward(be, cls_, acts_.hidden, w_.cls_w, w_.cls_b,
-                                        t.token_labels, B * T, C, K, weight);
+                                        t.token_labels, B * T, C, K, weight, q);
       r.logits = cls_.logits.data();
       return h;
     }
     case HeadKind::kQuestionAnswering: {
       ran_task_ = t.start_positions && t.end_positions;
       HeadResult h = span_forward(be, span_, acts_.hidden, w_.qa_w, w_.qa_b, t.start_positions,
-                                  t.end_positions, B, T, C, weight);
+                                  t.end_positions, B, T, C, weight, q);
       r.start_logits = span_.start.data();
       r.end_logits = span_.end.data();
       return h;
@@ -157,12 +173,15 @@ HeadResult BertModel::task_forward(Backend& be, const Targets& t, float weight, 
 void BertModel::backward(Backend& be) {
   if (!acts_.training()) fail("backward() needs a forward(training=true) first");
   grads();
-  if (ran_mlm_) mlm_backward(be, config_, dw_, mlm_, acts_.dhidden, w_, targets_.mlm_positions);
+  BertQuant* q = quant_.get();
+  if (ran_mlm_)
+    mlm_backward(be, config_, dw_, mlm_, acts_.dhidden, w_, targets_.mlm_positions,
+                 q ? q->mlm_dense : nullptr, q ? q->mlm_decoder : nullptr);
   if (ran_nsp_)
     classifier_backward(be, acts_.dpooled, dw_.nsp_w, dw_.nsp_b, nsp_, acts_.pooled, w_.nsp_w,
-                        in_.B, config_.hidden_size, 2);
+                        in_.B, config_.hidden_size, 2, q ? q->nsp : nullptr);
   if (ran_task_) task_backward(be);
-  encoder_backward(be, config_, dw_, acts_, w_, in_);
+  encoder_backward(be, config_, dw_, acts_, w_, in_, q);
 }
 
 void BertModel::set_backward_plan(const BackwardPlan& plan) {
@@ -176,21 +195,24 @@ void BertModel::set_backward_plan(const BackwardPlan& plan) {
 
 void BertModel::task_backward(Backend& be) {
   const int B = in_.B, T = in_.T, C = config_.hidden_size, K = heads_.num_labels();
+  QuantLinear* q = quant_ ? (heads_.kind == HeadKind::kQuestionAnswering ? quant_->qa : quant_->cls)
+                          : nullptr;
   switch (heads_.kind) {
     case HeadKind::kSequenceClassification:
       classifier_backward(be, acts_.dpooled, dw_.cls_w, dw_.cls_b, cls_, acts_.pooled, w_.cls_w,
-                          B, C, K);
+                          B, C, K, q);
       break;
     case HeadKind::kRegression:
       regression_backward(be, acts_.dpooled, dw_.cls_w, dw_.cls_b, cls_, acts_.pooled, w_.cls_w,
-                          B, C);
+                          B, C, q);
       break;
     case HeadKind::kTokenClassification:
       classifier_backward(be, acts_.dhidden, dw_.cls_w, dw_.cls_b, cls_, acts_.hidden, w_.cls_w,
-                          B * T, C, K);
+                          B * T, C, K, q);
       break;
     case HeadKind::kQuestionAnswering:
-      span_backward(be, acts_.dhidden, dw_.qa_w, dw_.qa_b, span_, acts_.hidden, w_.qa_w, B, T, C);
+      span_backward(be, acts_.dhidden, dw_.qa_w, dw_.qa_b, span_, acts_.hidden, w_.qa_w, B, T, C,
+                    q);
       break;
     case HeadKind::kNone:
       break;
@@ -201,8 +223,10 @@ const float* BertModel::mlm_logits_all(Backend& be) {
   if (!heads_.mlm) fail("this model has no MLM head (cls.predictions.*)");
   all_positions_.resize(size_t(in_.B) * in_.T);
   std::iota(all_positions_.begin(), all_positions_.end(), 0);
+  if (quant_) quant_->begin_forward(false);
   mlm_forward(be, config_, w_, mlm_, acts_.hidden, all_positions_.data(), nullptr,
-              int(all_positions_.size()), 0.0f);
+              int(all_positions_.size()), 0.0f, quant_ ? quant_->mlm_dense : nullptr,
+              quant_ ? quant_->mlm_decoder : nullptr);
   return mlm_.logits;
 }
 

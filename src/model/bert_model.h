@@ -9,6 +9,7 @@
 #include "heads/classifier_head.h"
 #include "heads/mlm_head.h"
 #include "heads/span_head.h"
+#include "model/bert_quant.h"
 #include "model/encoder.h"
 
 namespace bertrt {
@@ -88,6 +89,28 @@ class BertModel {
   // MLM logits for every position [B·T, V] (fill-mask / forward); runs the MLM head on all rows.
   const float* mlm_logits_all(Backend& be);
 
+  // --- Quantization (model/bert_quant.h; README "Quantization-aware training and int8") ---------
+  // QAT: every Linear fake-quantizes its input (own moving-average observer) and its weight (per
+  // output channel) from the next forward on; a QAT model already in fake-quant mode keeps its
+  // observer ranges. Throws bertrt::Error for an int8 model or an invalid config.
+  void enable_qat(const QatConfig& config);
+  // Post-training quantization: fp32 forwards that record each Linear's input min/max, then
+  // finish_calibration() freezes those ranges (fake-quant mode, ready for convert_to_int8()).
+  void begin_calibration(bool int8_embeddings);
+  void finish_calibration();
+  // Fake-quant → int8 in memory: int8 weights (the scales QAT used) and the frozen activation
+  // qparams; from then on forward() runs the int8 kernels and training throws. save_model() of an
+  // int8 model writes i8 tensors.
+  void convert_to_int8();
+  // Back to plain fp32 (drops observers and int8 weights; an int8 model keeps its dequantized
+  // weights, which are exactly the fake-quant weights).
+  void disable_quantization();
+  // Replaces the quantization state (the loader of quantized files).
+  void set_quant(std::unique_ptr<BertQuant> quant);
+  QuantMode quant_mode() const { return quant_ ? quant_->mode() : QuantMode::kFloat; }
+  BertQuant* quant() { return quant_.get(); }
+  const BertQuant* quant() const { return quant_.get(); }
+
  private:
   BertConfig config_;
   HeadsConfig heads_;
@@ -102,6 +125,8 @@ class BertModel {
   EncoderInputs in_;
   Targets targets_;
   bool ran_mlm_ = false, ran_nsp_ = false, ran_task_ = false;  // backward has gradients to run
+
+  std::unique_ptr<BertQuant> quant_;  // nullptr: fp32
 
   HeadResult task_forward(Backend& be, const Targets& t, float loss_weight, ForwardResult& r);
   void task_backward(Backend& be);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "model/bert_quant.h"
 #include "model/linear.h"
 
 namespace bertrt {
@@ -112,7 +113,7 @@ static void check_inputs(const BertConfig& c, const EncoderInputs& in) {
 }
 
 void encoder_forward(Backend& be, const BertConfig& c, const BertParams& w, EncoderActs& a,
-                     const EncoderInputs& in) {
+                     const EncoderInputs& in, BertQuant* q) {
   check_inputs(c, in);
   const int B = in.B, T = in.T, C = c.hidden_size, N = B * T;
   const LayerDims d = layer_dims(c, B, T);
@@ -125,15 +126,18 @@ void encoder_forward(Backend& be, const BertConfig& c, const BertParams& w, Enco
     a.mask_add[i] = (!in.attention_mask || in.attention_mask[i]) ? 0.0f : -10000.0f;
 
   embeddings_forward(be, a.emb, in.input_ids, a.position_ids.data(), types, w.word_emb, w.pos_emb,
-                     w.type_emb, w.emb_ln_w, w.emb_ln_b, N, C, c.layer_norm_eps);
+                     w.type_emb, w.emb_ln_w, w.emb_ln_b, N, C, c.layer_norm_eps,
+                     q ? &q->emb : nullptr);
   const float* x = a.emb.out;
   for (int l = 0; l < c.num_hidden_layers; ++l) {
-    encoder_layer_forward(be, a.layers[l], a.scores, x, a.mask_add, w.layers[l], d);
+    encoder_layer_forward(be, a.layers[l], a.scores, x, a.mask_add, w.layers[l], d,
+                          q ? &q->layers[size_t(l)] : nullptr);
     x = a.layers[l].out;
   }
   a.hidden = x;
   // Pooler: dense + tanh on the [CLS] row of each sequence (rows T·C apart).
-  linear_forward(be, a.pooled_pre, x, w.pooler_w, w.pooler_b, B, C, C, T * C);
+  linear_forward(be, a.pooled_pre, x, w.pooler_w, w.pooler_b, B, C, C, T * C,
+                 q ? q->pooler : nullptr);
   be.tanh_forward(a.pooled, a.pooled_pre, size_t(B) * C);
   if (a.training()) {
     std::fill(a.dhidden, a.dhidden + size_t(N) * C, 0.0f);
@@ -142,7 +146,7 @@ void encoder_forward(Backend& be, const BertConfig& c, const BertParams& w, Enco
 }
 
 void encoder_backward(Backend& be, const BertConfig& c, const BertParams& dw, EncoderActs& a,
-                      const BertParams& w, const EncoderInputs& in) {
+                      const BertParams& w, const EncoderInputs& in, BertQuant* q) {
   const int B = in.B, T = in.T, C = c.hidden_size, N = B * T;
   const size_t NC = size_t(N) * C;
   const LayerDims d = layer_dims(c, B, T);
@@ -151,7 +155,7 @@ void encoder_backward(Backend& be, const BertConfig& c, const BertParams& dw, En
   std::fill(a.dpooled_pre, a.dpooled_pre + size_t(B) * C, 0.0f);
   be.tanh_backward(a.dpooled_pre, a.pooled, a.dpooled, size_t(B) * C);
   linear_backward(be, a.dhidden, dw.pooler_w, dw.pooler_b, a.dpooled_pre, a.hidden, w.pooler_w, B,
-                  C, C, T * C, T * C);
+                  C, C, T * C, T * C, q ? q->pooler : nullptr);
   // Layers, last to first, down to the first trainable one; dhidden and dnext ping-pong.
   const BackwardPlan& plan = a.plan();
   float* dout = a.dhidden;
@@ -161,19 +165,21 @@ void encoder_backward(Backend& be, const BertConfig& c, const BertParams& dw, En
     // Recompute: the shared work buffers still hold the last layer's forward; the others run
     // again on their kept input, with the same ops on the same values (so the same bits).
     if (plan.recompute && l != c.num_hidden_layers - 1) {
+      // A second forward would update the QAT observers twice a step.
+      if (q) fail("activation recomputation (--recompute) is not supported with QAT");
       LayerActs redo = a.layers[l];
       redo.out = a.recompute_out;
       encoder_layer_forward(be, redo, a.scores, inp, a.mask_add, w.layers[l], d);
     }
     std::fill(dinp, dinp + NC, 0.0f);
     encoder_layer_backward(be, dinp, dw.layers[l], a.scratch, dout, inp, a.layers[l], w.layers[l],
-                           d);
+                           d, q ? &q->layers[size_t(l)] : nullptr);
     std::swap(dout, dinp);
   }
   if (!plan.embeddings) return;
   embeddings_backward(be, a.demb_sum, dw.word_emb, dw.pos_emb, dw.type_emb, dw.emb_ln_w,
                       dw.emb_ln_b, dout, a.emb, in.input_ids, a.position_ids.data(), types,
-                      w.emb_ln_w, N, C);
+                      w.emb_ln_w, N, C, q ? &q->emb : nullptr);
 }
 
 }  // namespace bertrt

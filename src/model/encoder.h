@@ -13,6 +13,8 @@
 
 namespace bertrt {
 
+class BertQuant;
+
 struct EncoderInputs {
   int B = 0, T = 0;
   const int32_t* input_ids = nullptr;       // [B, T]
@@ -65,13 +67,14 @@ class EncoderActs {
 };
 
 // Runs the encoder and pooler. Throws bertrt::Error for an input id ≥ vocab_size, a token type
-// ≥ type_vocab_size or T > max_position_embeddings.
+// ≥ type_vocab_size or T > max_position_embeddings. q: the model's quantization (model/bert_quant.h)
+// or nullptr for fp32.
 void encoder_forward(Backend& be, const BertConfig& c, const BertParams& w, EncoderActs& a,
-                     const EncoderInputs& in);
+                     const EncoderInputs& in, BertQuant* q = nullptr);
 
 // Back-propagates a.dhidden and a.dpooled into the gradients dw (accumulating), down to layer
 // a.plan().first_layer (and into the embeddings when a.plan().embeddings).
 void encoder_backward(Backend& be, const BertConfig& c, const BertParams& dw, EncoderActs& a,
-                      const BertParams& w, const EncoderInputs& in);
+                      const BertParams& w, const EncoderInputs& in, BertQuant* q = nullptr);
 
 }  // namespace bertrt

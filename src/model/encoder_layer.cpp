@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "model/bert_quant.h"
 #include "model/linear.h"
 
 namespace bertrt {
@@ -9,19 +10,21 @@ namespace bertrt {
 static void zero(float* p, size_t n) { std::fill(p, p + n, 0.0f); }
 
 void encoder_layer_forward(Backend& be, const LayerActs& a, float* scores, const float* inp,
-                           const float* mask_add, const LayerParams& w, const LayerDims& d) {
+                           const float* mask_add, const LayerParams& w, const LayerDims& d,
+                           const LayerQuant* q) {
   const int N = d.N(), C = d.C(), I = d.I;
-  linear_forward(be, a.q, inp, w.query_w, w.query_b, N, C, C);
-  linear_forward(be, a.k, inp, w.key_w, w.key_b, N, C, C);
-  linear_forward(be, a.v, inp, w.value_w, w.value_b, N, C, C);
+  const LayerQuant Q = q ? *q : LayerQuant{};
+  linear_forward(be, a.q, inp, w.query_w, w.query_b, N, C, C, 0, Q.query);
+  linear_forward(be, a.k, inp, w.key_w, w.key_b, N, C, C, 0, Q.key);
+  linear_forward(be, a.v, inp, w.value_w, w.value_b, N, C, C, 0, Q.value);
   attention_forward(be, a.ctx, a.probs, scores, a.q, a.k, a.v, mask_add, d.att);
-  linear_forward(be, a.res1, a.ctx, w.attn_out_w, w.attn_out_b, N, C, C);
+  linear_forward(be, a.res1, a.ctx, w.attn_out_w, w.attn_out_b, N, C, C, 0, Q.attn_out);
   be.add(a.res1, a.res1, inp, size_t(N) * C);
   be.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, a.res1, w.attn_ln_w, w.attn_ln_b, N, C,
                        d.eps);
-  linear_forward(be, a.inter_pre, a.ln1, w.inter_w, w.inter_b, N, C, I);
+  linear_forward(be, a.inter_pre, a.ln1, w.inter_w, w.inter_b, N, C, I, 0, Q.inter);
   be.gelu_forward(a.inter, a.inter_pre, size_t(N) * I, d.gelu);
-  linear_forward(be, a.res2, a.inter, w.out_w, w.out_b, N, I, C);
+  linear_forward(be, a.res2, a.inter, w.out_w, w.out_b, N, I, C, 0, Q.out);
   be.add(a.res2, a.res2, a.ln1, size_t(N) * C);
   be.layernorm_forward(a.out, a.ln2_mean, a.ln2_rstd, a.res2, w.out_ln_w, w.out_ln_b, N, C,
                        d.eps);
@@ -29,7 +32,9 @@ void encoder_layer_forward(Backend& be, const LayerActs& a, float* scores, const
 
 void encoder_layer_backward(Backend& be, float* dinp, const LayerParams& dw,
                             const LayerGradScratch& s, const float* dout, const float* inp,
-                            const LayerActs& a, const LayerParams& w, const LayerDims& d) {
+                            const LayerActs& a, const LayerParams& w, const LayerDims& d,
+                            const LayerQuant* q) {
+  const LayerQuant Q = q ? *q : LayerQuant{};
   const int N = d.N(), C = d.C(), I = d.I;
   const size_t NC = size_t(N) * C, NI = size_t(N) * I;
   // Feed-forward block, from the output LayerNorm back to ln1.
@@ -38,10 +43,12 @@ void encoder_layer_backward(Backend& be, float* dinp, const LayerParams& dw,
                         a.ln2_rstd, N, C);
   std::copy(s.dres, s.dres + NC, s.dln1);  // residual: res2 = ffn(ln1) + ln1
   zero(s.dinter, NI);
-  linear_backward(be, s.dinter, dw.out_w, dw.out_b, s.dres, a.inter, w.out_w, N, I, C);
+  linear_backward(be, s.dinter, dw.out_w, dw.out_b, s.dres, a.inter, w.out_w, N, I, C, 0, 0,
+                  Q.out);
   zero(s.dinter_pre, NI);
   be.gelu_backward(s.dinter_pre, a.inter_pre, s.dinter, NI, d.gelu);
-  linear_backward(be, s.dln1, dw.inter_w, dw.inter_b, s.dinter_pre, a.ln1, w.inter_w, N, C, I);
+  linear_backward(be, s.dln1, dw.inter_w, dw.inter_b, s.dinter_pre, a.ln1, w.inter_w, N, C, I, 0,
+                  0, Q.inter);
   // Attention block, from LayerNorm 1 back to the layer input.
   zero(s.dres, NC);
   be.layernorm_backward(s.dres, dw.attn_ln_w, dw.attn_ln_b, s.dln1, a.res1, w.attn_ln_w,
@@ -49,15 +56,15 @@ void encoder_layer_backward(Backend& be, float* dinp, const LayerParams& dw,
   be.add(dinp, dinp, s.dres, NC);  // residual: res1 = attn(inp) + inp
   zero(s.dctx, NC);
   linear_backward(be, s.dctx, dw.attn_out_w, dw.attn_out_b, s.dres, a.ctx, w.attn_out_w, N, C,
-                  C);
+                  C, 0, 0, Q.attn_out);
   zero(s.dq, NC);
   zero(s.dk, NC);
   zero(s.dv, NC);
   attention_backward(be, s.dq, s.dk, s.dv, s.dprobs, s.dscores, s.dctx, a.q, a.k, a.v, a.probs,
                      d.att);
-  linear_backward(be, dinp, dw.query_w, dw.query_b, s.dq, inp, w.query_w, N, C, C);
-  linear_backward(be, dinp, dw.key_w, dw.key_b, s.dk, inp, w.key_w, N, C, C);
-  linear_backward(be, dinp, dw.value_w, dw.value_b, s.dv, inp, w.value_w, N, C, C);
+  linear_backward(be, dinp, dw.query_w, dw.query_b, s.dq, inp, w.query_w, N, C, C, 0, 0, Q.query);
+  linear_backward(be, dinp, dw.key_w, dw.key_b, s.dk, inp, w.key_w, N, C, C, 0, 0, Q.key);
+  linear_backward(be, dinp, dw.value_w, dw.value_b, s.dv, inp, w.value_w, N, C, C, 0, 0, Q.value);
 }
 
 }  // namespace bertrt

@@ -9,6 +9,8 @@
 
 namespace bertrt {
 
+struct LayerQuant;
+
 // What the forward keeps for the backward, per layer.
 struct LayerActs {
   float *q, *k, *v;          // [N, C]
@@ -40,13 +42,16 @@ struct LayerDims {
   int C() const { return att.C(); }
 };
 
-// scores: [B, NH, T, T] scratch.
+// scores: [B, NH, T, T] scratch. q: the layer's quantized Linears (model/bert_quant.h), or
+// nullptr for fp32.
 void encoder_layer_forward(Backend& be, const LayerActs& a, float* scores, const float* inp,
-                           const float* mask_add, const LayerParams& w, const LayerDims& d);
+                           const float* mask_add, const LayerParams& w, const LayerDims& d,
+                           const LayerQuant* q = nullptr);
 
 // dinp [N, C] accumulates; dw accumulates.
 void encoder_layer_backward(Backend& be, float* dinp, const LayerParams& dw,
                             const LayerGradScratch& s, const float* dout, const float* inp,
-                            const LayerActs& a, const LayerParams& w, const LayerDims& d);
+                            const LayerActs& a, const LayerParams& w, const LayerDims& d,
+                            const LayerQuant* q = nullptr);
 
 }  // namespace bertrt

@@ -1,9 +1,15 @@
 #include "model/linear.h"
 
+#include "quant/quant_linear.h"
+
 namespace bertrt {
 
 void linear_forward(Backend& be, float* out, const float* inp, const float* weight,
-                    const float* bias, int rows, int in_f, int out_f, int lda) {
+                    const float* bias, int rows, int in_f, int out_f, int lda, QuantLinear* q) {
+  if (q && q->mode != QuantMode::kFloat) {
+    quant_linear_forward(be, *q, out, inp, weight, bias, rows, in_f, out_f, lda);
+    return;
+  }
   be.gemm(false, true, rows, out_f, in_f, 1.0f, inp, lda ? lda : in_f, weight, in_f, 0.0f, out,
           out_f);
   if (bias) be.bias_add(out, bias, rows, out_f);
@@ -11,7 +17,11 @@ void linear_forward(Backend& be, float* out, const float* inp, const float* weig
 
 void linear_backward(Backend& be, float* dinp, float* dweight, float* dbias, const float* dout,
                      const float* inp, const float* weight, int rows, int in_f, int out_f,
-                     int lda, int ldd) {
+                     int lda, int ldd, QuantLinear* q) {
+  if (q && q->mode != QuantMode::kFloat) {
+    quant_linear_backward(be, *q, dinp, dweight, dbias, dout, rows, in_f, out_f, ldd);
+    return;
+  }
   if (dinp)
     be.gemm(false, false, rows, in_f, out_f, 1.0f, dout, out_f, weight, in_f, 1.0f, dinp,
             ldd ? ldd : in_f);

@@ -1,19 +1,26 @@
 // nn.Linear: out = inp · weightᵀ + bias, weight [out_features, in_features] (PyTorch layout).
+// With a QuantLinear `q` (quant/quant_linear.h) in a mode other than float, the same call runs the
+// calibrating, fake-quant (QAT) or int8 Linear instead; q == nullptr is the plain fp32 Linear.
 #pragma once
 
 #include "backends/backend.h"
 
 namespace bertrt {
 
+struct QuantLinear;
+
 // out [rows, out_f] = inp [rows, in_f] · weightᵀ + bias (bias may be nullptr).
 // lda is the row stride of inp (≥ in_f; e.g. T·C to pick the [CLS] rows of [B, T, C]).
 void linear_forward(Backend& be, float* out, const float* inp, const float* weight,
-                    const float* bias, int rows, int in_f, int out_f, int lda = 0);
+                    const float* bias, int rows, int in_f, int out_f, int lda = 0,
+                    QuantLinear* q = nullptr);
 
 // dinp += dout · weight (skipped when dinp is nullptr); dweight += doutᵀ · inp; dbias += Σ dout.
-// ldd is the row stride of dinp and lda of inp (0 = in_f).
+// ldd is the row stride of dinp and lda of inp (0 = in_f). A fake-quant `q` back-propagates
+// through what its forward kept (fq(inp), fq(weight)) with the straight-through masks; an int8
+// one throws bertrt::Error (inference only).
 void linear_backward(Backend& be, float* dinp, float* dweight, float* dbias, const float* dout,
                      const float* inp, const float* weight, int rows, int in_f, int out_f,
-                     int lda = 0, int ldd = 0);
+                     int lda = 0, int ldd = 0, QuantLinear* q = nullptr);
 
 }  // namespace bertrt

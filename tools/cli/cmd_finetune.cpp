@@ -12,6 +12,7 @@
 #include "io/model_io.h"
 #include "progress.h"
 #include "task_flags.h"
+#include "qat_flags.h"
 #include "train/finetune.h"
 #include "train/metrics_log.h"
 #include "train/schedule.h"
@@ -29,6 +30,7 @@ void add_finetune(CLI::App& app) {
     uint64_t seed = 42;
     bool group_by_length = false;
     BackendChoice backend;
+    QatOptions qat;  // --qat int8 ... (qat_flags.h)
   };
   auto o = std::make_shared<Opts>();
   CLI::App* c = app.add_subcommand(
@@ -67,7 +69,9 @@ void add_finetune(CLI::App& app) {
   c->add_option("--metrics", o->metrics, "write JSON lines of step and dev metrics to this file");
   c->add_option("-o,--output", o->out, "output model (.brt), written atomically")->required();
   o->backend.add_to(c);
+  add_qat_flags(c, o->qat);
   c->callback([o] {
+    check_qat_options(o->qat);
     check_output_path("-o", o->out);
     check_input_file("--model", o->model);
     check_input_file("--train", o->train);
@@ -112,6 +116,7 @@ void add_finetune(CLI::App& app) {
     }
     std::fflush(stdout);
     model.set_heads(task.heads(), o->seed);
+    apply_qat(model, o->qat, o->model);
     auto be = o->backend.make();
     MetricsLog metrics = o->metrics.empty() ? MetricsLog() : MetricsLog(o->metrics);
 
@@ -155,7 +160,7 @@ void add_finetune(CLI::App& app) {
     meta["finetune_task"] = task.name;
     meta["finetune_steps"] = std::to_string(total);
     meta["task"] = task_definition_json(task);
-    save_model(o->out, model, tok, meta);
+    save_finetuned(o->out, model, tok, meta, o->qat);  // int8 with --qat int8
     fmt::print("wrote {}\n", o->out);
   });
 }

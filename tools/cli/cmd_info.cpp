@@ -1,11 +1,16 @@
 // bertrt info: what a model file holds (config with Hugging Face names, heads, tokenizer).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstring>
 
 #include <nlohmann/json.hpp>
 
 #include "common.h"
 #include "core/error.h"
 #include "io/model_io.h"
+#include "quant/qparams.h"
 
 namespace bertrt::cli {
 
@@ -24,6 +29,35 @@ nlohmann::json config_json(const BertConfig& c) {
           {"hidden_dropout_prob", c.hidden_dropout_prob},
           {"attention_probs_dropout_prob", c.attention_probs_dropout_prob}};
 }
+
+namespace {
+
+// A tensor's quantization for `info`: dtype, axis, scale range and zero points of an integer
+// tensor; for an activation range ("<linear>.input_observer", f32 [min, max]) the uint8 scale
+// and zero point it implies. Null for a plain float tensor.
+nlohmann::json tensor_quantization(const TensorRecord& t) {
+  if (!t.scales.empty()) {
+    const auto [lo, hi] = std::minmax_element(t.scales.begin(), t.scales.end());
+    nlohmann::json q = {{"axis", t.axis}, {"scales", t.scales.size()}, {"scale_min", *lo},
+                        {"scale_max", *hi}};
+    if (t.zero_points.empty()) q["zero_point"] = 0;
+    else q["zero_points"] = t.zero_points.size();
+    return q;
+  }
+  const std::string suffix = ".input_observer";
+  if (t.dtype == DType::f32 && t.nbytes == 2 * sizeof(float) && t.name.size() > suffix.size() &&
+      t.name.compare(t.name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    float r[2];
+    std::memcpy(r, t.data, sizeof r);
+    if (!(r[0] <= r[1])) return {{"input_min", r[0]}, {"input_max", r[1]}};
+    const QParams qp = affine_qparams(r[0], r[1]);
+    return {{"input_min", r[0]}, {"input_max", r[1]}, {"activation", "uint8"},
+            {"scale", qp.scale}, {"zero_point", qp.zero_point}};
+  }
+  return nullptr;
+}
+
+}  // namespace
 
 void add_info(CLI::App& app) {
   struct Opts {
@@ -45,7 +79,9 @@ void add_info(CLI::App& app) {
       for (int64_t d : t.shape) n *= size_t(d);
       params += n;
       bytes += t.nbytes;
-      tensors.push_back({{"name", t.name}, {"shape", t.shape}, {"dtype", dtype_name(t.dtype)}});
+      nlohmann::json j = {{"name", t.name}, {"shape", t.shape}, {"dtype", dtype_name(t.dtype)}};
+      if (nlohmann::json q = tensor_quantization(t); !q.is_null()) j["quantization"] = q;
+      tensors.push_back(std::move(j));
     }
     nlohmann::json heads = {{"mlm", m.heads.mlm}, {"nsp", m.heads.nsp},
                             {"labels", m.heads.labels}, {"task", m.heads.task}};
@@ -72,6 +108,19 @@ void add_info(CLI::App& app) {
                bytes / 1e6);
     for (const auto& [k, v] : m.metadata) fmt::print("metadata   {} = {}\n", k, v);
     if (m.training_state) fmt::print("training   step {}\n", m.training_state->step);
+    // Quantized files: one line per integer tensor and per activation range.
+    for (const TensorRecord& t : m.tensors) {
+      const nlohmann::json q = tensor_quantization(t);
+      if (q.is_null()) continue;
+      if (q.contains("scales"))
+        fmt::print("quant      {} {} [{}] axis {}: {} scales in [{:.3g}, {:.3g}], zero point 0\n",
+                   t.name, dtype_name(t.dtype), fmt::join(t.shape, ", "), t.axis,
+                   t.scales.size(), q["scale_min"].get<float>(), q["scale_max"].get<float>());
+      else if (q.contains("scale"))
+        fmt::print("quant      {} range [{:.4g}, {:.4g}] -> uint8 scale {:.4g} zero point {}\n",
+                   t.name, q["input_min"].get<float>(), q["input_max"].get<float>(),
+                   q["scale"].get<float>(), q["zero_point"].get<int>());
+    }
   });
 }
 

@@ -45,5 +45,7 @@ void add_eval(CLI::App& app);
 void add_predict(CLI::App& app);
 void add_fill_mask(CLI::App& app);
 void add_plot(CLI::App& app);
+void add_quantize(CLI::App& app);  // cmd_quantize.cpp: post-training int8 quantization
+void add_bench(CLI::App& app);     // cmd_bench.cpp: inference latency
 
 }  // namespace bertrt::cli

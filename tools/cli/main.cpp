@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
   bertrt::cli::add_predict(app);
   bertrt::cli::add_fill_mask(app);
   bertrt::cli::add_plot(app);
+  bertrt::cli::add_quantize(app);
+  bertrt::cli::add_bench(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,80 @@
+// BertModel's quantization modes (bert_model.h "Quantization"): QAT, PTQ calibration, the int8
+// conversion. The per-Linear math is in quant/quant_linear.cpp, the bookkeeping in bert_quant.cpp.
+#include <algorithm>
+
+#include "core/error.h"
+#include "model/bert_model.h"
+
+namespace bertrt {
+
+void BertModel::enable_qat(const QatConfig& config) {
+  if (quant_mode() == QuantMode::kInt8)
+    fail("QAT on an int8 inference model: fine-tune its float or fake-quant source instead");
+  auto q = std::make_unique<BertQuant>(config_, heads_, QuantMode::kFakeQuant, config);
+  // A fake-quant model (a QAT file, or a calibrated one) keeps its ranges and keeps learning them.
+  if (quant_ && quant_->mode() == QuantMode::kFakeQuant) {
+    for (auto& [name, ql] : q->linears()) {
+      auto it = quant_->linears().find(name);
+      if (it == quant_->linears().end() || !it->second.observer.initialized()) continue;
+      const ActivationObserver& o = it->second.observer;
+      ql.observer.restore(o.min(), o.max(), o.updates(), /*frozen=*/false);
+    }
+  }
+  quant_ = std::move(q);
+}
+
+void BertModel::begin_calibration(bool int8_embeddings) {
+  if (quant_mode() == QuantMode::kInt8)
+    fail("calibration of an int8 model: calibrate its float source instead");
+  QatConfig c;
+  c.int8_embeddings = int8_embeddings;
+  quant_ = std::make_unique<BertQuant>(config_, heads_, QuantMode::kCalibrate, c);
+}
+
+void BertModel::finish_calibration() {
+  if (quant_mode() != QuantMode::kCalibrate) fail("finish_calibration() without begin_calibration()");
+  for (auto& [name, q] : quant_->linears()) q.finish_calibration(name.c_str());
+  quant_->set_mode(QuantMode::kFakeQuant);
+}
+
+void BertModel::convert_to_int8() {
+  if (quant_mode() != QuantMode::kFakeQuant)
+    fail("int8 conversion needs a fake-quant model (QAT-trained or calibrated), this one is {}",
+         quant_mode_name(quant_mode()));
+  const int C = config_.hidden_size;
+  EmbeddingQuant& e = quant_->emb;
+  // The fp32 copies become the dequantized values (= the fake-quant weights), so that this model
+  // and the same model read back from its int8 file are identical.
+  auto table = [&](EmbeddingTableQuant& t, float* w, int rows) {
+    t.w8 = quantize_weight_s8(w, rows, C);
+    for (size_t i = 0; i < t.w8.q.size(); ++i) w[i] = float(t.w8.q[i]) * t.w8.scale[i / size_t(C)];
+  };
+  if (e.int8) {
+    table(e.word, w_.word_emb, config_.vocab_size);
+    table(e.pos, w_.pos_emb, config_.max_position_embeddings);
+    table(e.type, w_.type_emb, config_.type_vocab_size);
+  }
+  for (const LinearSite& s : linear_sites(config_, heads_)) {
+    QuantLinear& q = quant_->at(s.name);
+    float* w = params_.data() + layout_.at(s.weight).offset;
+    if (s.name == "cls.predictions.decoder" && e.int8) {  // the int8 word table, shared
+      if (!q.observer.initialized())
+        fail("int8 export: Linear '{}' has no activation range", s.name);
+      q.w8 = e.word.w8.view();
+      q.act = q.observer.qparams();
+      continue;
+    }
+    q.make_int8(w, s.out_f, s.in_f, s.name.c_str());
+    for (size_t i = 0; i < q.own8.q.size(); ++i)
+      w[i] = float(q.own8.q[i]) * q.own8.scale[i / size_t(s.in_f)];
+  }
+  quant_->set_mode(QuantMode::kInt8);
+  quant_->set_observers_frozen(true);
+  grads_.clear();
+}
+
+void BertModel::disable_quantization() { quant_.reset(); }
+
+void BertModel::set_quant(std::unique_ptr<BertQuant> quant) { quant_ = std::move(quant); }
+
+}  // namespace bertrt

@@ -1,0 +1,126 @@
+#include "quant/quant_linear.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "quant/fake_quant.h"
+
+namespace bertrt {
+
+const char* quant_mode_name(QuantMode mode) {
+  switch (mode) {
+    case QuantMode::kFloat: return "float";
+    case QuantMode::kCalibrate: return "calibrate";
+    case QuantMode::kFakeQuant: return "fake-quant";
+    case QuantMode::kInt8: return "int8";
+  }
+  return "?";
+}
+
+void QuantLinear::finish_calibration(const char* name) {
+  if (!calib_seen)
+    fail("calibration: no batch reached Linear '{}' (its head was never run?)", name);
+  observer.restore(calib_min, calib_max, 1, /*frozen=*/true);
+}
+
+void QuantLinear::make_int8(const float* weight, int out_f, int in_f, const char* name) {
+  if (!observer.initialized())
+    fail("int8 export: Linear '{}' has no activation range (no QAT training step or calibration "
+         "batch ever reached it)", name);
+  own8 = quantize_weight_s8(weight, out_f, in_f);
+  w8 = own8.view();
+  act = observer.qparams();
+  mode = QuantMode::kInt8;
+}
+
+namespace {
+
+// out = inp · wᵀ + bias in fp32 (inp contiguous unless lda says otherwise).
+void float_linear(Backend& be, float* out, const float* inp, const float* w, const float* bias,
+                  int rows, int in_f, int out_f, int lda) {
+  be.gemm(false, true, rows, out_f, in_f, 1.0f, inp, lda, w, in_f, 0.0f, out, out_f);
+  if (bias) be.bias_add(out, bias, rows, out_f);
+}
+
+void record_range(Backend& be, QuantLinear& q, const float* inp, int rows, int in_f, int lda) {
+  for (int r = 0; r < rows; ++r) {
+    float lo, hi;
+    be.min_max(&lo, &hi, inp + size_t(r) * lda, size_t(in_f));
+    q.calib_min = q.calib_seen ? std::min(q.calib_min, lo) : lo;
+    q.calib_max = q.calib_seen ? std::max(q.calib_max, hi) : hi;
+    q.calib_seen = true;
+  }
+}
+
+}  // namespace
+
+void quant_linear_forward(Backend& be, QuantLinear& q, float* out, const float* inp,
+                          const float* weight, const float* bias, int rows, int in_f, int out_f,
+                          int lda) {
+  if (lda == 0) lda = in_f;
+  if (rows == 0) return;
+  switch (q.mode) {
+    case QuantMode::kFloat:
+      float_linear(be, out, inp, weight, bias, rows, in_f, out_f, lda);
+      return;
+    case QuantMode::kCalibrate:
+      if (q.observe) record_range(be, q, inp, rows, in_f, lda);
+      float_linear(be, out, inp, weight, bias, rows, in_f, out_f, lda);
+      return;
+    case QuantMode::kFakeQuant: {
+      const size_t nx = size_t(rows) * in_f, nw = size_t(out_f) * in_f;
+      q.xq.resize(nx);
+      q.xmask.resize(nx);
+      q.wq.resize(nw);
+      q.wmask.resize(nw);
+      q.wscale.resize(size_t(out_f));
+      // An eval forward uses the range as it stands (frozen for this call only).
+      const bool frozen = q.observer.frozen();
+      if (!q.observe) q.observer.set_frozen(true);
+      fake_quant_activation(be, q.observer, q.xq.data(), q.xmask.data(), inp, rows, in_f, lda);
+      q.observer.set_frozen(frozen);
+      fake_quant_weight(be, q.wq.data(), q.wmask.data(), q.wscale.data(), weight, out_f, in_f);
+      float_linear(be, out, q.xq.data(), q.wq.data(), bias, rows, in_f, out_f, in_f);
+      return;
+    }
+    case QuantMode::kInt8:
+      if (q.w8.rows != out_f || q.w8.cols != in_f)
+        fail("int8 Linear: weight is [{}, {}], the call needs [{}, {}]", q.w8.rows, q.w8.cols,
+             out_f, in_f);
+      int8_linear_forward(be, out, inp, rows, lda, q.w8, q.act, bias, q.xu8);
+      return;
+  }
+}
+
+void quant_linear_backward(Backend& be, QuantLinear& q, float* dinp, float* dweight, float* dbias,
+                           const float* dout, int rows, int in_f, int out_f, int ldd) {
+  if (q.mode != QuantMode::kFakeQuant)
+    fail("backward through a {} Linear: an int8 or calibrating model is inference-only (train "
+         "the float or fake-quant model, then export)", quant_mode_name(q.mode));
+  if (ldd == 0) ldd = in_f;
+  const size_t nx = size_t(rows) * in_f, nw = size_t(out_f) * in_f;
+  if (q.xq.size() < nx || q.wq.size() != nw)
+    fail("fake-quant Linear backward: the last forward had another shape (rows {} vs {})", rows,
+         q.xq.size() / std::max(in_f, 1));
+  if (dinp) {
+    q.dxq.assign(nx, 0.0f);
+    be.gemm(false, false, rows, in_f, out_f, 1.0f, dout, out_f, q.wq.data(), in_f, 1.0f,
+            q.dxq.data(), in_f);
+    if (ldd == in_f) {
+      be.fake_quant_backward(dinp, q.xmask.data(), q.dxq.data(), nx);
+    } else {
+      for (int r = 0; r < rows; ++r)
+        be.fake_quant_backward(dinp + size_t(r) * ldd, q.xmask.data() + size_t(r) * in_f,
+                               q.dxq.data() + size_t(r) * in_f, size_t(in_f));
+    }
+  }
+  if (dweight) {
+    q.dwq.assign(nw, 0.0f);
+    be.gemm(true, false, out_f, in_f, rows, 1.0f, dout, out_f, q.xq.data(), in_f, 1.0f,
+            q.dwq.data(), in_f);
+    be.fake_quant_backward(dweight, q.wmask.data(), q.dwq.data(), nw);
+  }
+  if (dbias) be.bias_backward(dbias, dout, rows, out_f);
+}
+
+}  // namespace bertrt

@@ -1,0 +1,67 @@
+// The quantization state of one nn.Linear and the Linear forward/backward it selects
+// (model/linear.h dispatches here when a Linear has a QuantLinear in a mode other than float):
+//
+//   kCalibrate  post-training quantization: fp32 math, the input's running min/max recorded
+//               (torch's MinMaxObserver during PTQ calibration, which observes float activations);
+//   kFakeQuant  quantization-aware training: out = fq_act(x) · fq_w(W)ᵀ + b, the activation range
+//               from a moving-average observer, the weight scales from the current W (fake_quant.h);
+//               the backward is the straight-through estimator on both;
+//   kInt8       deployment: out = linear_u8s8(quantize_u8(x), Wq) + b (int8_weight.h), the same
+//               integers as kFakeQuant; inference only (the backward throws).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backends/backend.h"
+#include "quant/int8_weight.h"
+#include "quant/observer.h"
+#include "quant/qparams.h"
+
+namespace bertrt {
+
+enum class QuantMode { kFloat, kCalibrate, kFakeQuant, kInt8 };
+const char* quant_mode_name(QuantMode mode);  // "float", "calibrate", "fake-quant", "int8"
+
+struct QuantLinear {
+  QuantMode mode = QuantMode::kFloat;
+  // Set by the model before each forward: fold this forward's input range into `observer`
+  // (training forwards of QAT, every forward of calibration). Eval forwards use the range as is.
+  bool observe = false;
+  ActivationObserver observer;  // the input's range: its qparams are the activation's scale/zp
+
+  // kCalibrate: the min/max over every calibration batch (finish_calibration() stores it).
+  float calib_min = 0.0f, calib_max = 0.0f;
+  bool calib_seen = false;
+
+  // kInt8: the weight (w8 views either own8 or a table shared with another user, the tied MLM
+  // decoder reading the int8 word embeddings) and the frozen activation qparams.
+  Int8Weight own8;
+  Int8WeightView w8;
+  QParams act;
+
+  // kFakeQuant: what the forward keeps for the backward, and backward scratch.
+  std::vector<float> xq, wq, wscale, dxq, dwq;  // [rows, in], [out, in], [out], ...
+  std::vector<uint8_t> xmask, wmask;            // STE masks of xq and wq
+  std::vector<uint8_t> xu8;                     // kInt8: the quantized input
+
+  // Ends calibration: the observer gets the recorded min/max, frozen. Throws bertrt::Error when
+  // no calibration batch reached this Linear.
+  void finish_calibration(const char* name);
+  // kInt8 from the current fp32 weight [out_f, in_f] (per-row symmetric int8, the scales
+  // fake_quant_weight computes) and the observer's range. Throws when the observer never saw data.
+  void make_int8(const float* weight, int out_f, int in_f, const char* name);
+};
+
+// out [rows, out_f] = the Linear of `q.mode` on inp [rows, in_f] (row stride lda, 0 = in_f).
+void quant_linear_forward(Backend& be, QuantLinear& q, float* out, const float* inp,
+                          const float* weight, const float* bias, int rows, int in_f, int out_f,
+                          int lda);
+
+// kFakeQuant only (after a forward of the same Linear): dinp += mask_x ⊙ (dout · fq(W)) (row
+// stride ldd, 0 = in_f; skipped when nullptr), dweight += mask_w ⊙ (doutᵀ · fq(x)),
+// dbias += Σ dout. Throws bertrt::Error in the other modes (an int8 model is inference-only).
+void quant_linear_backward(Backend& be, QuantLinear& q, float* dinp, float* dweight, float* dbias,
+                           const float* dout, int rows, int in_f, int out_f, int ldd);
+
+}  // namespace bertrt

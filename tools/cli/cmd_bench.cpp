@@ -1,0 +1,71 @@
+// bertrt bench: inference latency of a model file (fp32, fake-quant or int8) at a fixed batch and
+// sequence length — what bench/int8_bench.sh prints side by side. Inputs are random ids (fixed
+// seed) with no padding; the time is BertModel::forward (encoder, pooler and heads), no
+// tokenization. A benchmark prints figures; nothing here asserts a speed.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <random>
+
+#include "common.h"
+#include "core/error.h"
+#include "io/model_io.h"
+
+namespace bertrt::cli {
+
+void add_bench(CLI::App& app) {
+  struct Opts {
+    std::string model;
+    int batch_size = 1, seq_len = 128, iters = 20, warmup = 3;
+    bool json = false;
+    BackendChoice backend;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* c = app.add_subcommand("bench", "inference latency of a model at a batch size and length");
+  c->add_option("--model", o->model, "model file (.brt)")->required();
+  c->add_option("--batch-size", o->batch_size, "sequences per forward")->capture_default_str();
+  c->add_option("--seq-len", o->seq_len, "tokens per sequence")->capture_default_str();
+  c->add_option("--iters", o->iters, "timed forwards")->capture_default_str();
+  c->add_option("--warmup", o->warmup, "untimed forwards first")->capture_default_str();
+  c->add_flag("--json", o->json, "one JSON object");
+  o->backend.add_to(c);
+  c->callback([o] {
+    check_input_file("--model", o->model);
+    if (o->batch_size < 1 || o->iters < 1 || o->warmup < 0)
+      fail("--batch-size and --iters must be ≥ 1, --warmup ≥ 0");
+    LoadedModel m = load_model(o->model);
+    BertModel& model = *m.model;
+    check_max_seq_length("--seq-len", o->seq_len, model.config().max_position_embeddings);
+    const size_t n = size_t(o->batch_size) * o->seq_len;
+    std::vector<int32_t> ids(n), types(n, 0), mask(n, 1);
+    std::mt19937 rng(1234);
+    std::uniform_int_distribution<int32_t> tok(1000, std::min(29000, model.config().vocab_size - 1));
+    for (auto& x : ids) x = tok(rng);
+    const EncoderInputs in{o->batch_size, o->seq_len, ids.data(), types.data(), mask.data()};
+    auto be = o->backend.make();
+    for (int i = 0; i < o->warmup; ++i) model.forward(*be, in, Targets{}, false);
+    std::vector<double> ms;
+    for (int i = 0; i < o->iters; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      model.forward(*be, in, Targets{}, false);
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    const double median = ms[ms.size() / 2], best = ms.front();
+    const double mb = std::filesystem::file_size(o->model) / 1e6;
+    const char* mode = quant_mode_name(model.quant_mode());
+    if (o->json) {
+      fmt::print("{}\n", nlohmann::json{{"model", o->model}, {"mode", mode}, {"file_mb", mb},
+                                        {"batch_size", o->batch_size}, {"seq_len", o->seq_len},
+                                        {"median_ms", median}, {"min_ms", best},
+                                        {"iters", o->iters}}.dump());
+      return;
+    }
+    fmt::print("{} ({}, {:.2f} MB) B={} T={}: median {:.2f} ms, min {:.2f} ms over {} runs\n",
+               o->model, mode, mb, o->batch_size, o->seq_len, median, best, o->iters);
+  });
+}
+
+}  // namespace bertrt::cli
