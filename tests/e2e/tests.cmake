@@ -2,3 +2,6 @@
 get_filename_component(E2E_DATA ${CMAKE_SOURCE_DIR}/../shared/data ABSOLUTE)
 add_test(NAME cli_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/cli_test.sh $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
 set_tests_properties(cli_e2e PROPERTIES TIMEOUT 600)
+# Quantization in the CLI (tests/e2e/qat_cli_test.sh).
+add_test(NAME qat_cli_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/qat_cli_test.sh $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
+set_tests_properties(qat_cli_e2e PROPERTIES TIMEOUT 600)

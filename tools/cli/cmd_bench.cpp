@@ -19,7 +19,7 @@ void add_bench(CLI::App& app) {
   struct Opts {
     std::string model;
     int batch_size = 1, seq_len = 128, iters = 20, warmup = 3;
-    bool json = false;
+    bool json = false, fp32 = false;
     BackendChoice backend;
   };
   auto o = std::make_shared<Opts>();
@@ -29,6 +29,7 @@ void add_bench(CLI::App& app) {
   c->add_option("--seq-len", o->seq_len, "tokens per sequence")->capture_default_str();
   c->add_option("--iters", o->iters, "timed forwards")->capture_default_str();
   c->add_option("--warmup", o->warmup, "untimed forwards first")->capture_default_str();
+  c->add_flag("--fp32", o->fp32, "run a quantized file's fp32 weights in fp32 (the baseline)");
   c->add_flag("--json", o->json, "one JSON object");
   o->backend.add_to(c);
   c->callback([o] {
@@ -37,6 +38,7 @@ void add_bench(CLI::App& app) {
       fail("--batch-size and --iters must be ≥ 1, --warmup ≥ 0");
     LoadedModel m = load_model(o->model);
     BertModel& model = *m.model;
+    if (o->fp32) model.disable_quantization();
     check_max_seq_length("--seq-len", o->seq_len, model.config().max_position_embeddings);
     const size_t n = size_t(o->batch_size) * o->seq_len;
     std::vector<int32_t> ids(n), types(n, 0), mask(n, 1);
