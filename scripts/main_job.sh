@@ -47,5 +47,6 @@ $B quantize --model "$OUT/sst2_from_pretrained.brt" --task sst2 --calibration "$
 $B eval --model "$OUT/sst2_ptq_int8.brt" --task sst2 --data "$SST/dev.tsv" --json | tee "$OUT/eval_ptq_int8.json"
 printf 'a gorgeous, witty, seductive movie.\nthe plot is nothing but boilerplate clichés.\n' |
   $B predict --model "$OUT/sst2_qat_int8.brt"
-$B info "$OUT/sst2_qat_int8.brt" | grep -m4 -E "^parameters|^quant"
+$B info "$OUT/sst2_qat_int8.brt" > "$OUT/info_qat_int8.txt"  # the quantization of each tensor
+grep -m4 -E "^parameters|^quant" "$OUT/info_qat_int8.txt"
 echo "main job done: results in $OUT (eval_pretrained.json vs eval_init.json; fp32 vs eval_qat_int8.json, eval_ptq_int8.json)"
