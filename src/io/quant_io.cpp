@@ -1,9 +1,9 @@
 #include "io/quant_io.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 
@@ -38,11 +38,13 @@ void replace_record(ModelContents& c, TensorRecord t) {
 Int8Weight int8_from_record(const std::string& path, const TensorRecord& t, int rows, int cols) {
   if (t.dtype != DType::i8 || t.axis != 0 || t.scales.size() != size_t(rows) ||
       t.shape != std::vector<int64_t>{rows, cols})
-    fail("{}: tensor '{}' must be i8 [{}, {}] with {} per-row scales (axis 0) in an int8 model; "
-         "it is {} with axis {} and {} scales", path, t.name, rows, cols, rows,
-         dtype_name(t.dtype), t.axis, t.scales.size());
+    fail(
+        "{}: tensor '{}' must be i8 [{}, {}] with {} per-row scales (axis 0) in an int8 model; "
+        "it is {} with axis {} and {} scales",
+        path, t.name, rows, cols, rows, dtype_name(t.dtype), t.axis, t.scales.size());
   for (int64_t z : t.zero_points)
-    if (z != 0) fail("{}: tensor '{}': int8 weights are symmetric, zero point {} found", path, t.name, z);
+    if (z != 0)
+      fail("{}: tensor '{}': int8 weights are symmetric, zero point {} found", path, t.name, z);
   for (size_t r = 0; r < t.scales.size(); ++r)
     if (!(t.scales[r] > 0.0f) || !std::isfinite(t.scales[r]))
       fail("{}: tensor '{}': scale {} of row {} must be positive and finite", path, t.name,
@@ -52,7 +54,8 @@ Int8Weight int8_from_record(const std::string& path, const TensorRecord& t, int 
   w.q.resize(size_t(rows) * cols);
   std::memcpy(w.q.data(), t.data, w.q.size());
   for (int8_t v : w.q)
-    if (v == -128) fail("{}: tensor '{}': -128 found, int8 weights are in [-127, 127]", path, t.name);
+    if (v == -128)
+      fail("{}: tensor '{}': -128 found, int8 weights are in [-127, 127]", path, t.name);
   w.scale = t.scales;
   w.row_sum = row_sums_s8(w.q.data(), rows, cols);
   return w;
@@ -75,8 +78,10 @@ void append_quantization(const BertModel& model, ModelContents& c,
   for (const LinearSite& s : linear_sites(cfg, model.heads())) {
     const QuantLinear& ql = q->linears().at(s.name);
     if (!ql.observer.initialized())
-      fail("saving a quantized model: Linear '{}' has no activation range yet (no training step "
-           "or calibration batch reached it)", s.name);
+      fail(
+          "saving a quantized model: Linear '{}' has no activation range yet (no training step "
+          "or calibration batch reached it)",
+          s.name);
     storage.push_back({ql.observer.min(), ql.observer.max()});
     TensorRecord t;
     t.name = s.name + kObserverSuffix;
@@ -152,8 +157,8 @@ void restore_quantization(BertModel& model, const ModelFile& file) {
         if (e.int8) {
           ql.w8 = e.word.w8.view();
         } else {  // float table: the decoder's int8 weight is derived (as QAT fake-quantized it)
-          ql.own8 = quantize_weight_s8(model.params() + model.layout().at(s.weight).offset,
-                                       s.out_f, s.in_f);
+          ql.own8 = quantize_weight_s8(model.params() + model.layout().at(s.weight).offset, s.out_f,
+                                       s.in_f);
           ql.w8 = ql.own8.view();
         }
         continue;

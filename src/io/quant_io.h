@@ -16,8 +16,8 @@
 // fake-quant weights (io/model_file.h tensor_to_f32), extra tensors are ignored.
 #pragma once
 
-#include <deque>
 #include <array>
+#include <deque>
 
 #include "io/model_file.h"
 #include "model/bert_model.h"

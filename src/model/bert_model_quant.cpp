@@ -32,7 +32,8 @@ void BertModel::begin_calibration(bool int8_embeddings) {
 }
 
 void BertModel::finish_calibration() {
-  if (quant_mode() != QuantMode::kCalibrate) fail("finish_calibration() without begin_calibration()");
+  if (quant_mode() != QuantMode::kCalibrate)
+    fail("finish_calibration() without begin_calibration()");
   for (auto& [name, q] : quant_->linears()) q.finish_calibration(name.c_str());
   quant_->set_mode(QuantMode::kFakeQuant);
 }

@@ -47,9 +47,9 @@ struct LayerQuant {
 
 // One embedding table under quantization.
 struct EmbeddingTableQuant {
-  Int8Weight w8;                    // kInt8: the table, per-row symmetric int8
-  std::vector<float> rows, scale;   // kFakeQuant: the gathered rows [N, C] after fake-quant
-  std::vector<uint8_t> mask;        // their STE mask
+  Int8Weight w8;                   // kInt8: the table, per-row symmetric int8
+  std::vector<float> rows, scale;  // kFakeQuant: the gathered rows [N, C] after fake-quant
+  std::vector<uint8_t> mask;       // their STE mask
 };
 
 struct EmbeddingQuant {
@@ -57,7 +57,9 @@ struct EmbeddingQuant {
   bool int8 = false;
   EmbeddingTableQuant word, pos, type;
   std::vector<float> dscratch;  // backward: the masked gradient of one table's rows [N, C]
-  bool active() const { return int8 && (mode == QuantMode::kFakeQuant || mode == QuantMode::kInt8); }
+  bool active() const {
+    return int8 && (mode == QuantMode::kFakeQuant || mode == QuantMode::kInt8);
+  }
 };
 
 class BertQuant {

@@ -9,10 +9,14 @@ namespace bertrt {
 
 const char* quant_mode_name(QuantMode mode) {
   switch (mode) {
-    case QuantMode::kFloat: return "float";
-    case QuantMode::kCalibrate: return "calibrate";
-    case QuantMode::kFakeQuant: return "fake-quant";
-    case QuantMode::kInt8: return "int8";
+    case QuantMode::kFloat:
+      return "float";
+    case QuantMode::kCalibrate:
+      return "calibrate";
+    case QuantMode::kFakeQuant:
+      return "fake-quant";
+    case QuantMode::kInt8:
+      return "int8";
   }
   return "?";
 }
@@ -25,8 +29,10 @@ void QuantLinear::finish_calibration(const char* name) {
 
 void QuantLinear::make_int8(const float* weight, int out_f, int in_f, const char* name) {
   if (!observer.initialized())
-    fail("int8 export: Linear '{}' has no activation range (no QAT training step or calibration "
-         "batch ever reached it)", name);
+    fail(
+        "int8 export: Linear '{}' has no activation range (no QAT training step or calibration "
+        "batch ever reached it)",
+        name);
   own8 = quantize_weight_s8(weight, out_f, in_f);
   w8 = own8.view();
   act = observer.qparams();
@@ -95,8 +101,10 @@ void quant_linear_forward(Backend& be, QuantLinear& q, float* out, const float* 
 void quant_linear_backward(Backend& be, QuantLinear& q, float* dinp, float* dweight, float* dbias,
                            const float* dout, int rows, int in_f, int out_f, int ldd) {
   if (q.mode != QuantMode::kFakeQuant)
-    fail("backward through a {} Linear: an int8 or calibrating model is inference-only (train "
-         "the float or fake-quant model, then export)", quant_mode_name(q.mode));
+    fail(
+        "backward through a {} Linear: an int8 or calibrating model is inference-only (train "
+        "the float or fake-quant model, then export)",
+        quant_mode_name(q.mode));
   if (ldd == 0) ldd = in_f;
   const size_t nx = size_t(rows) * in_f, nw = size_t(out_f) * in_f;
   if (q.xq.size() < nx || q.wq.size() != nw)

@@ -4,8 +4,8 @@
 //   kCalibrate  post-training quantization: fp32 math, the input's running min/max recorded
 //               (torch's MinMaxObserver during PTQ calibration, which observes float activations);
 //   kFakeQuant  quantization-aware training: out = fq_act(x) · fq_w(W)ᵀ + b, the activation range
-//               from a moving-average observer, the weight scales from the current W (fake_quant.h);
-//               the backward is the straight-through estimator on both;
+//               from a moving-average observer, the weight scales from the current W
+//               (fake_quant.h); the backward is the straight-through estimator on both;
 //   kInt8       deployment: out = linear_u8s8(quantize_u8(x), Wq) + b (int8_weight.h), the same
 //               integers as kFakeQuant; inference only (the backward throws).
 #pragma once

@@ -5,3 +5,6 @@ set_tests_properties(cli_e2e PROPERTIES TIMEOUT 600)
 # Resume, kill -9, non-finite, memory options and plot of `bertrt pretrain` (tests/e2e/pretrain_test.sh).
 add_test(NAME pretrain_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/pretrain_test.sh $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
 set_tests_properties(pretrain_e2e PROPERTIES TIMEOUT 900)
+# Quantization in the CLI (tests/e2e/qat_cli_test.sh).
+add_test(NAME qat_cli_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/qat_cli_test.sh $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
+set_tests_properties(qat_cli_e2e PROPERTIES TIMEOUT 600)

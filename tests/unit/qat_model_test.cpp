@@ -5,10 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstring>
-#include <functional>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <functional>
 #include <random>
 
 #include "backends/backend.h"
@@ -39,7 +39,8 @@ HeadsConfig classifier_heads(int labels = 3) {
 std::unique_ptr<Tokenizer> tokenizer_for(const BertConfig& c) {
   TokenizerSpec s;
   s.vocab = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
-  while (int(s.vocab.size()) < c.vocab_size) s.vocab.push_back("w" + std::to_string(s.vocab.size()));
+  while (int(s.vocab.size()) < c.vocab_size)
+    s.vocab.push_back("w" + std::to_string(s.vocab.size()));
   return make_tokenizer(s);
 }
 
@@ -199,12 +200,12 @@ TEST_P(QatModel, SaveLoadRoundTrips) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(All, QatModel,
-                         ::testing::Combine(::testing::Values("reference", "cpu"), ::testing::Bool()),
-                         [](const auto& info) {
-                           return std::get<0>(info.param) +
-                                  (std::get<1>(info.param) ? "_int8_embeddings" : "_float_embeddings");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    All, QatModel, ::testing::Combine(::testing::Values("reference", "cpu"), ::testing::Bool()),
+    [](const auto& info) {
+      return std::get<0>(info.param) +
+             (std::get<1>(info.param) ? "_int8_embeddings" : "_float_embeddings");
+    });
 
 // int8 weights + per-row fp32 scales (4 bytes per row of `hidden` bytes): with hidden 128 that is
 // (1 + 4/128)/4 ≈ 0.258 of fp32, plus what both files hold alike (the 3000-token vocab, the
@@ -298,8 +299,9 @@ TEST(QatModelErrors, Int8ModelIsInferenceOnly) {
   auto m = trained_qat_model(c, *be, true);
   m->convert_to_int8();
   const Batch b = random_batch(c, 2, 7, 3, 3);
-  EXPECT_NE(error_of([&] { m->forward(*be, b.inputs(), b.targets(), true); }).find("inference only"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { m->forward(*be, b.inputs(), b.targets(), true); }).find("inference only"),
+      std::string::npos);
   EXPECT_NE(error_of([&] { m->set_heads(classifier_heads(2), 1); }).find("int8 inference model"),
             std::string::npos);
   EXPECT_NE(error_of([&] { m->enable_qat(QatConfig{}); }).find("int8"), std::string::npos);
@@ -318,8 +320,9 @@ TEST(QatModelErrors, ExportNeedsEveryRange) {
   EXPECT_NE(error_of([&] { m.convert_to_int8(); }).find("no activation range"), std::string::npos);
   auto tok = tokenizer_for(c);
   test::TempDir dir;
-  EXPECT_NE(error_of([&] { save_model(dir.file("x.brt"), m, *tok, {}); }).find("no activation range"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { save_model(dir.file("x.brt"), m, *tok, {}); }).find("no activation range"),
+      std::string::npos);
   m.begin_calibration(true);
   EXPECT_NE(error_of([&] { m.finish_calibration(); }).find("no batch reached"), std::string::npos);
 }
@@ -336,11 +339,10 @@ TEST(QatModelErrors, BrokenQuantizedFiles) {
   const ModelFile ok = ModelFile::open(dir.file("ok.brt"));
 
   ModelContents drop = ok.contents();  // an observer missing
-  drop.tensors.erase(std::remove_if(drop.tensors.begin(), drop.tensors.end(),
-                                    [](const TensorRecord& t) {
-                                      return t.name == "classifier.input_observer";
-                                    }),
-                     drop.tensors.end());
+  drop.tensors.erase(
+      std::remove_if(drop.tensors.begin(), drop.tensors.end(),
+                     [](const TensorRecord& t) { return t.name == "classifier.input_observer"; }),
+      drop.tensors.end());
   write_model_file(dir.file("drop.brt"), drop);
   const std::string e1 = error_of([&] { load_model(dir.file("drop.brt")); });
   EXPECT_NE(e1.find("classifier.input_observer"), std::string::npos) << e1;
@@ -349,7 +351,8 @@ TEST(QatModelErrors, BrokenQuantizedFiles) {
   ModelContents inverted = ok.contents();  // max < min
   const float bad[2] = {1.0f, -1.0f};
   for (TensorRecord& t : inverted.tensors)
-    if (t.name == "bert.pooler.dense.input_observer") t.data = reinterpret_cast<const uint8_t*>(bad);
+    if (t.name == "bert.pooler.dense.input_observer")
+      t.data = reinterpret_cast<const uint8_t*>(bad);
   write_model_file(dir.file("inv.brt"), inverted);
   const std::string e2 = error_of([&] { load_model(dir.file("inv.brt")); });
   EXPECT_NE(e2.find("bert.pooler.dense.input_observer"), std::string::npos) << e2;

@@ -8,13 +8,13 @@
 // after each forward, and every parameter after the 2 AdamW steps.
 // Skipped (visibly) when python3 or torch is missing, unless BERTRT_REQUIRE_DATA=1.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "backends/backend.h"
@@ -98,15 +98,16 @@ void expect_rel(const std::string& what, const float* got, const std::vector<flo
     const double d = std::fabs(double(got[i]) - want[i]);
     if (d > max_diff) max_diff = d, worst = i;
   }
-  EXPECT_LE(max_diff / max_want, tol) << what << ": worst at [" << worst << "] got " << got[worst]
-                                      << " want " << want[worst] << " (max |want| " << max_want
-                                      << ")";
+  EXPECT_LE(max_diff / max_want, tol)
+      << what << ": worst at [" << worst << "] got " << got[worst] << " want " << want[worst]
+      << " (max |want| " << max_want << ")";
 }
 
 void expect_grads(BertModel& model, const SafetensorsFile& f, const std::string& step) {
   double scale = 0;
   for (const ParamInfo& p : model.layout().params())
-    for (float g : f.to_f32(step + "/grad/" + p.name)) scale = std::max(scale, std::fabs(double(g)));
+    for (float g : f.to_f32(step + "/grad/" + p.name))
+      scale = std::max(scale, std::fabs(double(g)));
   for (const ParamInfo& p : model.layout().params())
     expect_rel(step + " grad " + p.name, model.grads() + p.offset,
                f.to_f32(step + "/grad/" + p.name), kGradTol, 1e-3 * scale);
@@ -132,7 +133,8 @@ TEST_P(QatReference, ThreeForwardsTwoAdamWStepsAndFreeze) {
   c.vocab_size = j["vocab_size"], c.hidden_size = j["hidden_size"];
   c.num_hidden_layers = j["num_hidden_layers"], c.num_attention_heads = j["num_attention_heads"];
   c.intermediate_size = j["intermediate_size"], c.hidden_act = j["hidden_act"];
-  c.max_position_embeddings = j["max_position_embeddings"], c.type_vocab_size = j["type_vocab_size"];
+  c.max_position_embeddings = j["max_position_embeddings"],
+  c.type_vocab_size = j["type_vocab_size"];
   c.layer_norm_eps = j["layer_norm_eps"], c.pad_token_id = j["pad_token_id"];
   HeadsConfig heads;
   heads.mlm = heads.nsp = true;
@@ -150,10 +152,11 @@ TEST_P(QatReference, ThreeForwardsTwoAdamWStepsAndFreeze) {
   qc.int8_embeddings = int8_embeddings;
   model.enable_qat(qc);
 
-  const auto input_ids = ints(f, "input/input_ids"), token_type_ids = ints(f, "input/token_type_ids"),
-             attention_mask = ints(f, "input/attention_mask"), positions = ints(f, "input/mlm_positions"),
-             mlm_labels = ints(f, "input/mlm_labels"), nsp_labels = ints(f, "input/nsp_labels"),
-             labels = ints(f, "input/labels");
+  const auto input_ids = ints(f, "input/input_ids"),
+             token_type_ids = ints(f, "input/token_type_ids"),
+             attention_mask = ints(f, "input/attention_mask"),
+             positions = ints(f, "input/mlm_positions"), mlm_labels = ints(f, "input/mlm_labels"),
+             nsp_labels = ints(f, "input/nsp_labels"), labels = ints(f, "input/labels");
   const auto shape = f.at("input/input_ids").shape;
   EncoderInputs in{int(shape[0]), int(shape[1]), input_ids.data(), token_type_ids.data(),
                    attention_mask.data()};
@@ -174,7 +177,8 @@ TEST_P(QatReference, ThreeForwardsTwoAdamWStepsAndFreeze) {
     if (step == 3) break;
     // clip_grad_norm_(1.0) + AdamW(lr 1e-3, wd 0.01 except LayerNorm/bias), as the reference.
     double sq = 0;
-    for (size_t i = 0; i < model.layout().total(); ++i) sq += double(model.grads()[i]) * model.grads()[i];
+    for (size_t i = 0; i < model.layout().total(); ++i)
+      sq += double(model.grads()[i]) * model.grads()[i];
     const double coef = 1.0 / (std::sqrt(sq) + 1e-6);
     for (const ParamInfo& p : model.layout().params()) {
       float* g = model.grads() + p.offset;
@@ -197,19 +201,22 @@ TEST_P(QatReference, ThreeForwardsTwoAdamWStepsAndFreeze) {
         }
       }
       // A weight off by more than fp32 noise needs a small, imprecise gradient (see above).
-      EXPECT_LE(double(loose), kParamLooseShare * total) << loose << " of " << total << " parameters";
+      EXPECT_LE(double(loose), kParamLooseShare * total)
+          << loose << " of " << total << " parameters";
     }
   }
   // Frozen after forward 2: forward 3 left every range where forward 2 put it.
   EXPECT_TRUE(model.quant()->observers_frozen());
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Backends, QatReference,
-    ::testing::Combine(::testing::Values("reference", "cpu"), ::testing::Bool()),
-    [](const auto& info) {
-      return std::get<0>(info.param) + (std::get<1>(info.param) ? "_int8_embeddings" : "_float_embeddings");
-    });
+INSTANTIATE_TEST_SUITE_P(Backends, QatReference,
+                         ::testing::Combine(::testing::Values("reference", "cpu"),
+                                            ::testing::Bool()),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + (std::get<1>(info.param)
+                                                                 ? "_int8_embeddings"
+                                                                 : "_float_embeddings");
+                         });
 
 }  // namespace
 }  // namespace bertrt

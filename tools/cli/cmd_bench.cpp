@@ -19,16 +19,18 @@ void add_bench(CLI::App& app) {
   struct Opts {
     std::string model;
     int batch_size = 1, seq_len = 128, iters = 20, warmup = 3;
-    bool json = false;
+    bool json = false, fp32 = false;
     BackendChoice backend;
   };
   auto o = std::make_shared<Opts>();
-  CLI::App* c = app.add_subcommand("bench", "inference latency of a model at a batch size and length");
+  CLI::App* c =
+      app.add_subcommand("bench", "inference latency of a model at a batch size and length");
   c->add_option("--model", o->model, "model file (.brt)")->required();
   c->add_option("--batch-size", o->batch_size, "sequences per forward")->capture_default_str();
   c->add_option("--seq-len", o->seq_len, "tokens per sequence")->capture_default_str();
   c->add_option("--iters", o->iters, "timed forwards")->capture_default_str();
   c->add_option("--warmup", o->warmup, "untimed forwards first")->capture_default_str();
+  c->add_flag("--fp32", o->fp32, "run a quantized file's fp32 weights in fp32 (the baseline)");
   c->add_flag("--json", o->json, "one JSON object");
   o->backend.add_to(c);
   c->callback([o] {
@@ -37,11 +39,13 @@ void add_bench(CLI::App& app) {
       fail("--batch-size and --iters must be ≥ 1, --warmup ≥ 0");
     LoadedModel m = load_model(o->model);
     BertModel& model = *m.model;
+    if (o->fp32) model.disable_quantization();
     check_max_seq_length("--seq-len", o->seq_len, model.config().max_position_embeddings);
     const size_t n = size_t(o->batch_size) * o->seq_len;
     std::vector<int32_t> ids(n), types(n, 0), mask(n, 1);
     std::mt19937 rng(1234);
-    std::uniform_int_distribution<int32_t> tok(1000, std::min(29000, model.config().vocab_size - 1));
+    std::uniform_int_distribution<int32_t> tok(1000,
+                                               std::min(29000, model.config().vocab_size - 1));
     for (auto& x : ids) x = tok(rng);
     const EncoderInputs in{o->batch_size, o->seq_len, ids.data(), types.data(), mask.data()};
     auto be = o->backend.make();
@@ -50,17 +54,23 @@ void add_bench(CLI::App& app) {
     for (int i = 0; i < o->iters; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
       model.forward(*be, in, Targets{}, false);
-      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     std::sort(ms.begin(), ms.end());
     const double median = ms[ms.size() / 2], best = ms.front();
     const double mb = std::filesystem::file_size(o->model) / 1e6;
     const char* mode = quant_mode_name(model.quant_mode());
     if (o->json) {
-      fmt::print("{}\n", nlohmann::json{{"model", o->model}, {"mode", mode}, {"file_mb", mb},
-                                        {"batch_size", o->batch_size}, {"seq_len", o->seq_len},
-                                        {"median_ms", median}, {"min_ms", best},
-                                        {"iters", o->iters}}.dump());
+      fmt::print("{}\n", nlohmann::json{{"model", o->model},
+                                        {"mode", mode},
+                                        {"file_mb", mb},
+                                        {"batch_size", o->batch_size},
+                                        {"seq_len", o->seq_len},
+                                        {"median_ms", median},
+                                        {"min_ms", best},
+                                        {"iters", o->iters}}
+                             .dump());
       return;
     }
     fmt::print("{} ({}, {:.2f} MB) B={} T={}: median {:.2f} ms, min {:.2f} ms over {} runs\n",

@@ -27,13 +27,16 @@ void add_quantize(CLI::App& app) {
   CLI::App* c = app.add_subcommand(
       "quantize", "post-training int8 quantization of a fine-tuned model, calibrated on examples");
   c->add_option("--model", o->model, "fine-tuned fp32 model (.brt)")->required();
-  c->add_option("--task", o->task, "task of the model and of --calibration (sst2, ...)")->required();
+  c->add_option("--task", o->task, "task of the model and of --calibration (sst2, ...)")
+      ->required();
   c->add_option("--calibration", o->calibration,
                 "TSV of the task (e.g. a slice of train.tsv): sets every activation range")
       ->required();
-  c->add_option("--calibration-examples", o->examples, "use the first N examples")->capture_default_str();
+  c->add_option("--calibration-examples", o->examples, "use the first N examples")
+      ->capture_default_str();
   c->add_option("--batch-size", o->batch_size, "examples per forward pass")->capture_default_str();
-  c->add_option("--max-seq-length", o->max_seq_length, "truncate longer examples")->capture_default_str();
+  c->add_option("--max-seq-length", o->max_seq_length, "truncate longer examples")
+      ->capture_default_str();
   c->add_option("--embeddings", o->embeddings, "embedding tables: int8 (per row) or float")
       ->check(CLI::IsMember({"int8", "float"}))
       ->capture_default_str();
@@ -59,11 +62,13 @@ void add_quantize(CLI::App& app) {
            "finetune)", o->model, o->task, spec.labels.size());
     check_max_seq_length("--max-seq-length", o->max_seq_length,
                          model.config().max_position_embeddings);
-    auto examples = encode_examples(*m.tokenizer, read_glue_tsv(o->calibration, spec),
-                                    o->max_seq_length);
+    auto examples =
+        encode_examples(*m.tokenizer, read_glue_tsv(o->calibration, spec), o->max_seq_length);
     if (examples.empty())
-      fail("--calibration {}: no examples; post-training quantization needs calibration data to "
-           "set the activation ranges", o->calibration);
+      fail(
+          "--calibration {}: no examples; post-training quantization needs calibration data to "
+          "set the activation ranges",
+          o->calibration);
     if (examples.size() > size_t(o->examples)) examples.resize(size_t(o->examples));
     auto be = o->backend.make();
     model.begin_calibration(o->embeddings == "int8");
@@ -78,18 +83,19 @@ void add_quantize(CLI::App& app) {
     auto meta = m.metadata;
     meta["source"] = "bertrt quantize";
     meta["quantization.source"] = "ptq";
-    meta["quantization.calibration"] = fmt::format("{} ({} examples)", o->calibration,
-                                                   examples.size());
+    meta["quantization.calibration"] =
+        fmt::format("{} ({} examples)", o->calibration, examples.size());
     if (!o->save_fake_quant.empty()) {
       save_model(o->save_fake_quant, model, *m.tokenizer, meta);
       fmt::print("wrote {} (fake-quant: fp32 weights + calibrated ranges)\n", o->save_fake_quant);
     }
     model.convert_to_int8();
     save_model(o->out, model, *m.tokenizer, meta);
-    fmt::print("calibrated {} Linears on {} examples; wrote {} (int8, {:.2f} MB; fp32 input {:.2f} "
-               "MB)\n", model.quant()->linears().size(), examples.size(), o->out,
-               std::filesystem::file_size(o->out) / 1e6,
-               std::filesystem::file_size(o->model) / 1e6);
+    fmt::print(
+        "calibrated {} Linears on {} examples; wrote {} (int8, {:.2f} MB; fp32 input {:.2f} "
+        "MB)\n",
+        model.quant()->linears().size(), examples.size(), o->out,
+        std::filesystem::file_size(o->out) / 1e6, std::filesystem::file_size(o->model) / 1e6);
   });
 }
 

@@ -60,8 +60,10 @@ void apply_qat(BertModel& model, const QatOptions& o, const std::string& model_p
     return;
   }
   if (model.quant()) {
-    fmt::print(stderr, "note: {} is a fake-quant (QAT) model; fine-tuning it in fp32 (add --qat "
-               "int8 to continue quantization-aware training)\n", model_path);
+    fmt::print(stderr,
+               "note: {} is a fake-quant (QAT) model; fine-tuning it in fp32 (add --qat "
+               "int8 to continue quantization-aware training)\n",
+               model_path);
     model.disable_quantization();
   }
 }
