@@ -6,33 +6,7 @@
 # output file behind.
 # Usage: tasks_e2e.sh BERTRT_BINARY DATA_DIR
 set -uo pipefail
-BIN=$1
-DATA=${BERTRT_DATA:-$2}
-VOCAB=$DATA/vocab/bert-base-uncased-vocab.txt
-if [ ! -f "$VOCAB" ]; then
-  if [ "${BERTRT_REQUIRE_DATA:-0}" = 1 ]; then echo "required data missing: $VOCAB"; exit 1; fi
-  echo "SKIP: data missing ($VOCAB)"; exit 0
-fi
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-# expect_error NAME OUTFILE PATTERN -- CMD...: non-zero exit, stderr matches PATTERN, OUTFILE absent.
-expect_error() {
-  local name=$1 out=$2 pattern=$3; shift 4
-  "$@" >"$T/stdout" 2>"$T/stderr" </dev/null
-  local rc=$?
-  if [ $rc -eq 0 ]; then bad "$name: exit 0"; return; fi
-  if ! grep -qiE -- "$pattern" "$T/stderr"; then bad "$name: stderr lacks /$pattern/: $(cat "$T/stderr")"; return; fi
-  if [ -n "$out" ] && [ -e "$out" ]; then bad "$name: left $out behind"; return; fi
-  ok
-}
-# expect_ok NAME CMD...: exit 0 (stdout kept in $T/stdout).
-expect_ok() {
-  local name=$1; shift
-  if "$@" >"$T/stdout" 2>"$T/stderr"; then ok; else bad "$name: exit $?: $(tail -3 "$T/stderr")"; fi
-}
+source "$(dirname "$0")/../e2e/harness.sh"
 # check NAME REGEX FILE: FILE matches the extended REGEX.
 check() { if grep -qE -- "$2" "$3"; then ok; else bad "$1: /$2/ not in: $(head -c 600 "$3")"; fi; }
 # same_metrics NAME FINETUNE_LOG EVAL_JSON KEY: the last "dev after step" value of KEY equals the
