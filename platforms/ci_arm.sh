@@ -72,7 +72,7 @@ env -u LD_LIBRARY_PATH qemu-aarch64 -L "$BASE" -E OPENBLAS_NUM_THREADS=1 -U OPEN
 echo "package: $(basename "$TGZ") $(stat -c %s "$TGZ") bytes; stripped bin/bertrt $(stat -c %s "$PKG/bin/bertrt") bytes; runs unpacked on a glibc-only root"
 
 # --- 4. end-to-end, aarch64 vs x86-64 --------------------------------------------------------------
-# Sized for qemu (≈40x slower than native here): short sequences keep the MLM output GEMM
+# Sized for qemu (≈50x slower than the x86-64 run here): short sequences keep the MLM output GEMM
 # (masked positions x 30522) small; AdamW over the 4.4 M parameters is paid every step regardless.
 if [ ! -x "$X86_BUILD/bertrt" ]; then
   stage "x86-64 build ($X86_BUILD/bertrt missing)"
