@@ -44,8 +44,12 @@ trap 'rm -rf "$T"' EXIT
 # cli_test.sh runs "$BIN" itself (not through ctest's emulator): give it a launcher.
 printf '#!/bin/sh\nexec "%s" "%s" "$@"\n' "$RUN" "$ROOT/build-aarch64/bertrt" > "$T/bertrt-aarch64"
 chmod +x "$T/bertrt-aarch64"
-stage "tests/e2e/cli_test.sh under qemu-aarch64"
-bash tests/e2e/cli_test.sh "$T/bertrt-aarch64" "$DATA"
+# The CLI checks are arch-independent logic and the costliest part under qemu (~6 CPU-minutes);
+# BERTRT_ARM_CLI_TEST=0 skips them (the end-to-end below still runs the CLI on aarch64).
+if [ "${BERTRT_ARM_CLI_TEST:-1}" != 0 ]; then
+  stage "tests/e2e/cli_test.sh under qemu-aarch64"
+  bash tests/e2e/cli_test.sh "$T/bertrt-aarch64" "$DATA"
+fi
 
 # --- 3. package ------------------------------------------------------------------------------------
 stage "package"
