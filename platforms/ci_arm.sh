@@ -44,8 +44,12 @@ trap 'rm -rf "$T"' EXIT
 # cli_test.sh runs "$BIN" itself (not through ctest's emulator): give it a launcher.
 printf '#!/bin/sh\nexec "%s" "%s" "$@"\n' "$RUN" "$ROOT/build-aarch64/bertrt" > "$T/bertrt-aarch64"
 chmod +x "$T/bertrt-aarch64"
-stage "tests/e2e/cli_test.sh under qemu-aarch64"
-bash tests/e2e/cli_test.sh "$T/bertrt-aarch64" "$DATA"
+# The CLI checks are arch-independent logic and the costliest part under qemu (~6 CPU-minutes);
+# BERTRT_ARM_CLI_TEST=0 skips them (the end-to-end below still runs the CLI on aarch64).
+if [ "${BERTRT_ARM_CLI_TEST:-1}" != 0 ]; then
+  stage "tests/e2e/cli_test.sh under qemu-aarch64"
+  bash tests/e2e/cli_test.sh "$T/bertrt-aarch64" "$DATA"
+fi
 
 # --- 3. package ------------------------------------------------------------------------------------
 stage "package"
@@ -72,7 +76,7 @@ env -u LD_LIBRARY_PATH qemu-aarch64 -L "$BASE" -E OPENBLAS_NUM_THREADS=1 -U OPEN
 echo "package: $(basename "$TGZ") $(stat -c %s "$TGZ") bytes; stripped bin/bertrt $(stat -c %s "$PKG/bin/bertrt") bytes; runs unpacked on a glibc-only root"
 
 # --- 4. end-to-end, aarch64 vs x86-64 --------------------------------------------------------------
-# Sized for qemu (≈40x slower than native here): short sequences keep the MLM output GEMM
+# Sized for qemu (≈50x slower than the x86-64 run here): short sequences keep the MLM output GEMM
 # (masked positions x 30522) small; AdamW over the 4.4 M parameters is paid every step regardless.
 if [ ! -x "$X86_BUILD/bertrt" ]; then
   stage "x86-64 build ($X86_BUILD/bertrt missing)"

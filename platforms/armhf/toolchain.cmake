@@ -5,5 +5,9 @@
 set(CMAKE_SYSTEM_PROCESSOR armv7l)
 set(BERTRT_TRIPLET arm-linux-gnueabihf)
 set(BERTRT_DEBARCH armhf)
+# GCC's note that std::vector iterators are passed differently since GCC 7.1 (-Wpsabi) only matters
+# when linking against code built by GCC < 7; everything here comes from GCC 12.
+set(CMAKE_C_FLAGS_INIT -Wno-psabi)
+set(CMAKE_CXX_FLAGS_INIT -Wno-psabi)
 set(BERTRT_RUN_SH ${CMAKE_CURRENT_LIST_DIR}/run.sh)
 include(${CMAKE_CURRENT_LIST_DIR}/../cross-linux-gnu.cmake)
