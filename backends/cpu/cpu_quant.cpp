@@ -22,23 +22,23 @@ void check_scale(const char* op, float scale, int row) {
 
 void check_k(const char* op, int K) {
   if (K > kMaxQ8K)
-    fail("{}: K = {} exceeds {} (an int32 sum of u8·s8 products could overflow)", op, K,
-         kMaxQ8K);
+    fail("{}: K = {} exceeds {} (an int32 sum of u8·s8 products could overflow)", op, K, kMaxQ8K);
 }
 
 // Below this many multiply-adds a GEMM runs on the calling thread.
 constexpr double kQ8SplitOps = 1 << 18;
 
-// Runs the u8×s8 GEMM over output columns on the pool: packs A to int16 once (AVX2 path), then
-// each task computes whole columns [n0, n1) (whole tiles of kQ8TileN) for every row.
-void run_q8(cpu::ThreadPool& pool, int M, int N, int K, const uint8_t* A, int lda,
-            const int8_t* W, int ldw, const cpu::Q8Epilogue& epi) {
+// Runs the u8×s8 GEMM over output columns on the pool with the best kernel of this CPU: packs A
+// to int16 once (AVX2 path), then each task computes whole columns [n0, n1) (whole tiles of
+// kQ8TileN) for every row.
+void run_q8(cpu::ThreadPool& pool, int M, int N, int K, const uint8_t* A, int lda, const int8_t* W,
+            int ldw, const cpu::Q8Epilogue& epi) {
   if (M <= 0 || N <= 0) return;
-  const bool simd = cpu::q8_have_avx2() && K >= 16;
+  const cpu::Q8Kernel kernel = K >= 16 ? cpu::q8_best_kernel() : cpu::Q8Kernel::kScalar;
   // Reused between calls on this thread: inference calls this per Linear with the same shapes.
   thread_local std::vector<int16_t> a16;
   cpu::Q8PackedA pa;
-  if (simd) {
+  if (cpu::q8_kernel_packs_a(kernel)) {
     pa.k16 = K / 16 * 16;
     a16.resize(static_cast<size_t>(M) * pa.k16);
     cpu::q8_pack_a(a16.data(), A, lda, M, pa.k16);
@@ -51,10 +51,7 @@ void run_q8(cpu::ThreadPool& pool, int M, int N, int K, const uint8_t* A, int ld
   pool.parallel_for(blocks, grain, [&](size_t b0, size_t b1) {
     const int n0 = static_cast<int>(b0) * kTile;
     const int n1 = std::min(N, static_cast<int>(b1) * kTile);
-    if (simd)
-      cpu::qu8s8_gemm_2x4_avx2(M, n0, n1, K, A, lda, pa, W, ldw, epi);
-    else
-      cpu::qu8s8_gemm_scalar(M, n0, n1, K, A, lda, W, ldw, epi);
+    cpu::qu8s8_gemm(kernel, M, n0, n1, K, A, lda, pa, W, ldw, epi);
   });
 }
 

@@ -8,6 +8,13 @@
 #define BERTRT_Q8_X86 1
 #include <immintrin.h>
 #endif
+#if defined(__aarch64__) && defined(__ARM_NEON) && (defined(__GNUC__) || defined(__clang__))
+#define BERTRT_Q8_NEON 1
+#include <arm_neon.h>
+#if defined(__linux__)
+#include <sys/auxv.h>  // getauxval(AT_HWCAP): HWCAP_ASIMDDP
+#endif
+#endif
 
 namespace bertrt::cpu {
 namespace {
@@ -74,11 +81,13 @@ BERTRT_Q8_AVX2 inline void tile_avx2(int32_t (*out)[kNR], const int16_t* a16, co
   for (int k = 0; k < k16; k += 16) {
     __m256i wv[NR];
     for (int j = 0; j < NR; ++j)
-      wv[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w16 + static_cast<size_t>(j) * k16 + k));
+      wv[j] = _mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(w16 + static_cast<size_t>(j) * k16 + k));
     for (int i = 0; i < MR; ++i) {
       const __m256i av = _mm256_loadu_si256(
           reinterpret_cast<const __m256i*>(a16 + static_cast<size_t>(i) * k16 + k));
-      for (int j = 0; j < NR; ++j) acc[i][j] = _mm256_add_epi32(acc[i][j], _mm256_madd_epi16(av, wv[j]));
+      for (int j = 0; j < NR; ++j)
+        acc[i][j] = _mm256_add_epi32(acc[i][j], _mm256_madd_epi16(av, wv[j]));
     }
   }
   for (int i = 0; i < MR; ++i)
@@ -130,10 +139,18 @@ template <int MR>
 BERTRT_Q8_AVX2 inline void tile_cols_avx2(int nr, int32_t (*out)[kNR], const int16_t* a16,
                                           const int16_t* w16, int k16) {
   switch (nr) {
-    case 4: tile_avx2<MR, 4>(out, a16, w16, k16); break;
-    case 3: tile_avx2<MR, 3>(out, a16, w16, k16); break;
-    case 2: tile_avx2<MR, 2>(out, a16, w16, k16); break;
-    default: tile_avx2<MR, 1>(out, a16, w16, k16); break;
+    case 4:
+      tile_avx2<MR, 4>(out, a16, w16, k16);
+      break;
+    case 3:
+      tile_avx2<MR, 3>(out, a16, w16, k16);
+      break;
+    case 2:
+      tile_avx2<MR, 2>(out, a16, w16, k16);
+      break;
+    default:
+      tile_avx2<MR, 1>(out, a16, w16, k16);
+      break;
   }
 }
 
@@ -142,20 +159,192 @@ BERTRT_Q8_AVX2 inline void widen_w_avx2(int16_t* w16, const int8_t* w, int ldw, 
   for (int j = 0; j < nr; ++j)
     for (int k = 0; k < k16; k += 16)
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(w16 + static_cast<size_t>(j) * k16 + k),
-                          _mm256_cvtepi8_epi16(_mm_loadu_si128(
-                              reinterpret_cast<const __m128i*>(w + static_cast<size_t>(j) * ldw + k))));
+                          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(
+                              w + static_cast<size_t>(j) * ldw + k))));
 }
 #endif  // BERTRT_Q8_X86
 
-}  // namespace
+#ifdef BERTRT_Q8_NEON
+// acc[i][j] = Σ_{k < k16} A[m+i, k]·W[n+j, k] for an MR × NR tile, 16 values of k at a time: each
+// u8/s8 vector widened to two int16 vectors (ushll/sshll; a ≤ 255 fits int16 as is), then 4
+// smlal/smlal2 per (i, j) into int32 lanes. Exact: every product fits int16 × int16 → int32.
+template <int MR, int NR>
+inline void tile_neon(int32_t (*out)[kNR], const uint8_t* A, int lda, const int8_t* W, int ldw,
+                      int k16) {
+  int32x4_t acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = vdupq_n_s32(0);
+  for (int k = 0; k < k16; k += 16) {
+    int16x8_t wl[NR], wh[NR];
+    for (int j = 0; j < NR; ++j) {
+      const int8x16_t w = vld1q_s8(W + static_cast<size_t>(j) * ldw + k);
+      wl[j] = vmovl_s8(vget_low_s8(w));
+      wh[j] = vmovl_high_s8(w);
+    }
+    for (int i = 0; i < MR; ++i) {
+      const uint8x16_t a = vld1q_u8(A + static_cast<size_t>(i) * lda + k);
+      const int16x8_t al = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(a)));
+      const int16x8_t ah = vreinterpretq_s16_u16(vmovl_high_u8(a));
+      for (int j = 0; j < NR; ++j) {
+        int32x4_t c = acc[i][j];
+        c = vmlal_s16(c, vget_low_s16(al), vget_low_s16(wl[j]));
+        c = vmlal_high_s16(c, al, wl[j]);
+        c = vmlal_s16(c, vget_low_s16(ah), vget_low_s16(wh[j]));
+        c = vmlal_high_s16(c, ah, wh[j]);
+        acc[i][j] = c;
+      }
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) out[i][j] = vaddvq_s32(acc[i][j]);
+}
 
-bool q8_have_avx2() {
-#ifdef BERTRT_Q8_X86
-  static const bool have = __builtin_cpu_supports("avx2");
+// The same with sdot (compiled for ARMv8.2-A + dot product, run only where HWCAP says the CPU has
+// it; arm_neon.h declares vdotq_s32 for exactly that target): A shifted to s8 by an eor with 0x80
+// (a − 128), one sdot per (i, j) per 16 values of k. The caller adds 128·Σ_{k < k16} W[n+j, k]
+// back.
+template <int MR, int NR>
+__attribute__((target("arch=armv8.2-a+dotprod"))) inline void tile_neondot(int32_t (*out)[kNR],
+                                                                           const uint8_t* A,
+                                                                           int lda, const int8_t* W,
+                                                                           int ldw, int k16) {
+  int32x4_t acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = vdupq_n_s32(0);
+  const uint8x16_t flip = vdupq_n_u8(0x80);
+  for (int k = 0; k < k16; k += 16) {
+    int8x16_t w[NR];
+    for (int j = 0; j < NR; ++j) w[j] = vld1q_s8(W + static_cast<size_t>(j) * ldw + k);
+    for (int i = 0; i < MR; ++i) {
+      const int8x16_t a =
+          vreinterpretq_s8_u8(veorq_u8(vld1q_u8(A + static_cast<size_t>(i) * lda + k), flip));
+      for (int j = 0; j < NR; ++j) acc[i][j] = vdotq_s32(acc[i][j], a, w[j]);
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) out[i][j] = vaddvq_s32(acc[i][j]);
+}
+
+template <bool kDot, int MR, int NR>
+inline void tile_neon_any(int32_t (*out)[kNR], const uint8_t* A, int lda, const int8_t* W, int ldw,
+                          int k16) {
+  if constexpr (kDot)
+    tile_neondot<MR, NR>(out, A, lda, W, ldw, k16);
+  else
+    tile_neon<MR, NR>(out, A, lda, W, ldw, k16);
+}
+
+// Dispatch on the runtime tile width to the compile-time one.
+template <bool kDot, int MR>
+inline void tile_cols_neon(int nr, int32_t (*out)[kNR], const uint8_t* A, int lda, const int8_t* W,
+                           int ldw, int k16) {
+  switch (nr) {
+    case 4:
+      tile_neon_any<kDot, MR, 4>(out, A, lda, W, ldw, k16);
+      break;
+    case 3:
+      tile_neon_any<kDot, MR, 3>(out, A, lda, W, ldw, k16);
+      break;
+    case 2:
+      tile_neon_any<kDot, MR, 2>(out, A, lda, W, ldw, k16);
+      break;
+    default:
+      tile_neon_any<kDot, MR, 1>(out, A, lda, W, ldw, k16);
+      break;
+  }
+}
+
+// Both NEON kernels: the AVX2 loop nest without the int16 copies (widening is in registers).
+template <bool kDot>
+void qu8s8_gemm_2x4_neon_impl(int M, int n0, int n1, int K, const uint8_t* A, int lda,
+                              const int8_t* W, int ldw, const Q8Epilogue& epi) {
+  const int k16 = K / 16 * 16;
+  const int chunk = rows_per_chunk(k16);
+  for (int mc = 0; mc < M; mc += chunk) {
+    const int mc_end = std::min(M, mc + chunk);
+    for (int n = n0; n < n1; n += kNR) {
+      const int nr = std::min(kNR, n1 - n);
+      const int8_t* w = W + static_cast<size_t>(n) * ldw;
+      // sdot path: 128·Σ_{k < k16} w, added back to each shifted sum. Unsigned arithmetic: the
+      // shifted sum and the correction may each be near ±2^30, their total is the exact result.
+      uint32_t shift[kNR] = {};
+      if (kDot)
+        for (int j = 0; j < nr; ++j) {
+          int32_t sw = 0;
+          for (int k = 0; k < k16; ++k) sw += w[static_cast<size_t>(j) * ldw + k];
+          shift[j] = 128u * static_cast<uint32_t>(sw);
+        }
+      for (int m = mc; m < mc_end; m += kMR) {
+        const int mr = std::min(kMR, mc_end - m);
+        int32_t acc[kMR][kNR] = {};
+        const uint8_t* a = A + static_cast<size_t>(m) * lda;
+        if (mr == 2)
+          tile_cols_neon<kDot, 2>(nr, acc, a, lda, w, ldw, k16);
+        else
+          tile_cols_neon<kDot, 1>(nr, acc, a, lda, w, ldw, k16);
+        if (kDot)
+          for (int i = 0; i < mr; ++i)
+            for (int j = 0; j < nr; ++j)
+              acc[i][j] = static_cast<int32_t>(static_cast<uint32_t>(acc[i][j]) + shift[j]);
+        tail_sums(acc, mr, nr, k16, K, A, lda, W, ldw, m, n);
+        for (int i = 0; i < mr; ++i)
+          for (int j = 0; j < nr; ++j) store(epi, m + i, n + j, acc[i][j]);
+      }
+    }
+  }
+}
+
+bool have_dotprod() {
+#if defined(__linux__) && defined(HWCAP_ASIMDDP)
+  static const bool have = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
   return have;
 #else
   return false;
 #endif
+}
+#endif  // BERTRT_Q8_NEON
+
+}  // namespace
+
+const char* q8_kernel_name(Q8Kernel k) {
+  switch (k) {
+    case Q8Kernel::kAvx2:
+      return "avx2";
+    case Q8Kernel::kNeon:
+      return "neon";
+    case Q8Kernel::kNeonDot:
+      return "neondot";
+    case Q8Kernel::kScalar:
+      break;
+  }
+  return "scalar";
+}
+
+bool q8_kernel_available(Q8Kernel k) {
+  switch (k) {
+    case Q8Kernel::kScalar:
+      return true;
+#ifdef BERTRT_Q8_X86
+    case Q8Kernel::kAvx2: {
+      static const bool have = __builtin_cpu_supports("avx2");
+      return have;
+    }
+#endif
+#ifdef BERTRT_Q8_NEON
+    case Q8Kernel::kNeon:
+      return true;  // NEON is part of every ARMv8-A core
+    case Q8Kernel::kNeonDot:
+      return have_dotprod();
+#endif
+    default:
+      return false;
+  }
+}
+
+Q8Kernel q8_best_kernel() {
+  for (Q8Kernel k : {Q8Kernel::kNeonDot, Q8Kernel::kNeon, Q8Kernel::kAvx2})
+    if (q8_kernel_available(k)) return k;
+  return Q8Kernel::kScalar;
 }
 
 void q8_pack_a(int16_t* a16, const uint8_t* A, int lda, int M, int k16) {
@@ -166,6 +355,7 @@ void q8_pack_a(int16_t* a16, const uint8_t* A, int lda, int M, int k16) {
   }
 }
 
+namespace {
 #ifdef BERTRT_Q8_X86
 BERTRT_Q8_AVX2 void qu8s8_gemm_2x4_avx2(int M, int n0, int n1, int K, const uint8_t* A, int lda,
                                         const Q8PackedA& pa, const int8_t* W, int ldw,
@@ -197,11 +387,6 @@ BERTRT_Q8_AVX2 void qu8s8_gemm_2x4_avx2(int M, int n0, int n1, int K, const uint
     }
   }
 }
-#else
-void qu8s8_gemm_2x4_avx2(int M, int n0, int n1, int K, const uint8_t* A, int lda,
-                         const Q8PackedA&, const int8_t* W, int ldw, const Q8Epilogue& epi) {
-  qu8s8_gemm_scalar(M, n0, n1, K, A, lda, W, ldw, epi);  // not reached: q8_have_avx2() is false
-}
 #endif
 
 void qu8s8_gemm_scalar(int M, int n0, int n1, int K, const uint8_t* A, int lda, const int8_t* W,
@@ -214,6 +399,26 @@ void qu8s8_gemm_scalar(int M, int n0, int n1, int K, const uint8_t* A, int lda, 
       for (int k = 0; k < K; ++k) acc += int32_t{a[k]} * int32_t{w[k]};
       store(epi, m, n, acc);
     }
+  }
+}
+}  // namespace
+
+void qu8s8_gemm(Q8Kernel k, int M, int n0, int n1, int K, const uint8_t* A, int lda,
+                [[maybe_unused]] const Q8PackedA& pa, const int8_t* W, int ldw,
+                const Q8Epilogue& epi) {
+  switch (k) {
+#ifdef BERTRT_Q8_X86
+    case Q8Kernel::kAvx2:
+      return qu8s8_gemm_2x4_avx2(M, n0, n1, K, A, lda, pa, W, ldw, epi);
+#endif
+#ifdef BERTRT_Q8_NEON
+    case Q8Kernel::kNeon:
+      return qu8s8_gemm_2x4_neon_impl<false>(M, n0, n1, K, A, lda, W, ldw, epi);
+    case Q8Kernel::kNeonDot:
+      return qu8s8_gemm_2x4_neon_impl<true>(M, n0, n1, K, A, lda, W, ldw, epi);
+#endif
+    default:
+      return qu8s8_gemm_scalar(M, n0, n1, K, A, lda, W, ldw, epi);
   }
 }
 

@@ -7,8 +7,16 @@
 //     pair sum fits int32, so the sums are EXACT. vpmaddubsw (u8×s8 with pair sums SATURATED to
 //     int16, the usual AVX2 trick) is deliberately not used: 255·127 + 255·127 = 64770 > 32767
 //     would clip (which is why FBGEMM needs reduce_range, 7-bit activations, on pre-VNNI CPUs).
+//   qu8s8_gemm_2x4_neon (aarch64, every ARMv8-A core): the same tile; u8 and s8 widened to int16
+//     in registers (ushll/sshll) and multiplied-accumulated into int32 lanes (smlal/smlal2), exact.
+//   qu8s8_gemm_2x4_neondot (ARMv8.2-A dot product, e.g. Cortex-A55/A76: Raspberry Pi 5, chosen
+//     at run time from HWCAP_ASIMDDP): sdot takes s8×s8 only, so A is shifted to s8 (a − 128, one
+//     eor with 0x80) and the shift added back exactly: Σ a·w = Σ (a − 128)·w + 128·Σ w. |(a−128)·w|
+//     ≤ 2^14, so the shifted sums cannot overflow either.
 //   qu8s8_gemm_scalar: plain int32 loops (the portable fallback; the compiler may vectorise them,
 //     which is exact too: C integer arithmetic never saturates).
+// All kernels give the same int32 sums bit for bit (tests/unit/quant_ops_test.cpp runs each one
+// this CPU has against the scalar loops; CI runs the NEON ones under qemu-aarch64).
 //
 // A tail of K that is not a multiple of 16 is summed by scalar code, so no read ever passes the
 // end of a row. The caller checks K ≤ kMaxQ8K (backend.h), which keeps every int32 sum exact.
@@ -24,7 +32,8 @@ struct Q8Epilogue {
   // Raw: c[m·ldc + n] = acc (when c is non-null).
   int32_t* c = nullptr;
   int ldc = 0;
-  // Dequantized: out[m·ldo + n] = float(acc − a_zero_point·w_sum[n]) · (a_scale·w_scale[n]) + bias[n].
+  // Dequantized: out[m·ldo + n] = float(acc − a_zero_point·w_sum[n]) · (a_scale·w_scale[n]) +
+  // bias[n].
   float* out = nullptr;
   int ldo = 0;
   float a_scale = 1.0f;
@@ -40,20 +49,31 @@ struct Q8PackedA {
   int k16 = 0;  // stride and width of a16
 };
 
-// Columns per tile of the AVX2 kernel: callers split N in multiples of it.
+// Columns per tile of the SIMD kernels: callers split N in multiples of it.
 constexpr int kQ8TileN = 4;
 
-// True when the AVX2 tiles can run on this CPU (x86-64 with AVX2, checked once).
-bool q8_have_avx2();
+// The u8×s8 GEMM kernels, in order of preference on their architecture.
+enum class Q8Kernel { kScalar, kAvx2, kNeon, kNeonDot };
+
+// "scalar", "avx2", "neon", "neondot".
+const char* q8_kernel_name(Q8Kernel k);
+
+// True when kernel k can run on this CPU (checked once: cpuid on x86-64, HWCAP on aarch64).
+bool q8_kernel_available(Q8Kernel k);
+
+// The fastest kernel this CPU can run.
+Q8Kernel q8_best_kernel();
+
+// True when kernel k reads A widened to int16 (Q8PackedA, q8_pack_a): the AVX2 tile.
+inline bool q8_kernel_packs_a(Q8Kernel k) { return k == Q8Kernel::kAvx2; }
 
 // Widens the first k16 columns of A [M, K] (row stride lda) into a16 [M, k16].
 void q8_pack_a(int16_t* a16, const uint8_t* A, int lda, int M, int k16);
 
-// Output columns [n0, n1) for all M rows: acc from A (u8, row stride lda), its packed form (AVX2
-// path only; pa.a16 may be null on the scalar path) and W [N, K] (row stride ldw), then `epi`.
-void qu8s8_gemm_2x4_avx2(int M, int n0, int n1, int K, const uint8_t* A, int lda,
-                         const Q8PackedA& pa, const int8_t* W, int ldw, const Q8Epilogue& epi);
-void qu8s8_gemm_scalar(int M, int n0, int n1, int K, const uint8_t* A, int lda, const int8_t* W,
-                       int ldw, const Q8Epilogue& epi);
+// Output columns [n0, n1) for all M rows with kernel k (which must be available): acc from A (u8,
+// row stride lda), its packed form (only when q8_kernel_packs_a(k); otherwise pa may be empty)
+// and W [N, K] (row stride ldw), then `epi`.
+void qu8s8_gemm(Q8Kernel k, int M, int n0, int n1, int K, const uint8_t* A, int lda,
+                const Q8PackedA& pa, const int8_t* W, int ldw, const Q8Epilogue& epi);
 
 }  // namespace bertrt::cpu

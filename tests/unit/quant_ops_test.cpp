@@ -1,25 +1,28 @@
 // Quantization ops and helpers on their own terms (the PyTorch comparison is quant_torch_test.cpp):
 //   - hand-checked rounding, STE mask boundaries, scales, zero points and observer updates;
-//   - the u8×s8 GEMM: cpu vs the scalar reference bit-exact over a sweep of odd sizes, the
+//   - the u8×s8 GEMM: every kernel this CPU can run (AVX2, NEON, NEON dot product) vs the scalar
+//     loops, and the cpu backend vs the scalar reference, bit-exact over sweeps of odd sizes, the
 //     saturation case (255 × 127 pairs: vpmaddubsw's int16 pair sums would clip) and the longest
 //     K allowed, where sums reach ±2^31;
 //   - consistency of the deployment path with QAT: the int8 weight's integers times its scales ARE
 //     the fake-quantized weight, quantize_u8 gives the fake-quantized activation's integers, and
 //     the int8 Linear equals fq(x)·fq(W)ᵀ + b up to fp32 GEMM rounding;
 //   - per-row embedding fake-quant is local to a row (gathered rows == rows of the whole table);
-//   - a throughput figure of the int8 Linear next to OpenBLAS sgemm (printed, never asserted).
+// (the int8 Linear's throughput next to OpenBLAS sgemm is a benchmark: bench/kernel_bench.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cfloat>
-#include <chrono>
 #include <cmath>
+#include <cstring>
 #include <iostream>
 #include <limits>
-#include <tuple>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/q8_gemm.h"
 #include "backends/reference/reference_backend.h"
 #include "core/error.h"
 #include "op_test_util.h"
@@ -179,6 +182,69 @@ TEST(GemmU8S8, SweepOfOddSizesBitExact) {
         ASSERT_TRUE(test::compare_gemm_u8s8(ref, cpu, M, N, K, 1000 + M * 131 + N * 17 + K));
 }
 
+// Every u8×s8 kernel this CPU can run (scalar, AVX2 on x86-64; NEON and NEON dot product on
+// aarch64, which CI runs under qemu) called directly against the scalar loops: raw int32 sums and
+// the dequantized epilogue, strided rows, K tails, and the extremes, including the longest K with
+// a = 0, w = −128, where the dot-product kernel's shifted sum (+2^30) and its correction (−2^30)
+// must cancel exactly.
+TEST(GemmU8S8, EveryKernelOfThisCpuEqualsTheScalarLoops) {
+  using cpu::Q8Kernel;
+  auto run = [](Q8Kernel k, int M, int N, int K, int pad, const std::vector<uint8_t>& A,
+                const std::vector<int8_t>& W) {
+    const int lda = K + pad, ldw = K + pad / 2;
+    std::vector<int16_t> a16;
+    cpu::Q8PackedA pa;
+    if (cpu::q8_kernel_packs_a(k)) {
+      pa.k16 = K / 16 * 16;
+      a16.resize(static_cast<size_t>(M) * pa.k16);
+      cpu::q8_pack_a(a16.data(), A.data(), lda, M, pa.k16);
+      pa.a16 = a16.data();
+    }
+    std::vector<int32_t> c(static_cast<size_t>(M) * N), wsum(N);
+    for (int n = 0; n < N; ++n)
+      for (int kk = 0; kk < K; ++kk) wsum[n] += W[static_cast<size_t>(n) * ldw + kk];
+    std::vector<float> out(static_cast<size_t>(M) * N), ws(N), bias(N);
+    for (int n = 0; n < N; ++n) ws[n] = 1e-3f * static_cast<float>(n + 1), bias[n] = 0.5f - n;
+    cpu::Q8Epilogue epi;
+    epi.c = c.data(), epi.ldc = N, epi.out = out.data(), epi.ldo = N, epi.a_scale = 0.02f;
+    epi.a_zero_point = 117, epi.w_scale = ws.data(), epi.w_sum = wsum.data(), epi.bias = bias.data();
+    // Two calls over column ranges, as the thread pool splits them (whole tiles of kQ8TileN).
+    const int split = std::min(N, cpu::kQ8TileN * ((N / cpu::kQ8TileN + 1) / 2));
+    cpu::qu8s8_gemm(k, M, 0, split, K, A.data(), lda, pa, W.data(), ldw, epi);
+    cpu::qu8s8_gemm(k, M, split, N, K, A.data(), lda, pa, W.data(), ldw, epi);
+    return std::pair{c, out};
+  };
+  std::string tested;
+  for (Q8Kernel k : {Q8Kernel::kAvx2, Q8Kernel::kNeon, Q8Kernel::kNeonDot}) {
+    if (!cpu::q8_kernel_available(k)) continue;
+    tested += std::string(tested.empty() ? "" : ", ") + cpu::q8_kernel_name(k);
+    for (int M : {1, 2, 3, 5})
+      for (int N : {1, 3, 4, 5, 9})
+        for (int K : {1, 15, 16, 17, 33, 64, 100})
+          for (int pad : {0, 6}) {
+            const uint32_t seed = 7000 + M * 131 + N * 17 + K + pad;
+            const auto A = test::random_u8(static_cast<size_t>(M) * (K + pad), seed);
+            const auto W = test::random_s8(static_cast<size_t>(N) * (K + pad / 2), seed + 1, -128, 127);
+            const auto want = run(Q8Kernel::kScalar, M, N, K, pad, A, W);
+            const auto got = run(k, M, N, K, pad, A, W);
+            ASSERT_TRUE(all_equal(want.first, got.first)) << cpu::q8_kernel_name(k) << " M=" << M << " N=" << N << " K=" << K << " pad=" << pad;
+            ASSERT_EQ(0, std::memcmp(want.second.data(), got.second.data(), want.second.size() * sizeof(float)))
+                << cpu::q8_kernel_name(k) << " dequantized, M=" << M << " N=" << N << " K=" << K;
+          }
+    for (auto [a, w] : {std::pair{0, -128}, std::pair{255, -128}, std::pair{255, 127}, std::pair{0, 127}}) {
+      const int M = 3, N = 5, K = kMaxQ8K;
+      const std::vector<uint8_t> A(static_cast<size_t>(M) * K, static_cast<uint8_t>(a));
+      const std::vector<int8_t> W(static_cast<size_t>(N) * K, static_cast<int8_t>(w));
+      const auto got = run(k, M, N, K, 0, A, W);
+      EXPECT_TRUE(all_equal(std::vector<int32_t>(got.first.size(), int32_t{a} * w * K), got.first))
+          << cpu::q8_kernel_name(k) << " a=" << a << " w=" << w;
+    }
+  }
+  std::cout << "kernels checked against the scalar loops: " << (tested.empty() ? "none (scalar only)" : tested)
+            << "; chosen for this CPU: " << cpu::q8_kernel_name(cpu::q8_best_kernel()) << "\n";
+  RecordProperty("kernels", tested);
+}
+
 TEST(GemmU8S8, SaturationOfInt16PairSumsWouldChangeTheAnswer) {
   // A = 255, B = 127 (and −128): each pair a0·b0 + a1·b1 = 64770 (−65280) is outside int16, so
   // vpmaddubsw would clip it to 32767 (−32768). Hand values: K·255·127 and K·255·(−128).
@@ -312,42 +378,6 @@ TEST(Int8Embedding, PerRowFakeQuantIsLocalAndMatchesTheInt8Lookup) {
   std::vector<float> out(C);
   const int32_t bad = V;
   EXPECT_THROW(embedding_forward_s8(out.data(), &bad, 1, t8.view()), Error);
-}
-
-// --- throughput (printed, never asserted) -------------------------------------------------------
-
-TEST(Int8Linear, ThroughputNextToSgemm) {
-  CpuBackend cpu;
-  for (auto [M, N, K] : {std::tuple{128, 768, 768}, std::tuple{128, 3072, 768}, std::tuple{128, 768, 3072}}) {
-    auto A = test::random_u8(static_cast<size_t>(M) * K, 1);
-    auto W = test::random_s8(static_cast<size_t>(N) * K, 2);
-    auto wsum = row_sums_s8(W.data(), N, K);
-    std::vector<float> ws(N, 1e-3f), out(static_cast<size_t>(M) * N);
-    auto Af = randn(static_cast<size_t>(M) * K, 3), Wf = randn(static_cast<size_t>(N) * K, 4);
-    // The fastest of many calls: on a shared machine the minimum is the least disturbed figure.
-    auto time = [&](auto&& f) {
-      f();
-      double best = 1e30, total = 0;
-      for (int r = 0; r < 200 && total < 0.5; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        f();
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        best = std::min(best, s);
-        total += s;
-      }
-      return best;
-    };
-    const double t8 = time([&] {
-      cpu.linear_u8s8(out.data(), N, A.data(), K, 0.01f, 128, W.data(), ws.data(), wsum.data(), nullptr, M, N, K);
-    });
-    const double t32 = time([&] {
-      cpu.gemm(false, true, M, N, K, 1.0f, Af.data(), K, Wf.data(), K, 0.0f, out.data(), N);
-    });
-    const double ops = 2.0 * M * N * K;
-    std::cout << "linear " << M << "x" << N << "x" << K << " (" << cpu.num_threads()
-              << " threads): int8 " << ops / t8 * 1e-9 << " GOP/s, fp32 sgemm "
-              << ops / t32 * 1e-9 << " GFLOP/s\n";
-  }
 }
 
 }  // namespace
