@@ -2,8 +2,8 @@
 # CI stage for ARM (issue #4), run by .ci/run after the x86-64 suite (which leaves build/bertrt):
 #  1. installs the cross compiler and qemu-user (idempotent), builds the arm64 sysroot (cached);
 #  2. cross-builds everything with the `aarch64` preset and runs the whole unit suite under
-#     qemu-aarch64 (ctest --preset aarch64, OPENBLAS_NUM_THREADS=1), then tests/e2e/cli_test.sh on the
-#     aarch64 binary;
+#     qemu-aarch64 (ctest --preset aarch64: OPENBLAS_NUM_THREADS=1, BERTRT_TEST_EMULATED=1), then
+#     tests/e2e/cli_test.sh on the aarch64 binary (skipped with BERTRT_ARM_CLI_TEST=0, as .ci/run does);
 #  3. makes the CPack tarball and checks that it runs unpacked on a board-like root (glibc and
 #     libstdc++ only), with every DT_NEEDED library either shipped or part of that base;
 #  4. end-to-end: tiny model, 20 pre-training steps, 20 SST-2 fine-tuning steps, eval, on aarch64
@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 X86_BUILD=${1:-build}
 DATA=${BERTRT_DATA:-$ROOT/../shared/data}
-JOBS=$(nproc)
+JOBS=${BERTRT_JOBS:-$(nproc)}  # parallel build and test jobs
 START=$(date +%s)
 stage() { echo "=== ci_arm [$(($(date +%s) - START)) s] $*"; }
 

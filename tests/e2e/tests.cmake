@@ -1,10 +1,12 @@
+# Tests labelled e2e run the CLI from a shell script (not through the cross-compiling
+# emulator), so the emulated presets leave them out; platforms/ci_arm.sh runs the CLI on ARM.
 # CLI end-to-end checks on real data (tests/e2e/cli_test.sh).
 get_filename_component(E2E_DATA ${CMAKE_SOURCE_DIR}/../shared/data ABSOLUTE)
 add_test(NAME cli_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/cli_test.sh $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
-set_tests_properties(cli_e2e PROPERTIES TIMEOUT 600)
+set_tests_properties(cli_e2e PROPERTIES TIMEOUT 600 LABELS e2e)
 # Resume, kill -9, non-finite, memory options and plot of `bertrt pretrain` (tests/e2e/pretrain_test.sh).
 add_test(NAME pretrain_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/pretrain_test.sh $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
-set_tests_properties(pretrain_e2e PROPERTIES TIMEOUT 900)
+set_tests_properties(pretrain_e2e PROPERTIES TIMEOUT 900 LABELS e2e)
 # Quantization in the CLI (tests/e2e/qat_cli_test.sh).
 add_test(NAME qat_cli_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/qat_cli_test.sh $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
-set_tests_properties(qat_cli_e2e PROPERTIES TIMEOUT 600)
+set_tests_properties(qat_cli_e2e PROPERTIES TIMEOUT 600 LABELS e2e)

@@ -7,6 +7,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -14,6 +15,18 @@
 namespace bertrt::test {
 
 constexpr double kEps = FLT_EPSILON;  // 2^-23: one float ulp at 1
+
+// True under an instruction-set emulator: the aarch64/armhf test presets set BERTRT_TEST_EMULATED=1
+// (qemu-user runs this code ~40x slower). The exhaustive sweeps and the thread-count tests then
+// take a sparser sample or smaller sizes: the same code paths and checks, fewer points.
+inline bool emulated() {
+  const char* e = std::getenv("BERTRT_TEST_EMULATED");
+  return e != nullptr && *e != '\0' && std::string(e) != "0";
+}
+
+// Stride of a sweep over float bit patterns: `stride` natively, 8x sparser when emulated (kept
+// odd, so the sample still covers every value of the low mantissa bits).
+inline uint32_t sweep_stride(uint32_t stride) { return emulated() ? stride * 8 + 1 : stride; }
 
 inline std::vector<float> randn(size_t n, uint32_t seed, float stddev = 1.0f, float mean = 0.0f) {
   std::mt19937 rng(seed);
@@ -47,7 +60,8 @@ inline ::testing::AssertionResult all_close(const std::vector<float>& want,
     if (!(err <= t)) {  // also catches NaN
       if (bad < 5)
         first += "\n  [" + std::to_string(i) + "] want " + std::to_string(want[i]) + " got " +
-                 std::to_string(got[i]) + " err " + std::to_string(err) + " tol " + std::to_string(t);
+                 std::to_string(got[i]) + " err " + std::to_string(err) + " tol " +
+                 std::to_string(t);
       ++bad;
     }
     if (t > 0) worst = std::max(worst, err / t);
