@@ -28,7 +28,7 @@ constexpr size_t kAChunkBytes = 256 * 1024;
 constexpr int kMR = 2;
 constexpr int kNR = kQ8TileN;
 
-int rows_per_chunk(int k16) {
+[[maybe_unused]] int rows_per_chunk(int k16) {  // unused where no SIMD kernel is compiled
   const size_t bytes_per_row = static_cast<size_t>(k16 > 0 ? k16 : 1) * 2;
   const int rows = static_cast<int>(kAChunkBytes / bytes_per_row);
   return std::max(4, rows / 4 * 4);
