@@ -54,10 +54,21 @@ std::vector<T> uniform(size_t n, unsigned seed, double lo, double hi) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool json = argc > 1 && std::strcmp(argv[1], "--json") == 0;
-  if (argc > 1 && !json) {
-    std::fprintf(stderr, "usage: %s [--json]\n", argv[0]);
-    return 2;
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--json") == 0) {
+      json = true;
+    } else if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {
+      std::printf(
+          "usage: %s [--json]\nGEMM throughput of the scalar reference, OpenBLAS fp32 and the int8 "
+          "kernel on BERT Linear shapes (128 tokens). Threads: BERTRT_NUM_THREADS.\n",
+          argv[0]);
+      return 0;
+    } else {
+      std::fprintf(stderr, "%s: unknown argument '%s'\nusage: %s [--json]\n", argv[0], argv[i],
+                   argv[0]);
+      return 2;
+    }
   }
   bertrt::ReferenceBackend ref;
   bertrt::CpuBackend cpu;
@@ -68,7 +79,7 @@ int main(int argc, char** argv) {
                           {128, 256, 256, "BERT-mini attention projection"},
                           {128, 1024, 256, "BERT-mini FFN up"}};
   if (!json)
-    std::printf("%-34s %-16s %10s %10s %10s   (GFLOP/s or GOP/s; %d threads; int8 kernel %s)\n",
+    std::printf("%-34s %-16s %10s %10s %10s   (GFLOP/s or GOP/s; threads: %d; int8 kernel: %s)\n",
                 "shape", "MxNxK", "reference", "cpu fp32", "cpu int8", cpu.num_threads(), kernel);
   if (json) std::printf("[");
   bool first = true;

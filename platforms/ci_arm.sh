@@ -10,6 +10,9 @@
 #     and on x86-64 with the same flags; losses must agree step by step (platforms/compare_runs.py).
 # Usage: platforms/ci_arm.sh [X86_BUILD_DIR]   (default build; built with scripts/setup.sh if absent)
 set -euo pipefail
+usage() { echo "usage: platforms/ci_arm.sh [X86_BUILD_DIR]   (default build; env BERTRT_JOBS, BERTRT_ARM_CLI_TEST=0|1, BERTRT_DATA)" >&2; exit 2; }
+case "${1:-}" in -*) usage ;; esac
+[ $# -le 1 ] || usage
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 X86_BUILD=${1:-build}

@@ -21,7 +21,7 @@ endif()
 list(APPEND CMAKE_TRY_COMPILE_PLATFORM_VARIABLES BERTRT_SYSROOT)
 if(NOT EXISTS ${BERTRT_SYSROOT}/usr/lib/${BERTRT_TRIPLET})
   message(FATAL_ERROR "No ${BERTRT_DEBARCH} sysroot at ${BERTRT_SYSROOT}: run platforms/sysroot.sh "
-                      "${BERTRT_DEBARCH} first (or set BERTRT_SYSROOT)")
+                      "${BERTRT_DEBARCH} ${BERTRT_SYSROOT} first")
 endif()
 set(CMAKE_SYSROOT ${BERTRT_SYSROOT})
 set(CMAKE_FIND_ROOT_PATH ${BERTRT_SYSROOT})

@@ -18,7 +18,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 case "${1:-}" in
   aarch64|arm64) ARCH=arm64; TRIPLET=aarch64-linux-gnu ;;
   armhf|arm) ARCH=armhf; TRIPLET=arm-linux-gnueabihf ;;
-  *) echo "usage: $0 aarch64|armhf [DIR]" >&2; exit 2 ;;
+  "") echo "usage: $0 aarch64|armhf [DIR]" >&2; exit 2 ;;
+  *) echo "sysroot.sh: unknown architecture '$1' (aarch64|arm64 or armhf|arm)" >&2
+     echo "usage: $0 aarch64|armhf [DIR]" >&2; exit 2 ;;
 esac
 DIR=${2:-$ROOT/build-sysroot-$ARCH}
 mkdir -p "$DIR"

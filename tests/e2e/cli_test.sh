@@ -62,6 +62,7 @@ expect_error "learning rate inf" "$T/o6.brt" "learning-rate" -- "$BIN" pretrain 
 expect_error "unwritable output folder, before training" "" "cannot write" -- "$BIN" pretrain --model "$T/init.brt" --corpus "$T/corpus.txt" --max-steps 1 -o /proc/x.brt
 expect_error "diverged run writes nothing" "$T/o7.brt" "non-finite" -- "$BIN" pretrain --model "$T/init.brt" --corpus "$T/corpus.txt" --max-steps 3 --batch-size 2 --max-seq-length 32 --learning-rate 1e30 --warmup-ratio 0 -o "$T/o7.brt"
 expect_error "predict --max-seq-length above 512" "" "max-seq-length.*512" -- "$BIN" predict --model "$T/sst2.brt" --max-seq-length 600
+expect_error "--eval-steps without --valid" "$T/o8.brt" "eval-steps.*--valid" -- "$BIN" pretrain --model "$T/init.brt" --corpus "$T/corpus.txt" --max-steps 1 --eval-steps 5 -o "$T/o8.brt"
 # A failed run never destroys the last good file.
 cp "$T/pt.brt" "$T/keep.brt"
 expect_error "failed run keeps old output" "" "empty.txt" -- "$BIN" pretrain --model "$T/init.brt" --corpus "$T/empty.txt" --max-steps 1 -o "$T/keep.brt"

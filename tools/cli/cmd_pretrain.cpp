@@ -151,6 +151,8 @@ void validate(const Flags& o) {
   if (o.batch_size < 1) fail("--batch-size must be ≥ 1, got {}", o.batch_size);
   if (o.save_steps < 0) fail("--save-steps must be ≥ 0, got {}", o.save_steps);
   if (o.eval_steps < 0) fail("--eval-steps must be ≥ 0, got {}", o.eval_steps);
+  if (o.eval_steps > 0 && d.valid.empty())
+    fail("--eval-steps {} needs --valid (the held-out text to evaluate on)", o.eval_steps);
   const OptimFlags& p = o.optim;
   check_positive("--learning-rate", p.lr);
   check_positive("--weight-decay", p.weight_decay, /*allow_zero=*/true);
