@@ -11,19 +11,12 @@
 #   - --recompute gives the same bytes; --eval-steps writes eval lines; `bertrt plot` draws them.
 # Usage: pretrain_test.sh BERTRT_BINARY DATA_DIR
 set -uo pipefail
-BIN=$1
-DATA=${BERTRT_DATA:-$2}
-VOCAB=$DATA/vocab/bert-base-uncased-vocab.txt
+source "$(dirname "$0")/harness.sh"
 TEXT=$DATA/corpus/enwiki/enwiki_valid_1000docs.txt
-if [ ! -f "$VOCAB" ] || [ ! -f "$TEXT" ]; then
-  if [ "${BERTRT_REQUIRE_DATA:-0}" = 1 ]; then echo "required data missing: $VOCAB / $TEXT"; exit 1; fi
-  echo "SKIP: data missing ($VOCAB, $TEXT)"; exit 0
+if [ ! -f "$TEXT" ]; then
+  if [ "${BERTRT_REQUIRE_DATA:-0}" = 1 ]; then echo "required data missing: $TEXT"; exit 1; fi
+  echo "SKIP: data missing ($TEXT)"; exit 0
 fi
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 # The step of a checkpoint (`bertrt info` prints "training   step N"), or nothing.
 step_of() { "$BIN" info "$1" 2>/dev/null | sed -n 's/^training *step \([0-9]*\)$/\1/p'; }
 # The largest "step" of the train lines of a metrics file (0 when none).
