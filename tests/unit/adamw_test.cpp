@@ -18,6 +18,7 @@
 
 #include "backends/backend.h"
 #include "op_test_util.h"
+#include "test_util.h"
 
 namespace bertrt {
 namespace {
@@ -25,15 +26,8 @@ namespace {
 using test::kEps;
 using test::randn;
 
-const char* kPython = "/usr/bin/python3";
-
-bool have_torch() {
-  static const bool ok = [] {
-    const std::string cmd = std::string(kPython) + " -c 'import torch' > /dev/null 2>&1";
-    return std::system(cmd.c_str()) == 0;
-  }();
-  return ok;
-}
+using test::have_torch;
+using test::kPython;
 
 // Runs `script` with python3 and returns its stdout; empty on failure.
 std::string run_python(const std::string& script) {

@@ -80,8 +80,8 @@ class Generated {
       return;
     }
     if (!load_fresh(script, samples.size())) {
-      if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
-        why_ = "/usr/bin/python3 with torch is not available";
+      if (!test::have_torch()) {
+        why_ = std::string(test::kPython) + " with torch is not available";
         ::close(lock);
         return;
       }

@@ -38,8 +38,8 @@ using test::all_equal;
 class QuantTorch : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const std::string py = "/usr/bin/python3";
-    if (std::system((py + " -c 'import torch' > /dev/null 2>&1").c_str()) != 0) {
+    const std::string py = test::kPython;
+    if (!test::have_torch()) {
       skip_reason_ = new std::string("python3 with torch is missing (" + py + ")");
       return;
     }

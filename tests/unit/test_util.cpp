@@ -19,6 +19,12 @@ std::string shared_dir() { return env_or("BERTRT_SHARED", source_dir() + "/../sh
 std::string data_dir() { return env_or("BERTRT_DATA", shared_dir() + "/data"); }
 bool have_data(const std::string& path) { return std::filesystem::exists(path); }
 
+bool have_torch() {
+  static const bool ok =
+      std::system((std::string(kPython) + " -c 'import torch' > /dev/null 2>&1").c_str()) == 0;
+  return ok;
+}
+
 TempDir::TempDir() {
   std::string tmpl = (std::filesystem::temp_directory_path() / "bertrt_test_XXXXXX").string();
   if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed: " + tmpl);

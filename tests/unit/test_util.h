@@ -17,6 +17,11 @@ std::string source_dir();
 // True when `path` exists; otherwise GTEST_SKIP-worthy, unless BERTRT_REQUIRE_DATA=1 makes it fatal.
 bool have_data(const std::string& path);
 
+// The Python the reference scripts run with: Debian's, which has torch (not the first on PATH).
+constexpr const char* kPython = "/usr/bin/python3";
+// True when kPython can `import torch` (checked once).
+bool have_torch();
+
 // A fresh folder per test under the system temp dir, removed with everything in it afterwards.
 class TempDir {
  public:
