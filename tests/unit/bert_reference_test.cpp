@@ -55,16 +55,7 @@ Ref load_ref(const std::string& act) {
 // eps × the gradients summed into it, so it is measured against the model's gradient scale.
 void expect_close(const std::string& what, const float* got, const std::vector<float>& want,
                   double floor = 1e-30) {
-  double max_want = floor, max_diff = 0;
-  size_t worst = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    max_want = std::max(max_want, std::fabs(double(want[i])));
-    const double d = std::fabs(double(got[i]) - want[i]);
-    if (d > max_diff) max_diff = d, worst = i;
-  }
-  EXPECT_LE(max_diff / max_want, kTol) << what << ": worst at [" << worst << "] got "
-                                       << got[worst] << " want " << want[worst]
-                                       << " (max |want| " << max_want << ")";
+  EXPECT_TRUE(test::rel_close(got, want, kTol, floor)) << what;
 }
 
 std::vector<int32_t> ints(const SafetensorsFile& f, const std::string& name) {

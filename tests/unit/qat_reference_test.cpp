@@ -91,16 +91,7 @@ std::vector<int32_t> ints(const SafetensorsFile& f, const std::string& name) {
 // max |got − want| / max |want| over a tensor, with the worst element on failure.
 void expect_rel(const std::string& what, const float* got, const std::vector<float>& want,
                 double tol, double floor) {
-  double max_want = floor, max_diff = 0;
-  size_t worst = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    max_want = std::max(max_want, std::fabs(double(want[i])));
-    const double d = std::fabs(double(got[i]) - want[i]);
-    if (d > max_diff) max_diff = d, worst = i;
-  }
-  EXPECT_LE(max_diff / max_want, tol)
-      << what << ": worst at [" << worst << "] got " << got[worst] << " want " << want[worst]
-      << " (max |want| " << max_want << ")";
+  EXPECT_TRUE(test::rel_close(got, want, tol, floor)) << what;
 }
 
 void expect_grads(BertModel& model, const SafetensorsFile& f, const std::string& step) {

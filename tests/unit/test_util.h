@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
+#include <vector>
 
 namespace bertrt::test {
 
@@ -21,6 +24,25 @@ bool have_data(const std::string& path);
 constexpr const char* kPython = "/usr/bin/python3";
 // True when kPython can `import torch` (checked once).
 bool have_torch();
+
+// Passes when max |got − want| / max |want| ≤ tol over the whole tensor (a reference comparison's
+// error relative to the tensor's scale); reports the worst element otherwise. `floor` bounds the
+// denominator from below, for tensors whose exact value is (near) zero, so that fp32 rounding noise
+// is measured against the scale of the terms summed into them.
+inline ::testing::AssertionResult rel_close(const float* got, const std::vector<float>& want,
+                                            double tol, double floor = 1e-30) {
+  double max_want = floor, max_diff = 0;
+  size_t worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    max_want = std::max(max_want, std::fabs(double(want[i])));
+    const double d = std::fabs(double(got[i]) - want[i]);
+    if (d > max_diff) max_diff = d, worst = i;
+  }
+  if (max_diff / max_want <= tol) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "relative error " << max_diff / max_want << " > " << tol << ", worst at [" << worst
+         << "] got " << got[worst] << " want " << want[worst] << " (max |want| " << max_want << ")";
+}
 
 // A fresh folder per test under the system temp dir, removed with everything in it afterwards.
 class TempDir {
