@@ -6,6 +6,22 @@ namespace bertrt {
 
 const char* op_name(Op op) {
   switch (op) {
+    case Op::kFill:
+      return "fill";
+    case Op::kCopy:
+      return "copy";
+    case Op::kCopy2d:
+      return "copy_2d";
+    case Op::kGatherRows:
+      return "gather_rows";
+    case Op::kScale:
+      return "scale";
+    case Op::kSumSquares:
+      return "sum_squares";
+    case Op::kArgmaxRows:
+      return "argmax_rows";
+    case Op::kMseLoss:
+      return "mse_loss";
     case Op::kGemm: return "gemm";
     case Op::kGemmBatched: return "gemm_batched";
     case Op::kAdd: return "add";
@@ -25,12 +41,16 @@ const char* op_name(Op op) {
     case Op::kAdamW: return "adamw_step";
     case Op::kMinMax: return "min_max";
     case Op::kAbsMaxRows: return "absmax_rows";
+    case Op::kSymmetricScaleRows:
+      return "symmetric_scale_rows";
     case Op::kFakeQuantPerTensor: return "fake_quant_per_tensor";
     case Op::kFakeQuantPerRow: return "fake_quant_per_row";
     case Op::kFakeQuantBackward: return "fake_quant_backward";
     case Op::kQuantizeU8: return "quantize_u8";
     case Op::kGemmU8S8: return "gemm_u8s8_s32";
     case Op::kLinearU8S8: return "linear_u8s8";
+    case Op::kEmbeddingForwardS8:
+      return "embedding_forward_s8";
     case Op::kCount: break;
   }
   return "?";

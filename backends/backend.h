@@ -5,7 +5,13 @@
 //   - backward ops ACCUMULATE (+=) into their d-prefixed outputs, so residual branches and tied
 //     weights need no extra adds; callers zero gradient buffers once per step;
 //   - a backend answers supports(op) for the ops it implements natively; backends derive from
-//     ReferenceBackend, so an op they do not override runs the scalar reference on the CPU.
+//     ReferenceBackend, so an op they do not override runs the scalar reference on the CPU;
+//   - memory and execution (the contract that lets a GPU live behind this interface; README
+//     "Backends"): every pointer an op takes is memory of THIS backend (alloc(), or host memory
+//     where accepts_host_pointers()); ops may be recorded and run later, in call order; the host
+//     reads or writes backend memory only after sync(), and moves data with upload/download.
+//     Nothing an op computes is returned to the host directly: reductions write into backend
+//     memory (cross_entropy's loss, sum_squares, min_max, argmax_rows).
 #pragma once
 
 #include <cstddef>
@@ -20,6 +26,14 @@ namespace bertrt {
 enum class Gelu { kErf, kTanh };
 
 enum class Op {
+  kFill,
+  kCopy,
+  kCopy2d,
+  kGatherRows,
+  kScale,
+  kSumSquares,
+  kArgmaxRows,
+  kMseLoss,
   kGemm,
   kGemmBatched,
   kAdd,
@@ -39,12 +53,14 @@ enum class Op {
   kAdamW,
   kMinMax,
   kAbsMaxRows,
+  kSymmetricScaleRows,
   kFakeQuantPerTensor,
   kFakeQuantPerRow,
   kFakeQuantBackward,
   kQuantizeU8,
   kGemmU8S8,
   kLinearU8S8,
+  kEmbeddingForwardS8,
   kCount
 };
 const char* op_name(Op op);
@@ -66,6 +82,50 @@ class Backend {
   virtual const char* name() const = 0;
   // True when this backend implements `op` itself (otherwise the scalar reference runs it).
   virtual bool supports(Op op) const = 0;
+
+  // --- memory and execution ---------------------------------------------------------------------
+  // Expires with the backend: arrays of its memory (device_array.h) hold it, because a backend's
+  // memory goes with it and an array that outlives it must not release (or read) it.
+  std::weak_ptr<const void> lifetime() const { return alive_; }
+  // `bytes` of backend memory, 64-byte aligned, contents undefined; throws bertrt::Error when the
+  // backend is out of memory. release() takes what alloc() returned (nullptr is a no-op).
+  virtual void* alloc(size_t bytes) = 0;
+  virtual void release(void* p) = 0;
+  // True when alloc()'s pointers are host addresses the host may use after sync() (CPU backends,
+  // unified-memory GPUs); false when only upload/download reach the memory (discrete GPUs).
+  virtual bool host_visible() const = 0;
+  // True when ops also accept plain host memory that alloc() did not return (the CPU backends:
+  // weights are then used in place, e.g. from a mapped file). False: every pointer must resolve
+  // into alloc()'s blocks, and an op given one that does not is an error naming op and argument.
+  virtual bool accepts_host_pointers() const = 0;
+  // Returns once every op called so far has run and every download() has landed. Errors an op
+  // raised while it ran (a bad id, an invalid scale) surface here at the latest.
+  virtual void sync() = 0;
+  // dst (backend) ← src (host), `bytes`; src may be reused as soon as upload returns.
+  virtual void upload(void* dst, const void* src, size_t bytes) = 0;
+  // dst (host) ← src (backend), `bytes`; dst holds the data after the next sync().
+  virtual void download(void* dst, const void* src, size_t bytes) = 0;
+
+  // --- data movement and small reductions (what the host used to do between ops) --------------
+  // x[i] = value, n elements.
+  virtual void fill(float* x, float value, size_t n) = 0;
+  // dst ← src within this backend's memory, `bytes`, not overlapping.
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;
+  // dst[r·ldd + c] = src[r·lds + c] for r < rows, c < cols (a block of columns).
+  virtual void copy_2d(float* dst, int ldd, const float* src, int lds, int rows, int cols) = 0;
+  // out[i, :] = src[rows[i], :] for i < n; out [n, C], src [?, C].
+  virtual void gather_rows(float* out, const float* src, const int32_t* rows, int n, int C) = 0;
+  // x[i] *= c.
+  virtual void scale(float* x, float c, size_t n) = 0;
+  // *out = Σ_i x[i]² summed in double in index order (the global gradient norm of clipping).
+  virtual void sum_squares(double* out, const float* x, size_t n) = 0;
+  // out[r] = the first column of the largest value of row r (std::max_element), x [rows, cols].
+  virtual void argmax_rows(int32_t* out, const float* x, int rows, int cols) = 0;
+  // Mean squared error pieces of a regression head over n predictions:
+  //   *loss_sum = Σ_i (double(pred[i]) − target[i])²,
+  //   dpred[i] = float(double(weight) · 2 · (pred[i] − target[i]) / n)   (dpred may be nullptr).
+  virtual void mse_loss(float* dpred, double* loss_sum, const float* pred, const float* target,
+                        int n, float weight) = 0;
 
   // C[M,N] = alpha · op(A)[M,K] · op(B)[K,N] + beta · C.  op(A) = A^T when trans_a (A is stored
   // [K,M]); op(B) = B^T when trans_b (B is stored [N,K], the nn.Linear weight layout).
@@ -118,10 +178,11 @@ class Backend {
                                   int C) = 0;
 
   // Softmax cross-entropy of logits [rows, V] against targets [rows]; a target < 0 ignores the row
-  // (Hugging Face's -100). Returns Σ loss over counted rows (double). When dlogits is non-null it
-  // is OVERWRITTEN with grad_scale · (softmax − onehot), zero on ignored rows.
-  virtual double cross_entropy(float* dlogits, const float* logits, const int32_t* targets,
-                               int rows, int V, float grad_scale) = 0;
+  // (Hugging Face's -100). *loss_sum = Σ loss over counted rows (double, rows in order). When
+  // dlogits is non-null it is OVERWRITTEN with grad_scale · (softmax − onehot), zero on ignored
+  // rows. A target ≥ V is an error.
+  virtual void cross_entropy(float* dlogits, double* loss_sum, const float* logits,
+                             const int32_t* targets, int rows, int V, float grad_scale) = 0;
 
   // One AdamW update of n parameters at 1-based step t, in place on param, m, v
   // (torch.optim.AdamW: decoupled decay param *= 1 − lr·wd before the Adam update).
@@ -138,6 +199,10 @@ class Backend {
   virtual void min_max(float* mn, float* mx, const float* x, size_t n) = 0;
   // out[r] = max_c |x[r, c]|, x [rows, cols] (the range of each output channel of a weight).
   virtual void absmax_rows(float* out, const float* x, int rows, int cols) = 0;
+  // scale[r] = symmetric_scale(max_c |x[r, c]|, qmin, qmax) (backends/quant_rules.h): the
+  // per-output-channel weight scales of fake-quant and of the int8 export.
+  virtual void symmetric_scale_rows(float* scale, const float* x, int rows, int cols, int qmin,
+                                    int qmax) = 0;
 
   // torch.fake_quantize_per_tensor_affine over n elements:
   //   q = zero_point + nearbyint(x · inv);  out = (clamp(q, qmin, qmax) − zero_point) · scale;
@@ -172,13 +237,21 @@ class Backend {
   virtual void linear_u8s8(float* out, int ldo, const uint8_t* A, int lda, float a_scale,
                            int a_zero_point, const int8_t* W, const float* w_scale,
                            const int32_t* w_sum, const float* bias, int M, int N, int K) = 0;
+  // The int8 embedding lookup: out[i, :] += scale[ids[i]] · float(q[ids[i], :]) for i < n; q [V, C]
+  // int8 per-row symmetric, scale [V]. An id outside [0, V) is an error.
+  virtual void embedding_forward_s8(float* out, const int32_t* ids, const int8_t* q,
+                                    const float* scale, int n, int C, int V) = 0;
+
+ private:
+  std::shared_ptr<const void> alive_ = std::make_shared<char>(0);
 };
 
 // The longest reduction the u8×s8 ops accept: K·255·128 ≤ 2³¹ − 1, so no int32 sum can wrap.
 constexpr int kMaxQ8K = 65793;
 
-// "reference" (scalar oracle) or "cpu" (OpenBLAS GEMMs + vectorised loops). Throws bertrt::Error
-// naming the valid choices for anything else.
+// "reference" (scalar oracle), "cpu" (OpenBLAS GEMMs + vectorised loops) or "checked" (the cpu
+// backend behind the contract's checks: deferred ops, resolved pointers; backends/checked/).
+// Throws bertrt::Error naming the valid choices for anything else.
 std::unique_ptr<Backend> make_backend(const std::string& name);
 std::vector<std::string> backend_names();
 

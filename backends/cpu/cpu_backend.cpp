@@ -64,6 +64,18 @@ bool CpuBackend::supports(Op op) const {
     case Op::kQuantizeU8:
     case Op::kGemmU8S8:
     case Op::kLinearU8S8: return true;
+    // The scalar reference's loops: memory moves and small reductions (already what the host
+    // did, and memory-bound), tanh (the pooler's [B, C] only), the int8 embedding lookup.
+    case Op::kFill:
+    case Op::kCopy:
+    case Op::kCopy2d:
+    case Op::kGatherRows:
+    case Op::kScale:
+    case Op::kSumSquares:
+    case Op::kArgmaxRows:
+    case Op::kMseLoss:
+    case Op::kSymmetricScaleRows:
+    case Op::kEmbeddingForwardS8:
     case Op::kTanhForward:
     case Op::kTanhBackward:
     case Op::kCount: return false;
@@ -232,8 +244,8 @@ void CpuBackend::embedding_backward(float* dtable, const int32_t* ids, const flo
 
 // --- loss ----------------------------------------------------------------------------------------
 
-double CpuBackend::cross_entropy(float* dlogits, const float* logits, const int32_t* targets,
-                                 int rows, int V, float grad_scale) {
+void CpuBackend::cross_entropy(float* dlogits, double* loss_sum, const float* logits,
+                               const int32_t* targets, int rows, int V, float grad_scale) {
   for (int r = 0; r < rows; ++r)  // checked up front: the pool's tasks must not throw
     if (targets[r] >= V)
       fail("cross_entropy: row {}: target {} is outside the vocabulary [0, {})", r, targets[r], V);
@@ -244,7 +256,7 @@ double CpuBackend::cross_entropy(float* dlogits, const float* logits, const int3
   });
   double total = 0.0;  // rows in order, as the serial loop summed them
   for (double l : loss) total += l;
-  return total;
+  *loss_sum = total;
 }
 
 // --- optimizer -----------------------------------------------------------------------------------

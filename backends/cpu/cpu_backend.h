@@ -1,7 +1,8 @@
 // The CPU backend: OpenBLAS sgemm for the GEMMs (where BERT training spends its time) and fp32
 // loops written for the compiler to vectorise, multi-versioned for AVX2/FMA on x86-64
 // (kernels.h), for the row and elementwise ops; int8 GEMMs with exact int32 sums (q8_gemm.h).
-// Everything else (tanh) falls back to the scalar ReferenceBackend.
+// Everything else (tanh, the memory moves and small reductions of the contract, the int8
+// embedding lookup) falls back to the scalar ReferenceBackend, host memory included.
 //
 // Threads: one pool per backend (thread_pool.h), BERTRT_NUM_THREADS or all hardware threads.
 // Results do not depend on the thread count: elementwise and row ops split over rows, and the
@@ -54,8 +55,8 @@ class CpuBackend : public ReferenceBackend {
   void embedding_backward(float* dtable, const int32_t* ids, const float* dout, int n,
                           int C) override;
 
-  double cross_entropy(float* dlogits, const float* logits, const int32_t* targets, int rows,
-                       int V, float grad_scale) override;
+  void cross_entropy(float* dlogits, double* loss_sum, const float* logits, const int32_t* targets,
+                     int rows, int V, float grad_scale) override;
 
   void adamw_step(float* param, float* m, float* v, const float* grad, size_t n,
                   const AdamWHyper& h, int64_t t) override;

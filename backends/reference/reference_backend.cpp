@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -36,6 +38,59 @@ double gelu_grad(double x, Gelu kind) {
 }
 
 }  // namespace
+
+// --- memory and data movement -------------------------------------------------------------------
+
+void* ReferenceBackend::alloc(size_t bytes) {
+  constexpr size_t kAlign = 64;
+  void* p = std::aligned_alloc(kAlign, std::max(kAlign, (bytes + kAlign - 1) / kAlign * kAlign));
+  if (!p) fail("{}: out of memory allocating {} bytes", name(), bytes);
+  return p;
+}
+
+void ReferenceBackend::release(void* p) { std::free(p); }
+
+void ReferenceBackend::upload(void* dst, const void* src, size_t bytes) {
+  if (bytes) std::memcpy(dst, src, bytes);
+}
+
+void ReferenceBackend::download(void* dst, const void* src, size_t bytes) {
+  if (bytes) std::memcpy(dst, src, bytes);
+}
+
+void ReferenceBackend::fill(float* x, float value, size_t n) { std::fill(x, x + n, value); }
+
+void ReferenceBackend::copy(void* dst, const void* src, size_t bytes) {
+  if (bytes) std::memcpy(dst, src, bytes);
+}
+
+void ReferenceBackend::copy_2d(float* dst, int ldd, const float* src, int lds, int rows, int cols) {
+  for (int r = 0; r < rows; ++r)
+    std::copy_n(src + static_cast<size_t>(r) * lds, cols, dst + static_cast<size_t>(r) * ldd);
+}
+
+void ReferenceBackend::gather_rows(float* out, const float* src, const int32_t* rows, int n,
+                                   int C) {
+  for (int i = 0; i < n; ++i)
+    std::copy_n(src + static_cast<size_t>(rows[i]) * C, C, out + static_cast<size_t>(i) * C);
+}
+
+void ReferenceBackend::scale(float* x, float c, size_t n) {
+  for (size_t i = 0; i < n; ++i) x[i] *= c;
+}
+
+void ReferenceBackend::sum_squares(double* out, const float* x, size_t n) {
+  double sum = 0.0;
+  for (size_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  *out = sum;
+}
+
+void ReferenceBackend::argmax_rows(int32_t* out, const float* x, int rows, int cols) {
+  for (int r = 0; r < rows; ++r) {
+    const float* row = x + static_cast<size_t>(r) * cols;
+    out[r] = static_cast<int32_t>(std::max_element(row, row + cols) - row);
+  }
+}
 
 // --- GEMM ----------------------------------------------------------------------------------------
 
@@ -222,8 +277,8 @@ void ReferenceBackend::embedding_backward(float* dtable, const int32_t* ids, con
 
 // --- loss ----------------------------------------------------------------------------------------
 
-double ReferenceBackend::cross_entropy(float* dlogits, const float* logits, const int32_t* targets,
-                                       int rows, int V, float grad_scale) {
+void ReferenceBackend::cross_entropy(float* dlogits, double* loss_sum, const float* logits,
+                                     const int32_t* targets, int rows, int V, float grad_scale) {
   double total = 0.0;
   for (int r = 0; r < rows; ++r) {
     const float* z = logits + static_cast<size_t>(r) * V;
@@ -245,7 +300,18 @@ double ReferenceBackend::cross_entropy(float* dlogits, const float* logits, cons
       for (int j = 0; j < V; ++j)
         dz[j] = static_cast<float>(grad_scale * (std::exp(z[j] - lse) - (j == t ? 1.0 : 0.0)));
   }
-  return total;
+  *loss_sum = total;
+}
+
+void ReferenceBackend::mse_loss(float* dpred, double* loss_sum, const float* pred,
+                                const float* target, int n, float weight) {
+  double sum = 0;
+  for (int i = 0; i < n; ++i) {
+    const double diff = double(pred[i]) - target[i];
+    sum += diff * diff;
+    if (dpred) dpred[i] = float(weight * 2.0 * diff / n);  // ∂/∂pred_i of mean (pred − target)²
+  }
+  *loss_sum = sum;
 }
 
 // --- optimizer -----------------------------------------------------------------------------------

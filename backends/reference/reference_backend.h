@@ -15,6 +15,25 @@ class ReferenceBackend : public Backend {
   const char* name() const override { return "reference"; }
   bool supports(Op op) const override { return op != Op::kCount; }
 
+  // Host memory (64-byte aligned), ops run at once: sync() has nothing to wait for.
+  void* alloc(size_t bytes) override;
+  void release(void* p) override;
+  bool host_visible() const override { return true; }
+  bool accepts_host_pointers() const override { return true; }
+  void sync() override {}
+  void upload(void* dst, const void* src, size_t bytes) override;
+  void download(void* dst, const void* src, size_t bytes) override;
+
+  void fill(float* x, float value, size_t n) override;
+  void copy(void* dst, const void* src, size_t bytes) override;
+  void copy_2d(float* dst, int ldd, const float* src, int lds, int rows, int cols) override;
+  void gather_rows(float* out, const float* src, const int32_t* rows, int n, int C) override;
+  void scale(float* x, float c, size_t n) override;
+  void sum_squares(double* out, const float* x, size_t n) override;
+  void argmax_rows(int32_t* out, const float* x, int rows, int cols) override;
+  void mse_loss(float* dpred, double* loss_sum, const float* pred, const float* target, int n,
+                float weight) override;
+
   void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
             const float* B, int ldb, float beta, float* C, int ldc) override;
   void gemm_batched(int batch, bool trans_a, bool trans_b, int M, int N, int K, float alpha,
@@ -48,8 +67,8 @@ class ReferenceBackend : public Backend {
   void embedding_backward(float* dtable, const int32_t* ids, const float* dout, int n,
                           int C) override;
 
-  double cross_entropy(float* dlogits, const float* logits, const int32_t* targets, int rows,
-                       int V, float grad_scale) override;
+  void cross_entropy(float* dlogits, double* loss_sum, const float* logits, const int32_t* targets,
+                     int rows, int V, float grad_scale) override;
 
   void adamw_step(float* param, float* m, float* v, const float* grad, size_t n,
                   const AdamWHyper& h, int64_t t) override;
@@ -57,6 +76,8 @@ class ReferenceBackend : public Backend {
   // Quantization ops (reference_quant.cpp).
   void min_max(float* mn, float* mx, const float* x, size_t n) override;
   void absmax_rows(float* out, const float* x, int rows, int cols) override;
+  void symmetric_scale_rows(float* scale, const float* x, int rows, int cols, int qmin,
+                            int qmax) override;
   void fake_quant_per_tensor(float* out, uint8_t* mask, const float* x, size_t n, float scale,
                              int zero_point, int qmin, int qmax) override;
   void fake_quant_per_row(float* out, uint8_t* mask, const float* x, const float* scale, int rows,
@@ -68,6 +89,8 @@ class ReferenceBackend : public Backend {
   void linear_u8s8(float* out, int ldo, const uint8_t* A, int lda, float a_scale, int a_zero_point,
                    const int8_t* W, const float* w_scale, const int32_t* w_sum, const float* bias,
                    int M, int N, int K) override;
+  void embedding_forward_s8(float* out, const int32_t* ids, const int8_t* q, const float* scale,
+                            int n, int C, int V) override;
 };
 
 }  // namespace bertrt

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "backends/quant_rules.h"
 #include "backends/reference/reference_backend.h"
 #include "core/error.h"
 
@@ -51,6 +52,12 @@ void ReferenceBackend::absmax_rows(float* out, const float* x, int rows, int col
     for (int c = 0; c < cols; ++c) m = std::fmax(m, std::fabs(x[static_cast<size_t>(r) * cols + c]));
     out[r] = m;
   }
+}
+
+void ReferenceBackend::symmetric_scale_rows(float* scale, const float* x, int rows, int cols,
+                                            int qmin, int qmax) {
+  absmax_rows(scale, x, rows, cols);
+  for (int r = 0; r < rows; ++r) scale[r] = symmetric_scale_rule(scale[r], qmin, qmax);
 }
 
 void ReferenceBackend::fake_quant_per_tensor(float* out, uint8_t* mask, const float* x, size_t n,
@@ -117,6 +124,19 @@ void ReferenceBackend::linear_u8s8(float* out, int ldo, const uint8_t* A, int ld
       if (bias) v += bias[n];
       out[static_cast<size_t>(m) * ldo + n] = v;
     }
+}
+
+void ReferenceBackend::embedding_forward_s8(float* out, const int32_t* ids, const int8_t* q,
+                                            const float* scale, int n, int C, int V) {
+  for (int i = 0; i < n; ++i) {
+    const int32_t id = ids[i];
+    if (id < 0 || id >= V)
+      fail("embedding_forward_s8: position {}: id {} is outside the table [0, {})", i, id, V);
+    const int8_t* row = q + static_cast<size_t>(id) * C;
+    const float s = scale[id];
+    float* o = out + static_cast<size_t>(i) * C;
+    for (int c = 0; c < C; ++c) o[c] += s * static_cast<float>(row[c]);
+  }
 }
 
 }  // namespace bertrt

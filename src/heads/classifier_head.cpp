@@ -1,33 +1,20 @@
 #include "heads/classifier_head.h"
 
-#include <algorithm>
-
-#include "core/error.h"
 #include "model/linear.h"
 
 namespace bertrt {
 
-HeadResult classifier_forward(Backend& be, ClassifierActs& a, const float* inp, const float* weight,
-                              const float* bias, const int32_t* labels, int rows, int C, int K,
-                              float loss_weight, QuantLinear* q) {
-  a.logits.assign(size_t(rows) * K, 0.0f);
-  a.dlogits.assign(size_t(rows) * K, 0.0f);
-  linear_forward(be, a.logits.data(), inp, weight, bias, rows, C, K, 0, q);
-  HeadResult r;
-  if (!labels) return r;
-  for (int i = 0; i < rows; ++i) {
-    if (labels[i] < 0) continue;
-    // The cross-entropy op would read past the row; the data readers map labels, so this is a bug.
-    if (labels[i] >= K) fail("classifier: label {} at row {} is outside [0, {})", labels[i], i, K);
-    ++r.count;
-    const float* row = a.logits.data() + size_t(i) * K;
-    r.correct += (std::max_element(row, row + K) - row) == labels[i];
-  }
-  const float scale = r.count ? loss_weight / r.count : 0.0f;
-  const double sum = be.cross_entropy(loss_weight > 0 ? a.dlogits.data() : nullptr, a.logits.data(),
-                                      labels, rows, K, scale);
-  r.loss = r.count ? sum / r.count : 0.0;
-  return r;
+void classifier_forward(Backend& be, ClassifierActs& a, const float* inp, const float* weight,
+                        const float* bias, const int32_t* labels, int count, int rows, int C, int K,
+                        float loss_weight, HeadReadout out, QuantLinear* q) {
+  const size_t n = size_t(rows) * K;
+  float* logits = a.logits.ensure(be, n);
+  float* dlogits = a.dlogits.ensure(be, n);
+  linear_forward(be, logits, inp, weight, bias, rows, C, K, 0, q);
+  if (!labels) return;
+  be.argmax_rows(out.argmax, logits, rows, K);
+  const float scale = count ? loss_weight / count : 0.0f;
+  be.cross_entropy(loss_weight > 0 ? dlogits : nullptr, out.loss, logits, labels, rows, K, scale);
 }
 
 void classifier_backward(Backend& be, float* dinp, float* dweight, float* dbias,

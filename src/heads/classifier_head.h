@@ -11,9 +11,9 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
 #include "backends/backend.h"
+#include "backends/device_array.h"
 #include "heads/head_result.h"
 
 namespace bertrt {
@@ -21,14 +21,15 @@ namespace bertrt {
 struct QuantLinear;  // quant/quant_linear.h: the head's Linear quantized (nullptr: fp32)
 
 struct ClassifierActs {
-  std::vector<float> logits, dlogits;  // [rows, K]
+  DeviceArray<float> logits, dlogits;  // [rows, K]
 };
 
-// labels [rows] or nullptr (logits only). loss_weight > 0 prepares the backward (dlogits =
-// loss_weight · ∂loss/∂logits). Throws bertrt::Error for a label ≥ K (a negative label is ignored).
-HeadResult classifier_forward(Backend& be, ClassifierActs& a, const float* inp, const float* weight,
-                              const float* bias, const int32_t* labels, int rows, int C, int K,
-                              float loss_weight, QuantLinear* q = nullptr);
+// labels [rows] in backend memory, or nullptr (logits only); `count` of them are ≥ 0 (the host
+// counted them: count_labels). With labels it writes out.loss (Σ cross-entropy) and out.argmax
+// [rows]; loss_weight > 0 prepares the backward (dlogits = loss_weight · ∂mean_loss/∂logits).
+void classifier_forward(Backend& be, ClassifierActs& a, const float* inp, const float* weight,
+                        const float* bias, const int32_t* labels, int count, int rows, int C, int K,
+                        float loss_weight, HeadReadout out, QuantLinear* q = nullptr);
 
 // dinp [rows, C] accumulates; dweight [K, C], dbias [K] accumulate.
 void classifier_backward(Backend& be, float* dinp, float* dweight, float* dbias,

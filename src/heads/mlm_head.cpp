@@ -1,13 +1,12 @@
 #include "heads/mlm_head.h"
 
-#include <algorithm>
-
 #include "model/linear.h"
 
 namespace bertrt {
 
-void MlmActs::resize(int P_, int C, int V) {
-  if (P_ <= capacity_ && C == C_ && V == V_) {  // P varies per batch: keep the larger buffers
+void MlmActs::resize(Backend& be, int P_, int C, int V) {
+  // P varies per batch: keep the larger buffers.
+  if (P_ <= capacity_ && C == C_ && V == V_ && buf_.backend() == &be) {
     P = P_;
     return;
   }
@@ -17,38 +16,28 @@ void MlmActs::resize(int P_, int C, int V) {
     gathered = cv.take(PC), dense = cv.take(PC), act = cv.take(PC), ln = cv.take(PC);
     mean = cv.take(P_), rstd = cv.take(P_), logits = cv.take(PV), dlogits = cv.take(PV);
     dln = cv.take(PC), dact = cv.take(PC), ddense = cv.take(PC), dgathered = cv.take(PC);
-    if (!pass) buf_ = FloatBuffer(cv.used());
+    if (!pass) buf_.ensure(be, cv.used());
   }
   P = capacity_ = P_, C_ = C, V_ = V;
 }
 
-MlmResult mlm_forward(Backend& be, const BertConfig& c, const BertParams& w, MlmActs& a,
-                      const float* hidden, const int32_t* positions, const int32_t* labels, int P,
-                      float loss_weight, QuantLinear* dense_q, QuantLinear* decoder_q) {
+void mlm_forward(Backend& be, const BertConfig& c, const BertParams& w, MlmActs& a,
+                 const float* hidden, const int32_t* positions, const int32_t* labels, int count,
+                 int P, float loss_weight, HeadReadout out, QuantLinear* dense_q,
+                 QuantLinear* decoder_q) {
   const int C = c.hidden_size, V = c.vocab_size;
-  a.resize(P, C, V);
-  for (int p = 0; p < P; ++p)
-    std::copy(hidden + size_t(positions[p]) * C, hidden + size_t(positions[p] + 1) * C,
-              a.gathered + size_t(p) * C);
+  a.resize(be, P, C, V);
+  be.gather_rows(a.gathered, hidden, positions, P, C);
   linear_forward(be, a.dense, a.gathered, w.mlm_dense_w, w.mlm_dense_b, P, C, C, 0, dense_q);
   be.gelu_forward(a.act, a.dense, size_t(P) * C, c.gelu());
   be.layernorm_forward(a.ln, a.mean, a.rstd, a.act, w.mlm_ln_w, w.mlm_ln_b, P, C,
                        c.layer_norm_eps);
   linear_forward(be, a.logits, a.ln, w.word_emb, w.mlm_bias, P, C, V, 0,
                  decoder_q);  // tied decoder
-  MlmResult r;
-  if (!labels) return r;
-  for (int p = 0; p < P; ++p) {
-    if (labels[p] < 0) continue;
-    ++r.count;
-    const float* row = a.logits + size_t(p) * V;
-    r.correct += (std::max_element(row, row + V) - row) == labels[p];
-  }
-  const float scale = r.count ? loss_weight / r.count : 0.0f;
-  const double sum = be.cross_entropy(loss_weight > 0 ? a.dlogits : nullptr, a.logits, labels, P,
-                                      V, scale);
-  r.loss = r.count ? sum / r.count : 0.0;
-  return r;
+  if (!labels) return;
+  be.argmax_rows(out.argmax, a.logits, P, V);
+  const float scale = count ? loss_weight / count : 0.0f;
+  be.cross_entropy(loss_weight > 0 ? a.dlogits : nullptr, out.loss, a.logits, labels, P, V, scale);
 }
 
 void mlm_backward(Backend& be, const BertConfig& c, const BertParams& dw, MlmActs& a,
@@ -56,22 +45,19 @@ void mlm_backward(Backend& be, const BertConfig& c, const BertParams& dw, MlmAct
                   QuantLinear* dense_q, QuantLinear* decoder_q) {
   const int P = a.P, C = c.hidden_size, V = c.vocab_size;
   const size_t PC = size_t(P) * C;
-  std::fill(a.dln, a.dln + PC, 0.0f);
+  be.fill(a.dln, 0.0f, PC);
   linear_backward(be, a.dln, dw.word_emb, dw.mlm_bias, a.dlogits, a.ln, w.word_emb, P, C, V, 0,
                   0, decoder_q);
-  std::fill(a.dact, a.dact + PC, 0.0f);
+  be.fill(a.dact, 0.0f, PC);
   be.layernorm_backward(a.dact, dw.mlm_ln_w, dw.mlm_ln_b, a.dln, a.act, w.mlm_ln_w, a.mean,
                         a.rstd, P, C);
-  std::fill(a.ddense, a.ddense + PC, 0.0f);
+  be.fill(a.ddense, 0.0f, PC);
   be.gelu_backward(a.ddense, a.dense, a.dact, PC, c.gelu());
-  std::fill(a.dgathered, a.dgathered + PC, 0.0f);
+  be.fill(a.dgathered, 0.0f, PC);
   linear_backward(be, a.dgathered, dw.mlm_dense_w, dw.mlm_dense_b, a.ddense, a.gathered,
                   w.mlm_dense_w, P, C, C, 0, 0, dense_q);
-  for (int p = 0; p < P; ++p) {  // scatter back; a position may appear once per sequence
-    float* dst = dhidden + size_t(positions[p]) * C;
-    const float* src = a.dgathered + size_t(p) * C;
-    for (int i = 0; i < C; ++i) dst[i] += src[i];
-  }
+  // Scatter back: the embedding backward's scatter-add (each position appears once).
+  be.embedding_backward(dhidden, positions, a.dgathered, P, C);
 }
 
 }  // namespace bertrt

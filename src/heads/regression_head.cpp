@@ -4,21 +4,20 @@
 
 namespace bertrt {
 
-HeadResult regression_forward(Backend& be, ClassifierActs& a, const float* pooled,
-                              const float* weight, const float* bias, const float* targets, int B,
-                              int C, float loss_weight, QuantLinear* q) {
-  a.logits.assign(size_t(B), 0.0f);
-  a.dlogits.assign(size_t(B), 0.0f);
-  linear_forward(be, a.logits.data(), pooled, weight, bias, B, C, 1, 0, q);
+void regression_forward(Backend& be, ClassifierActs& a, const float* pooled, const float* weight,
+                        const float* bias, const float* targets, int B, int C, float loss_weight,
+                        double* loss_sum, QuantLinear* q) {
+  float* scores = a.logits.ensure(be, size_t(B));
+  float* dscores = a.dlogits.ensure(be, size_t(B));
+  linear_forward(be, scores, pooled, weight, bias, B, C, 1, 0, q);
+  if (!targets || B == 0) return;
+  be.mse_loss(dscores, loss_sum, scores, targets, B, loss_weight);
+}
+
+HeadResult regression_result(double loss_sum, int B) {
   HeadResult r;
-  if (!targets || B == 0) return r;
-  double sum = 0;
-  for (int b = 0; b < B; ++b) {
-    const double diff = double(a.logits[b]) - targets[b];
-    sum += diff * diff;
-    a.dlogits[b] = float(loss_weight * 2.0 * diff / B);  // ∂/∂score_b of mean (score − target)²
-  }
-  r.loss = sum / B;
+  if (B == 0) return r;
+  r.loss = loss_sum / B;
   r.count = B;
   return r;
 }

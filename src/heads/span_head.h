@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/device_array.h"
 #include "heads/head_result.h"
 
 namespace bertrt {
@@ -20,18 +21,26 @@ namespace bertrt {
 struct QuantLinear;  // quant/quant_linear.h: the head's Linear quantized (nullptr: fp32)
 
 struct SpanActs {
-  std::vector<float> logits, dlogits;             // [B·T, 2] as qa_outputs computes them
-  std::vector<float> start, end, dstart, dend;    // [B, T]
-  std::vector<int32_t> start_target, end_target;  // [B] after clamping (−1 = ignored)
+  DeviceArray<float> logits, dlogits;           // [B·T, 2] as qa_outputs computes them
+  DeviceArray<float> start, end, dstart, dend;  // [B, T]
 };
 
-// start_positions, end_positions [B] token indices, or nullptr (logits only). loss_weight > 0
-// prepares the backward. count = examples whose start and end both count; correct = those whose
-// argmax start and end are both exact.
-HeadResult span_forward(Backend& be, SpanActs& a, const float* hidden, const float* weight,
-                        const float* bias, const int32_t* start_positions,
-                        const int32_t* end_positions, int B, int T, int C, float loss_weight,
-                        QuantLinear* q = nullptr);
+// HF's clamp of answer positions [B] (host): p → clamp(p, 0, T), and T becomes −1 (ignored).
+std::vector<int32_t> clamp_span_positions(const int32_t* positions, int B, int T);
+
+// start_target, end_target [B]: clamped positions (clamp_span_positions) in backend memory, or
+// nullptr (logits only); n_start / n_end of them are ≥ 0. With targets it writes out.loss[0..1]
+// (Σ cross-entropy of start and end) and out.argmax [2, B] (predicted start, then end);
+// loss_weight > 0 prepares the backward.
+void span_forward(Backend& be, SpanActs& a, const float* hidden, const float* weight,
+                  const float* bias, const int32_t* start_target, const int32_t* end_target,
+                  int n_start, int n_end, int B, int T, int C, float loss_weight, HeadReadout out,
+                  QuantLinear* q = nullptr);
+// From the host's clamped targets and what span_forward left: loss = (mean start CE + mean end
+// CE) / 2; count = examples whose start and end both count; correct = those whose argmax start
+// and end are both exact.
+HeadResult span_result(const int32_t* start_target, const int32_t* end_target,
+                       const int32_t* argmax, const double* loss, int B);
 
 // dhidden [B·T, C], dweight [2, C], dbias [2] accumulate.
 void span_backward(Backend& be, float* dhidden, float* dweight, float* dbias, SpanActs& a,

@@ -1,6 +1,5 @@
 #include "model/attention.h"
 
-#include <algorithm>
 #include <cmath>
 
 namespace bertrt {
@@ -30,7 +29,7 @@ void attention_backward(Backend& be, float* dq, float* dk, float* dv, float* dpr
                         const float* v, const float* probs, const AttentionDims& d) {
   const int T = d.T, C = d.C(), HS = d.HS;
   const int64_t TT = static_cast<int64_t>(T) * T;
-  std::fill(dscores, dscores + d.B * d.NH * TT, 0.0f);
+  be.fill(dscores, 0.0f, size_t(d.B) * d.NH * TT);
   for (int b = 0; b < d.B; ++b) {
     const int64_t x = static_cast<int64_t>(b) * T * C;
     const int64_t y = b * d.NH * TT;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <utility>
 
 #include "core/error.h"
 #include "core/random.h"
@@ -16,18 +17,37 @@ BertModel::BertModel(BertConfig config, HeadsConfig heads)
   heads_.kind = heads_.resolved_kind();
   layout_ = bert_param_layout(config_, heads_);
   params_.assign(layout_.total(), 0.0f);
-  w_ = bind_params(layout_, config_, params_.data());
+}
+
+float* BertModel::params(Backend& be) {
+  bind(be);
+  return params_.on(be);
 }
 
 float* BertModel::grads() {
-  if (grads_.size() != layout_.total()) {
-    grads_.assign(layout_.total(), 0.0f);
-    dw_ = bind_params(layout_, config_, grads_.data());
-  }
-  return grads_.data();
+  if (grads_.size() != layout_.total()) grads_.assign(layout_.total(), 0.0f);
+  return grads_.host();
 }
 
-void BertModel::zero_grad() { std::fill(grads_.begin(), grads_.end(), 0.0f); }
+float* BertModel::grads(Backend& be) {
+  if (grads_.size() != layout_.total()) grads_.assign(layout_.total(), 0.0f);
+  bind(be);
+  return grads_.on(be);
+}
+
+void BertModel::zero_grad() {
+  if (!grads_.empty()) std::fill_n(grads_.host(), grads_.size(), 0.0f);
+}
+
+void BertModel::zero_grad(Backend& be) { be.fill(grads(be), 0.0f, layout_.total()); }
+
+void BertModel::bind(Backend& be) {
+  const float* p = params_.on(be);
+  if (p != w_at_) w_ = bind_params(layout_, config_, const_cast<float*>(p)), w_at_ = p;
+  if (grads_.empty()) return;
+  const float* g = grads_.on(be);
+  if (g != dw_at_) dw_ = bind_params(layout_, config_, const_cast<float*>(g)), dw_at_ = g;
+}
 
 size_t BertModel::num_params() const {
   size_t n = 0;
@@ -56,7 +76,8 @@ static void init_param(const ParamInfo& p, float* x, const BertConfig& c, std::m
 
 void BertModel::init_weights(uint64_t seed) {
   std::mt19937_64 rng(seed);
-  for (const ParamInfo& p : layout_.params()) init_param(p, params_.data() + p.offset, config_, rng);
+  float* base = params_.host();
+  for (const ParamInfo& p : layout_.params()) init_param(p, base + p.offset, config_, rng);
 }
 
 // The fine-tuning head's parameters: their meaning depends on the kind (a [K, C] classifier over
@@ -75,22 +96,32 @@ void BertModel::set_heads(const HeadsConfig& new_heads, uint64_t seed) {
   heads.kind = heads.resolved_kind();
   const bool same_kind = heads.kind == heads_.kind;
   ParamLayout layout = bert_param_layout(config_, heads);
-  FloatBuffer params(layout.total(), 0.0f);
+  HostDeviceBuffer params;
+  params.assign(layout.total(), 0.0f);
+  float* dst = params.host();
+  const float* src = params_.host();
   std::mt19937_64 rng(seed);
   for (const ParamInfo& p : layout.params()) {
     const ParamInfo* old = layout_.find(p.name);
     if (old && old->shape == p.shape && (same_kind || !task_param(p.name)))
-      std::copy_n(params_.data() + old->offset, p.numel, params.data() + p.offset);
+      std::copy_n(src + old->offset, p.numel, dst + p.offset);
     else
-      init_param(p, params.data() + p.offset, config_, rng);
+      init_param(p, dst + p.offset, config_, rng);
   }
   heads_ = heads;
   layout_ = std::move(layout);
   params_ = std::move(params);
-  w_ = bind_params(layout_, config_, params_.data());
   grads_.clear();
+  w_at_ = dw_at_ = nullptr;
   if (quant_) quant_->bind(config_, heads_);
 }
+
+// Where the heads leave their loss sums and argmax rows (HeadReadout): slots 0 MLM, 1 NSP, 2–3
+// the fine-tuning head (spans use both); argmax rows MLM [P], NSP [B], then the task's.
+namespace {
+enum LossSlot { kMlmLoss = 0, kNspLoss = 1, kTaskLoss = 2, kLossSlots = 4 };
+size_t task_rows(int B, int T) { return std::max(size_t(B) * T, 2 * size_t(B)); }
+}  // namespace
 
 ForwardResult BertModel::forward(Backend& be, const EncoderInputs& in, const Targets& t,
                                  bool training) {
@@ -101,87 +132,174 @@ ForwardResult BertModel::forward(Backend& be, const EncoderInputs& in, const Tar
            quant_mode_name(quant_->mode()));
     quant_->begin_forward(training);
   }
+  check_encoder_inputs(config_, in);
+  // Labels the cross-entropy would read past its row: the data readers map labels, so a label
+  // ≥ K is a bug upstream, reported before anything runs.
+  auto check_labels = [](const int32_t* labels, int rows, int K) {
+    for (int i = 0; labels && i < rows; ++i)
+      if (labels[i] >= K)
+        fail("classifier: label {} at row {} is outside [0, {})", labels[i], i, K);
+  };
+  const int B = in.B, T = in.T, C = config_.hidden_size, P = t.num_masked;
+  if (heads_.nsp) check_labels(t.nsp_labels, B, 2);
+  if (heads_.kind == HeadKind::kSequenceClassification)
+    check_labels(t.labels, B, heads_.num_labels());
+  if (heads_.kind == HeadKind::kTokenClassification)
+    check_labels(t.token_labels, B * T, heads_.num_labels());
+
+  bind(be);
+  be_ = &be;
   BertQuant* q = quant_.get();
-  acts_.resize(config_, in.B, in.T, training, plan_);
-  encoder_forward(be, config_, w_, acts_, in, q);
-  in_ = in;
-  targets_ = t;
-  ForwardResult r;
+  acts_.resize(be, config_, B, T, training, plan_);
+  batch_.upload(be, in, t, acts_.mask_add);
+  encoder_forward(be, config_, w_, acts_, batch_.inputs, batch_.position_ids, q);
+  hidden_fresh_ = pooled_fresh_ = prediction_fresh_ = false;
+
+  const Targets& dt = batch_.targets;
+  const Targets& ht = batch_.host;
   const float weight = training ? 1.0f : 0.0f;
   ran_mlm_ = heads_.mlm && t.mlm_positions && t.mlm_labels;
   ran_nsp_ = heads_.nsp && t.nsp_labels;
-  if (heads_.mlm && t.mlm_positions) {
-    r.mlm = mlm_forward(be, config_, w_, mlm_, acts_.hidden, t.mlm_positions, t.mlm_labels,
-                        t.num_masked, weight, q ? q->mlm_dense : nullptr,
-                        q ? q->mlm_decoder : nullptr);
-    r.loss += r.mlm.loss;
+  double* loss = loss_dev_.ensure(be, kLossSlots);
+  int32_t* argmax = argmax_dev_.ensure(be, size_t(P) + B + task_rows(B, T));
+  const HeadReadout mlm_out{loss + kMlmLoss, argmax}, nsp_out{loss + kNspLoss, argmax + P},
+      task_out{loss + kTaskLoss, argmax + P + B};
+  if (heads_.mlm && t.mlm_positions)
+    mlm_forward(be, config_, w_, mlm_, acts_.hidden, dt.mlm_positions, dt.mlm_labels,
+                ht.mlm_labels ? count_labels(ht.mlm_labels, P) : 0, P, weight, mlm_out,
+                q ? q->mlm_dense : nullptr, q ? q->mlm_decoder : nullptr);
+  if (heads_.nsp)
+    classifier_forward(be, nsp_, acts_.pooled, w_.nsp_w, w_.nsp_b, dt.nsp_labels,
+                       ht.nsp_labels ? count_labels(ht.nsp_labels, B) : 0, B, C, 2, weight, nsp_out,
+                       q ? q->nsp : nullptr);
+  task_forward(be, weight, task_out);
+
+  // The one read-back of the forward: loss sums, argmax rows and the small logits.
+  double loss_h[kLossSlots] = {};
+  std::vector<int32_t> argmax_h(size_t(P) + B + task_rows(B, T));
+  if (ran_mlm_) {
+    be.download(loss_h + kMlmLoss, loss + kMlmLoss, sizeof(double));
+    be.download(argmax_h.data(), argmax, size_t(P) * sizeof(int32_t));
   }
-  if (heads_.nsp) {
-    r.nsp = classifier_forward(be, nsp_, acts_.pooled, w_.nsp_w, w_.nsp_b, t.nsp_labels, in.B,
-                               config_.hidden_size, 2, weight, q ? q->nsp : nullptr);
-    r.loss += r.nsp.loss;
+  if (ran_nsp_) {
+    be.download(loss_h + kNspLoss, loss + kNspLoss, sizeof(double));
+    be.download(argmax_h.data() + P, argmax + P, size_t(B) * sizeof(int32_t));
   }
-  r.cls = task_forward(be, t, weight, r);
+  if (ran_task_) {
+    be.download(loss_h + kTaskLoss, loss + kTaskLoss, 2 * sizeof(double));
+    be.download(argmax_h.data() + P + B, argmax + P + B, task_rows(B, T) * sizeof(int32_t));
+  }
+  auto fetch = [&](std::vector<float>& host, const DeviceArray<float>& dev, size_t n) {
+    host.resize(n);
+    be.download(host.data(), dev.data(), n * sizeof(float));
+  };
+  nsp_logits_.clear();
+  if (heads_.nsp) fetch(nsp_logits_, nsp_.logits, size_t(B) * 2);
+  logits_.clear(), start_logits_.clear(), end_logits_.clear();
+  const int K = heads_.num_labels();
+  switch (heads_.kind) {
+    case HeadKind::kNone:
+      break;
+    case HeadKind::kSequenceClassification:
+      fetch(logits_, cls_.logits, size_t(B) * K);
+      break;
+    case HeadKind::kRegression:
+      fetch(logits_, cls_.logits, size_t(B));
+      break;
+    case HeadKind::kTokenClassification:
+      fetch(logits_, cls_.logits, size_t(B) * T * K);
+      break;
+    case HeadKind::kQuestionAnswering:
+      fetch(start_logits_, span_.start, size_t(B) * T);
+      fetch(end_logits_, span_.end, size_t(B) * T);
+      break;
+  }
+  be.sync();
+
+  ForwardResult r;
+  if (ran_mlm_) r.mlm = classification_result(ht.mlm_labels, argmax_h.data(), P, loss_h[kMlmLoss]);
+  r.loss += r.mlm.loss;
+  if (ran_nsp_)
+    r.nsp = classification_result(ht.nsp_labels, argmax_h.data() + P, B, loss_h[kNspLoss]);
+  r.loss += r.nsp.loss;
+  if (ran_task_) r.cls = task_result(loss_h + kTaskLoss, argmax_h.data() + P + B);
   r.loss += r.cls.loss;
+  if (!logits_.empty()) r.logits = logits_.data();
+  if (heads_.kind == HeadKind::kQuestionAnswering)
+    r.start_logits = start_logits_.data(), r.end_logits = end_logits_.data();
   return r;
 }
 
-HeadResult BertModel::task_forward(Backend& be, const Targets& t, float weight, ForwardResult& r) {
-  const int B = in_.B, T = in_.T, C = config_.hidden_size, K = heads_.num_labels();
-  QuantLinear* q = quant_ ? (heads_.kind == HeadKind::kQuestionAnswering ? quant_->qa : quant_->cls)
-                          : nullptr;
-  // Outputs of another kind from an earlier forward must not look current.
-  if (heads_.kind == HeadKind::kQuestionAnswering) cls_ = {};
-  else span_ = {};
+void BertModel::task_forward(Backend& be, float weight, HeadReadout out) {
+  const int B = batch_.inputs.B, T = batch_.inputs.T, C = config_.hidden_size,
+            K = heads_.num_labels();
+  const Targets& dt = batch_.targets;
+  const Targets& ht = batch_.host;
+  QuantLinear* q =
+      quant_ ? (heads_.kind == HeadKind::kQuestionAnswering ? quant_->qa : quant_->cls) : nullptr;
   ran_task_ = false;
   switch (heads_.kind) {
     case HeadKind::kNone:
-      return {};
-    case HeadKind::kSequenceClassification: {
-      ran_task_ = t.labels != nullptr;
-      HeadResult h = classifier_forward(be, cls_, acts_.pooled, w_.cls_w, w_.cls_b, t.labels, B, C,
-                                        K, weight, q);
-      r.logits = cls_.logits.data();
-      return h;
-    }
-    case HeadKind::kRegression: {
-      ran_task_ = t.scores != nullptr;
-      HeadResult h = regression_forward(be, cls_, acts_.pooled, w_.cls_w, w_.cls_b, t.scores, B,
-                                        C, weight, q);
-      r.logits = cls_.logits.data();
-      return h;
-    }
-    case HeadKind::kTokenClassification: {
-      ran_task_ = t.token_labels != nullptr;
-      HeadResult h = classifier_forward(be, cls_, acts_.hidden, w_.cls_w, w_.cls_b,
-                                        t.token_labels, B * T, C, K, weight, q);
-      r.logits = cls_.logits.data();
-      return h;
-    }
+      return;
+    case HeadKind::kSequenceClassification:
+      ran_task_ = dt.labels != nullptr;
+      classifier_forward(be, cls_, acts_.pooled, w_.cls_w, w_.cls_b, dt.labels,
+                         ran_task_ ? count_labels(ht.labels, B) : 0, B, C, K, weight, out, q);
+      return;
+    case HeadKind::kRegression:
+      ran_task_ = dt.scores != nullptr;
+      regression_forward(be, cls_, acts_.pooled, w_.cls_w, w_.cls_b, dt.scores, B, C, weight,
+                         out.loss, q);
+      return;
+    case HeadKind::kTokenClassification:
+      ran_task_ = dt.token_labels != nullptr;
+      classifier_forward(be, cls_, acts_.hidden, w_.cls_w, w_.cls_b, dt.token_labels,
+                         ran_task_ ? count_labels(ht.token_labels, B * T) : 0, B * T, C, K, weight,
+                         out, q);
+      return;
     case HeadKind::kQuestionAnswering: {
-      ran_task_ = t.start_positions && t.end_positions;
-      HeadResult h = span_forward(be, span_, acts_.hidden, w_.qa_w, w_.qa_b, t.start_positions,
-                                  t.end_positions, B, T, C, weight, q);
-      r.start_logits = span_.start.data();
-      r.end_logits = span_.end.data();
-      return h;
+      ran_task_ = dt.start_positions && dt.end_positions;
+      const int n_start = ran_task_ ? count_labels(ht.start_positions, B) : 0;
+      const int n_end = ran_task_ ? count_labels(ht.end_positions, B) : 0;
+      span_forward(be, span_, acts_.hidden, w_.qa_w, w_.qa_b, dt.start_positions, dt.end_positions,
+                   n_start, n_end, B, T, C, weight, out, q);
+      return;
     }
+  }
+}
+
+HeadResult BertModel::task_result(const double* loss, const int32_t* argmax) const {
+  const int B = batch_.inputs.B, T = batch_.inputs.T;
+  const Targets& ht = batch_.host;
+  switch (heads_.kind) {
+    case HeadKind::kSequenceClassification:
+      return classification_result(ht.labels, argmax, B, loss[0]);
+    case HeadKind::kRegression:
+      return regression_result(loss[0], B);
+    case HeadKind::kTokenClassification:
+      return classification_result(ht.token_labels, argmax, B * T, loss[0]);
+    case HeadKind::kQuestionAnswering:
+      return span_result(ht.start_positions, ht.end_positions, argmax, loss, B);
+    case HeadKind::kNone:
+      break;
   }
   return {};
 }
 
 void BertModel::backward(Backend& be) {
   if (!acts_.training()) fail("backward() needs a forward(training=true) first");
-  grads();
+  if (&be != be_) fail("backward() on backend '{}': the forward ran on another", be.name());
+  grads(be);  // allocated and bound on `be`
   BertQuant* q = quant_.get();
+  const EncoderInputs& in = batch_.inputs;
   if (ran_mlm_)
-    mlm_backward(be, config_, dw_, mlm_, acts_.dhidden, w_, targets_.mlm_positions,
+    mlm_backward(be, config_, dw_, mlm_, acts_.dhidden, w_, batch_.targets.mlm_positions,
                  q ? q->mlm_dense : nullptr, q ? q->mlm_decoder : nullptr);
   if (ran_nsp_)
-    classifier_backward(be, acts_.dpooled, dw_.nsp_w, dw_.nsp_b, nsp_, acts_.pooled, w_.nsp_w,
-                        in_.B, config_.hidden_size, 2, q ? q->nsp : nullptr);
+    classifier_backward(be, acts_.dpooled, dw_.nsp_w, dw_.nsp_b, nsp_, acts_.pooled, w_.nsp_w, in.B,
+                        config_.hidden_size, 2, q ? q->nsp : nullptr);
   if (ran_task_) task_backward(be);
-  encoder_backward(be, config_, dw_, acts_, w_, in_, q);
+  encoder_backward(be, config_, dw_, acts_, w_, in, batch_.position_ids, q);
 }
 
 void BertModel::set_backward_plan(const BackwardPlan& plan) {
@@ -194,7 +312,8 @@ void BertModel::set_backward_plan(const BackwardPlan& plan) {
 }
 
 void BertModel::task_backward(Backend& be) {
-  const int B = in_.B, T = in_.T, C = config_.hidden_size, K = heads_.num_labels();
+  const int B = batch_.inputs.B, T = batch_.inputs.T, C = config_.hidden_size,
+            K = heads_.num_labels();
   QuantLinear* q = quant_ ? (heads_.kind == HeadKind::kQuestionAnswering ? quant_->qa : quant_->cls)
                           : nullptr;
   switch (heads_.kind) {
@@ -219,15 +338,47 @@ void BertModel::task_backward(Backend& be) {
   }
 }
 
+// The host copy of `n` floats of the last forward's backend memory (downloaded once per forward).
+static const float* host_copy(Backend* be, const float* dev, size_t n, std::vector<float>& host,
+                              bool& fresh) {
+  if (!be || !dev) return nullptr;
+  if (!fresh) {
+    host.resize(n);
+    be->download(host.data(), dev, n * sizeof(float));
+    be->sync();
+    fresh = true;
+  }
+  return host.data();
+}
+
+const float* BertModel::last_hidden_state() const {
+  return host_copy(be_, acts_.hidden, size_t(acts_.B()) * acts_.T() * config_.hidden_size,
+                   hidden_host_, hidden_fresh_);
+}
+
+const float* BertModel::pooler_output() const {
+  return host_copy(be_, acts_.pooled, size_t(acts_.B()) * config_.hidden_size, pooled_host_,
+                   pooled_fresh_);
+}
+
+const float* BertModel::prediction_logits() const {
+  return host_copy(be_, mlm_.P ? mlm_.logits : nullptr, size_t(mlm_.P) * config_.vocab_size,
+                   prediction_host_, prediction_fresh_);
+}
+
 const float* BertModel::mlm_logits_all(Backend& be) {
   if (!heads_.mlm) fail("this model has no MLM head (cls.predictions.*)");
-  all_positions_.resize(size_t(in_.B) * in_.T);
-  std::iota(all_positions_.begin(), all_positions_.end(), 0);
+  if (&be != be_) fail("mlm_logits_all() on backend '{}': the forward ran on another", be.name());
+  const int N = acts_.B() * acts_.T();
+  std::vector<int32_t> rows(static_cast<size_t>(N));
+  std::iota(rows.begin(), rows.end(), 0);
+  int32_t* positions = all_positions_.ensure(be, rows.size());
+  be.upload(positions, rows.data(), rows.size() * sizeof(int32_t));
   if (quant_) quant_->begin_forward(false);
-  mlm_forward(be, config_, w_, mlm_, acts_.hidden, all_positions_.data(), nullptr,
-              int(all_positions_.size()), 0.0f, quant_ ? quant_->mlm_dense : nullptr,
-              quant_ ? quant_->mlm_decoder : nullptr);
-  return mlm_.logits;
+  mlm_forward(be, config_, w_, mlm_, acts_.hidden, positions, nullptr, 0, N, 0.0f, HeadReadout{},
+              quant_ ? quant_->mlm_dense : nullptr, quant_ ? quant_->mlm_decoder : nullptr);
+  prediction_fresh_ = false;
+  return prediction_logits();
 }
 
 }  // namespace bertrt

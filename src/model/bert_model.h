@@ -1,32 +1,27 @@
 // BERT with its heads: the parameters (one flat buffer), their gradients, and the activations of
 // the last forward. Shape letters as in encoder.h; P = number of masked positions in a batch.
+//
+// Memory: parameters and gradients are created on the host (initialisation, loading) and used by
+// the backend a forward runs on: in place on the cpu backends, moved into its memory on others
+// (backends/device_array.h HostDeviceBuffer); params()/grads() bring them back for the host.
+// Activations, the uploaded batch and the heads' outputs live in that backend's memory. A forward
+// ends with ONE sync, after which its losses, counts and the fine-tuning head's logits are on the
+// host; the bigger outputs (hidden states, MLM logits) are downloaded only when asked for.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 
-#include "core/buffer.h"
+#include "backends/device_array.h"
 #include "heads/classifier_head.h"
 #include "heads/mlm_head.h"
 #include "heads/span_head.h"
 #include "model/bert_quant.h"
+#include "model/device_batch.h"
 #include "model/encoder.h"
+#include "model/targets.h"
 
 namespace bertrt {
-
-// Labels for the heads that should compute a loss; nullptr entries are skipped (that head then
-// produces its logits only). Which fine-tuning field is read depends on heads().kind.
-struct Targets {
-  const int32_t* mlm_positions = nullptr;  // [P] flat indices b·T + t
-  const int32_t* mlm_labels = nullptr;     // [P] original token ids (< 0 ignored)
-  int num_masked = 0;                      // P
-  const int32_t* nsp_labels = nullptr;     // [B] 0 = real next sentence, 1 = random
-  const int32_t* labels = nullptr;         // [B] sequence classification, in [0, K) (< 0 ignored)
-  const float* scores = nullptr;           // [B] regression targets (e.g. STS-B similarity)
-  const int32_t* token_labels = nullptr;   // [B·T] token classification, −100 (any < 0) ignored
-  const int32_t* start_positions = nullptr;  // [B] question answering: token index of the
-  const int32_t* end_positions = nullptr;    // [B] answer's first / last piece (see span_head.h)
-};
 
 struct ForwardResult {
   double loss = 0;  // Σ of the head losses present (BertForPreTraining: mlm + nsp)
@@ -48,10 +43,15 @@ class BertModel {
   const BertConfig& config() const { return config_; }
   const HeadsConfig& heads() const { return heads_; }
   const ParamLayout& layout() const { return layout_; }
-  float* params() { return params_.data(); }
-  const float* params() const { return params_.data(); }
-  float* grads();  // allocated on first use
-  void zero_grad();
+  // The parameters on the host (brought back from the backend if they moved there).
+  float* params() { return params_.host(); }
+  const float* params() const { return params_.host(); }
+  // The parameters as ops on `be` read them (moved there if needed).
+  float* params(Backend& be);
+  float* grads();  // on the host; allocated on first use
+  float* grads(Backend& be);
+  void zero_grad();             // on the host
+  void zero_grad(Backend& be);  // an op on `be`
   size_t num_params() const;  // real parameters (without alignment padding)
 
   // Hugging Face BertPreTrainedModel._init_weights: Linear/Embedding weights ~ N(0, 0.02²),
@@ -76,17 +76,18 @@ class BertModel {
   void set_backward_plan(const BackwardPlan& plan);
   const BackwardPlan& backward_plan() const { return plan_; }
 
-  // Outputs of the last forward.
-  const float* last_hidden_state() const { return acts_.hidden; }  // [B, T, C]
-  const float* pooler_output() const { return acts_.pooled; }      // [B, C]
-  const float* prediction_logits() const { return mlm_.logits; }   // [P, V]
-  const std::vector<float>& seq_relationship_logits() const { return nsp_.logits; }  // [B, 2]
+  // Outputs of the last forward, on the host (the first three downloaded on first call).
+  const float* last_hidden_state() const;                                            // [B, T, C]
+  const float* pooler_output() const;                                                // [B, C]
+  const float* prediction_logits() const;                                            // [P, V]
+  const std::vector<float>& seq_relationship_logits() const { return nsp_logits_; }  // [B, 2]
   // Fine-tuning head: [B, K] sequence classification, [B] regression, [B·T, K] token
   // classification; empty for question answering.
-  const std::vector<float>& logits() const { return cls_.logits; }
-  const std::vector<float>& start_logits() const { return span_.start; }  // [B, T] QA
-  const std::vector<float>& end_logits() const { return span_.end; }      // [B, T] QA
-  // MLM logits for every position [B·T, V] (fill-mask / forward); runs the MLM head on all rows.
+  const std::vector<float>& logits() const { return logits_; }
+  const std::vector<float>& start_logits() const { return start_logits_; }  // [B, T] QA
+  const std::vector<float>& end_logits() const { return end_logits_; }      // [B, T] QA
+  // MLM logits for every position [B·T, V] (fill-mask / forward) on the host; runs the MLM head
+  // on all rows.
   const float* mlm_logits_all(Backend& be);
 
   // --- Quantization (model/bert_quant.h; README "Quantization-aware training and int8") ---------
@@ -115,22 +116,32 @@ class BertModel {
   BertConfig config_;
   HeadsConfig heads_;
   ParamLayout layout_;
-  FloatBuffer params_, grads_;
-  BertParams w_, dw_;
+  HostDeviceBuffer params_, grads_;
+  BertParams w_, dw_;  // bound to where params_ / grads_ are used
+  const float *w_at_ = nullptr, *dw_at_ = nullptr;
+  Backend* be_ = nullptr;  // the backend of the last forward: where its outputs live
   EncoderActs acts_;
   BackwardPlan plan_;
+  DeviceBatch batch_;  // the last forward's batch (backend and host copies)
   MlmActs mlm_;
   ClassifierActs nsp_, cls_;
   SpanActs span_;
-  EncoderInputs in_;
-  Targets targets_;
   bool ran_mlm_ = false, ran_nsp_ = false, ran_task_ = false;  // backward has gradients to run
+
+  // What the heads leave for the host: loss sums and argmax rows (readout.h layout in .cpp).
+  DeviceArray<double> loss_dev_;
+  DeviceArray<int32_t> argmax_dev_;
+  std::vector<float> nsp_logits_, logits_, start_logits_, end_logits_;
+  mutable std::vector<float> hidden_host_, pooled_host_, prediction_host_;
+  mutable bool hidden_fresh_ = false, pooled_fresh_ = false, prediction_fresh_ = false;
+  DeviceArray<int32_t> all_positions_;
 
   std::unique_ptr<BertQuant> quant_;  // nullptr: fp32
 
-  HeadResult task_forward(Backend& be, const Targets& t, float loss_weight, ForwardResult& r);
+  void bind(Backend& be);  // params (and grads, if any) on `be`, the views rebound
+  void task_forward(Backend& be, float loss_weight, HeadReadout out);
+  HeadResult task_result(const double* loss, const int32_t* argmax) const;
   void task_backward(Backend& be);
-  std::vector<int32_t> all_positions_;
 };
 
 }  // namespace bertrt

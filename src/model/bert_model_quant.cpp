@@ -44,24 +44,28 @@ void BertModel::convert_to_int8() {
          quant_mode_name(quant_mode()));
   const int C = config_.hidden_size;
   EmbeddingQuant& e = quant_->emb;
+  float* base = params_.host();  // the export reads and rewrites the weights on the host
+  const BertParams hw = bind_params(layout_, config_, base);
   // The fp32 copies become the dequantized values (= the fake-quant weights), so that this model
   // and the same model read back from its int8 file are identical.
   auto table = [&](EmbeddingTableQuant& t, float* w, int rows) {
     t.w8 = quantize_weight_s8(w, rows, C);
+    t.dev = Int8WeightMirror{};
     for (size_t i = 0; i < t.w8.q.size(); ++i) w[i] = float(t.w8.q[i]) * t.w8.scale[i / size_t(C)];
   };
   if (e.int8) {
-    table(e.word, w_.word_emb, config_.vocab_size);
-    table(e.pos, w_.pos_emb, config_.max_position_embeddings);
-    table(e.type, w_.type_emb, config_.type_vocab_size);
+    table(e.word, hw.word_emb, config_.vocab_size);
+    table(e.pos, hw.pos_emb, config_.max_position_embeddings);
+    table(e.type, hw.type_emb, config_.type_vocab_size);
   }
   for (const LinearSite& s : linear_sites(config_, heads_)) {
     QuantLinear& q = quant_->at(s.name);
-    float* w = params_.data() + layout_.at(s.weight).offset;
+    float* w = base + layout_.at(s.weight).offset;
     if (s.name == "cls.predictions.decoder" && e.int8) {  // the int8 word table, shared
       if (!q.observer.initialized())
         fail("int8 export: Linear '{}' has no activation range", s.name);
       q.w8 = e.word.w8.view();
+      q.dev8 = Int8WeightMirror{};
       q.act = q.observer.qparams();
       continue;
     }
@@ -72,6 +76,7 @@ void BertModel::convert_to_int8() {
   quant_->set_mode(QuantMode::kInt8);
   quant_->set_observers_frozen(true);
   grads_.clear();
+  dw_at_ = nullptr;
 }
 
 void BertModel::disable_quantization() { quant_.reset(); }

@@ -47,16 +47,17 @@ struct LayerQuant {
 
 // One embedding table under quantization.
 struct EmbeddingTableQuant {
-  Int8Weight w8;                   // kInt8: the table, per-row symmetric int8
-  std::vector<float> rows, scale;  // kFakeQuant: the gathered rows [N, C] after fake-quant
-  std::vector<uint8_t> mask;       // their STE mask
+  Int8Weight w8;                   // kInt8: the table, per-row symmetric int8 (host)
+  Int8WeightMirror dev;            // ... as the backend reads it
+  DeviceArray<float> rows, scale;  // kFakeQuant: the gathered rows [N, C] after fake-quant
+  DeviceArray<uint8_t> mask;       // their STE mask
 };
 
 struct EmbeddingQuant {
   QuantMode mode = QuantMode::kFloat;  // kFakeQuant or kInt8 only when `int8`
   bool int8 = false;
   EmbeddingTableQuant word, pos, type;
-  std::vector<float> dscratch;  // backward: the masked gradient of one table's rows [N, C]
+  DeviceArray<float> dscratch;  // backward: the masked gradient of one table's rows [N, C]
   bool active() const {
     return int8 && (mode == QuantMode::kFakeQuant || mode == QuantMode::kInt8);
   }

@@ -1,7 +1,5 @@
 #include "model/embeddings.h"
 
-#include <algorithm>
-
 #include "core/error.h"
 #include "model/bert_quant.h"
 #include "quant/fake_quant.h"
@@ -19,17 +17,17 @@ void add_rows(Backend& be, float* out, const int32_t* ids, const float* table, i
   }
   const size_t NC = size_t(N) * C;
   if (q->mode == QuantMode::kInt8) {
-    embedding_forward_s8(out, ids, N, t->w8.view());
+    const Int8WeightView w8 = t->dev.on(be, t->w8.view());
+    be.embedding_forward_s8(out, ids, w8.q, w8.scale, N, C, w8.rows);
     return;
   }
   // Fake-quant of the gathered rows: the per-row rule is local to a row, so this equals the rows
   // of the fake-quantized table (fake_quant.h).
-  t->rows.assign(NC, 0.0f);
-  t->mask.resize(NC);
-  t->scale.resize(size_t(N));
-  be.embedding_forward(t->rows.data(), ids, table, N, C);
-  fake_quant_weight(be, t->rows.data(), t->mask.data(), t->scale.data(), t->rows.data(), N, C);
-  be.add(out, out, t->rows.data(), NC);
+  float* rows = t->rows.ensure(be, NC);
+  be.fill(rows, 0.0f, NC);
+  be.embedding_forward(rows, ids, table, N, C);
+  fake_quant_weight(be, rows, t->mask.ensure(be, NC), t->scale.ensure(be, size_t(N)), rows, N, C);
+  be.add(out, out, rows, NC);
 }
 
 // dtable += the rows of dsum at ids, through the table's STE mask under fake-quant.
@@ -43,9 +41,10 @@ void scatter_rows(Backend& be, float* dtable, const int32_t* ids, const float* d
   if (q->mode != QuantMode::kFakeQuant)
     fail("embeddings backward: an int8 model is inference-only");
   const size_t NC = size_t(N) * C;
-  q->dscratch.assign(NC, 0.0f);
-  be.fake_quant_backward(q->dscratch.data(), t->mask.data(), dsum, NC);
-  be.embedding_backward(dtable, ids, q->dscratch.data(), N, C);
+  float* masked = q->dscratch.ensure(be, NC);
+  be.fill(masked, 0.0f, NC);
+  be.fake_quant_backward(masked, t->mask.data(), dsum, NC);
+  be.embedding_backward(dtable, ids, masked, N, C);
 }
 
 }  // namespace
@@ -55,7 +54,7 @@ void embeddings_forward(Backend& be, const EmbeddingActs& a, const int32_t* inpu
                         const float* word_emb, const float* pos_emb, const float* type_emb,
                         const float* ln_w, const float* ln_b, int N, int C, float eps,
                         EmbeddingQuant* q) {
-  std::fill(a.sum, a.sum + static_cast<size_t>(N) * C, 0.0f);
+  be.fill(a.sum, 0.0f, static_cast<size_t>(N) * C);
   add_rows(be, a.sum, input_ids, word_emb, N, C, q, q ? &q->word : nullptr);
   add_rows(be, a.sum, position_ids, pos_emb, N, C, q, q ? &q->pos : nullptr);
   add_rows(be, a.sum, token_type_ids, type_emb, N, C, q, q ? &q->type : nullptr);
@@ -67,7 +66,7 @@ void embeddings_backward(Backend& be, float* dsum, float* dword_emb, float* dpos
                          const EmbeddingActs& a, const int32_t* input_ids,
                          const int32_t* position_ids, const int32_t* token_type_ids,
                          const float* ln_w, int N, int C, EmbeddingQuant* q) {
-  std::fill(dsum, dsum + static_cast<size_t>(N) * C, 0.0f);
+  be.fill(dsum, 0.0f, static_cast<size_t>(N) * C);
   be.layernorm_backward(dsum, dln_w, dln_b, dout, a.sum, ln_w, a.mean, a.rstd, N, C);
   scatter_rows(be, dword_emb, input_ids, dsum, N, C, q, q ? &q->word : nullptr);
   scatter_rows(be, dpos_emb, position_ids, dsum, N, C, q, q ? &q->pos : nullptr);

@@ -1,6 +1,6 @@
 #include "model/encoder.h"
 
-#include <algorithm>
+#include <utility>
 
 #include "core/error.h"
 #include "model/bert_quant.h"
@@ -74,30 +74,27 @@ void carve(EncoderActs& a, Carver& cv, const BertConfig& c, int B, int T, bool t
 
 }  // namespace
 
-void EncoderActs::resize(const BertConfig& c, int B, int T, bool training,
+void EncoderActs::resize(Backend& be, const BertConfig& c, int B, int T, bool training,
                          const BackwardPlan& plan) {
   if (plan.first_layer < 0 || plan.first_layer > c.num_hidden_layers ||
       (plan.embeddings && plan.first_layer != 0))
     fail("backward plan: first layer {} of {} layers, embeddings {}: the embeddings backward "
          "needs every layer's backward", plan.first_layer, c.num_hidden_layers, plan.embeddings);
   if (B == B_ && T == T_ && training == training_ && plan == plan_ && C_ == size_t(c.hidden_size) &&
-      L_ == size_t(c.num_hidden_layers) && I_ == size_t(c.intermediate_size))
+      L_ == size_t(c.num_hidden_layers) && I_ == size_t(c.intermediate_size) &&
+      buf_.backend() == &be)
     return;
   Carver count(nullptr);
   carve(*this, count, c, B, T, training, plan);
   // Grow only: fine-tuning batches change T every step (dynamic padding). Every activation is
   // written before it is read, so the buffer needs no clearing.
-  if (buf_.size() < count.used()) buf_ = FloatBuffer(count.used());
-  Carver cv(buf_.data());
+  Carver cv(buf_.ensure(be, count.used()));
   carve(*this, cv, c, B, T, training, plan);
   B_ = B, T_ = T, training_ = training, plan_ = plan;
   C_ = c.hidden_size, L_ = c.num_hidden_layers, I_ = c.intermediate_size;
-  position_ids.resize(size_t(B) * T);
-  for (int b = 0; b < B; ++b)
-    for (int t = 0; t < T; ++t) position_ids[size_t(b) * T + t] = t;
 }
 
-static void check_inputs(const BertConfig& c, const EncoderInputs& in) {
+void check_encoder_inputs(const BertConfig& c, const EncoderInputs& in) {
   if (in.T > c.max_position_embeddings)
     fail("sequence length {} exceeds max_position_embeddings {}", in.T,
          c.max_position_embeddings);
@@ -113,20 +110,11 @@ static void check_inputs(const BertConfig& c, const EncoderInputs& in) {
 }
 
 void encoder_forward(Backend& be, const BertConfig& c, const BertParams& w, EncoderActs& a,
-                     const EncoderInputs& in, BertQuant* q) {
-  check_inputs(c, in);
+                     const EncoderInputs& in, const int32_t* position_ids, BertQuant* q) {
   const int B = in.B, T = in.T, C = c.hidden_size, N = B * T;
   const LayerDims d = layer_dims(c, B, T);
-  const int32_t* types = in.token_type_ids;
-  if (!types) {
-    a.token_type_ids.assign(size_t(N), 0);
-    types = a.token_type_ids.data();
-  }
-  for (int i = 0; i < N; ++i)  // additive mask, -10000 as in google-research/bert modeling.py
-    a.mask_add[i] = (!in.attention_mask || in.attention_mask[i]) ? 0.0f : -10000.0f;
-
-  embeddings_forward(be, a.emb, in.input_ids, a.position_ids.data(), types, w.word_emb, w.pos_emb,
-                     w.type_emb, w.emb_ln_w, w.emb_ln_b, N, C, c.layer_norm_eps,
+  embeddings_forward(be, a.emb, in.input_ids, position_ids, in.token_type_ids, w.word_emb,
+                     w.pos_emb, w.type_emb, w.emb_ln_w, w.emb_ln_b, N, C, c.layer_norm_eps,
                      q ? &q->emb : nullptr);
   const float* x = a.emb.out;
   for (int l = 0; l < c.num_hidden_layers; ++l) {
@@ -140,19 +128,19 @@ void encoder_forward(Backend& be, const BertConfig& c, const BertParams& w, Enco
                  q ? q->pooler : nullptr);
   be.tanh_forward(a.pooled, a.pooled_pre, size_t(B) * C);
   if (a.training()) {
-    std::fill(a.dhidden, a.dhidden + size_t(N) * C, 0.0f);
-    std::fill(a.dpooled, a.dpooled + size_t(B) * C, 0.0f);
+    be.fill(a.dhidden, 0.0f, size_t(N) * C);
+    be.fill(a.dpooled, 0.0f, size_t(B) * C);
   }
 }
 
 void encoder_backward(Backend& be, const BertConfig& c, const BertParams& dw, EncoderActs& a,
-                      const BertParams& w, const EncoderInputs& in, BertQuant* q) {
+                      const BertParams& w, const EncoderInputs& in, const int32_t* position_ids,
+                      BertQuant* q) {
   const int B = in.B, T = in.T, C = c.hidden_size, N = B * T;
   const size_t NC = size_t(N) * C;
   const LayerDims d = layer_dims(c, B, T);
-  const int32_t* types = in.token_type_ids ? in.token_type_ids : a.token_type_ids.data();
   // Pooler.
-  std::fill(a.dpooled_pre, a.dpooled_pre + size_t(B) * C, 0.0f);
+  be.fill(a.dpooled_pre, 0.0f, size_t(B) * C);
   be.tanh_backward(a.dpooled_pre, a.pooled, a.dpooled, size_t(B) * C);
   linear_backward(be, a.dhidden, dw.pooler_w, dw.pooler_b, a.dpooled_pre, a.hidden, w.pooler_w, B,
                   C, C, T * C, T * C, q ? q->pooler : nullptr);
@@ -171,14 +159,14 @@ void encoder_backward(Backend& be, const BertConfig& c, const BertParams& dw, En
       redo.out = a.recompute_out;
       encoder_layer_forward(be, redo, a.scores, inp, a.mask_add, w.layers[l], d);
     }
-    std::fill(dinp, dinp + NC, 0.0f);
+    be.fill(dinp, 0.0f, NC);
     encoder_layer_backward(be, dinp, dw.layers[l], a.scratch, dout, inp, a.layers[l], w.layers[l],
                            d, q ? &q->layers[size_t(l)] : nullptr);
     std::swap(dout, dinp);
   }
   if (!plan.embeddings) return;
   embeddings_backward(be, a.demb_sum, dw.word_emb, dw.pos_emb, dw.type_emb, dw.emb_ln_w,
-                      dw.emb_ln_b, dout, a.emb, in.input_ids, a.position_ids.data(), types,
+                      dw.emb_ln_b, dout, a.emb, in.input_ids, position_ids, in.token_type_ids,
                       w.emb_ln_w, N, C, q ? &q->emb : nullptr);
 }
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/buffer.h"
+#include "backends/device_array.h"
 #include "model/bert_params.h"
 #include "model/embeddings.h"
 #include "model/encoder_layer.h"
@@ -15,6 +15,9 @@ namespace bertrt {
 
 class BertQuant;
 
+// On the host when the caller hands a batch to BertModel; encoder_forward/backward get the same
+// struct pointing into backend memory (model/device_batch.h), with attention_mask unused (the
+// additive mask is EncoderActs::mask_add) and token_type_ids always set.
 struct EncoderInputs {
   int B = 0, T = 0;
   const int32_t* input_ids = nullptr;       // [B, T]
@@ -38,7 +41,9 @@ struct BackwardPlan {
 // share one set of work buffers and keep only their outputs.
 class EncoderActs {
  public:
-  void resize(const BertConfig& c, int B, int T, bool training, const BackwardPlan& plan = {});
+  // Carves the activations out of one block of `be`'s memory.
+  void resize(Backend& be, const BertConfig& c, int B, int T, bool training,
+              const BackwardPlan& plan = {});
   int B() const { return B_; }
   int T() const { return T_; }
   bool training() const { return training_; }
@@ -56,25 +61,27 @@ class EncoderActs {
   float* demb_sum = nullptr;
   float* recompute_out = nullptr;  // [N, C] where a recomputed layer writes its (unused) output
   LayerGradScratch scratch{};
-  std::vector<int32_t> position_ids, token_type_ids;  // [N]
 
  private:
   int B_ = 0, T_ = 0;
   bool training_ = false;
   BackwardPlan plan_;
   size_t C_ = 0, L_ = 0, I_ = 0;
-  FloatBuffer buf_;
+  DeviceArray<float> buf_;
 };
 
-// Runs the encoder and pooler. Throws bertrt::Error for an input id ≥ vocab_size, a token type
-// ≥ type_vocab_size or T > max_position_embeddings. q: the model's quantization (model/bert_quant.h)
-// or nullptr for fp32.
+// Throws bertrt::Error for an input id ≥ vocab_size, a token type ≥ type_vocab_size or
+// T > max_position_embeddings (`in` on the host, before it is uploaded).
+void check_encoder_inputs(const BertConfig& c, const EncoderInputs& in);
+// Runs the encoder and pooler on `in` in backend memory; position_ids [N] too, and a.mask_add
+// already holds the additive mask. q: the model's quantization (model/bert_quant.h) or nullptr.
 void encoder_forward(Backend& be, const BertConfig& c, const BertParams& w, EncoderActs& a,
-                     const EncoderInputs& in, BertQuant* q = nullptr);
+                     const EncoderInputs& in, const int32_t* position_ids, BertQuant* q = nullptr);
 
 // Back-propagates a.dhidden and a.dpooled into the gradients dw (accumulating), down to layer
 // a.plan().first_layer (and into the embeddings when a.plan().embeddings).
 void encoder_backward(Backend& be, const BertConfig& c, const BertParams& dw, EncoderActs& a,
-                      const BertParams& w, const EncoderInputs& in, BertQuant* q = nullptr);
+                      const BertParams& w, const EncoderInputs& in, const int32_t* position_ids,
+                      BertQuant* q = nullptr);
 
 }  // namespace bertrt

@@ -1,13 +1,9 @@
 #include "model/encoder_layer.h"
 
-#include <algorithm>
-
 #include "model/bert_quant.h"
 #include "model/linear.h"
 
 namespace bertrt {
-
-static void zero(float* p, size_t n) { std::fill(p, p + n, 0.0f); }
 
 void encoder_layer_forward(Backend& be, const LayerActs& a, float* scores, const float* inp,
                            const float* mask_add, const LayerParams& w, const LayerDims& d,
@@ -38,28 +34,28 @@ void encoder_layer_backward(Backend& be, float* dinp, const LayerParams& dw,
   const int N = d.N(), C = d.C(), I = d.I;
   const size_t NC = size_t(N) * C, NI = size_t(N) * I;
   // Feed-forward block, from the output LayerNorm back to ln1.
-  zero(s.dres, NC);
+  be.fill(s.dres, 0.0f, NC);
   be.layernorm_backward(s.dres, dw.out_ln_w, dw.out_ln_b, dout, a.res2, w.out_ln_w, a.ln2_mean,
                         a.ln2_rstd, N, C);
-  std::copy(s.dres, s.dres + NC, s.dln1);  // residual: res2 = ffn(ln1) + ln1
-  zero(s.dinter, NI);
+  be.copy(s.dln1, s.dres, NC * sizeof(float));  // residual: res2 = ffn(ln1) + ln1
+  be.fill(s.dinter, 0.0f, NI);
   linear_backward(be, s.dinter, dw.out_w, dw.out_b, s.dres, a.inter, w.out_w, N, I, C, 0, 0,
                   Q.out);
-  zero(s.dinter_pre, NI);
+  be.fill(s.dinter_pre, 0.0f, NI);
   be.gelu_backward(s.dinter_pre, a.inter_pre, s.dinter, NI, d.gelu);
   linear_backward(be, s.dln1, dw.inter_w, dw.inter_b, s.dinter_pre, a.ln1, w.inter_w, N, C, I, 0,
                   0, Q.inter);
   // Attention block, from LayerNorm 1 back to the layer input.
-  zero(s.dres, NC);
+  be.fill(s.dres, 0.0f, NC);
   be.layernorm_backward(s.dres, dw.attn_ln_w, dw.attn_ln_b, s.dln1, a.res1, w.attn_ln_w,
                         a.ln1_mean, a.ln1_rstd, N, C);
   be.add(dinp, dinp, s.dres, NC);  // residual: res1 = attn(inp) + inp
-  zero(s.dctx, NC);
+  be.fill(s.dctx, 0.0f, NC);
   linear_backward(be, s.dctx, dw.attn_out_w, dw.attn_out_b, s.dres, a.ctx, w.attn_out_w, N, C,
                   C, 0, 0, Q.attn_out);
-  zero(s.dq, NC);
-  zero(s.dk, NC);
-  zero(s.dv, NC);
+  be.fill(s.dq, 0.0f, NC);
+  be.fill(s.dk, 0.0f, NC);
+  be.fill(s.dv, 0.0f, NC);
   attention_backward(be, s.dq, s.dk, s.dv, s.dprobs, s.dscores, s.dctx, a.q, a.k, a.v, a.probs,
                      d.att);
   linear_backward(be, dinp, dw.query_w, dw.query_b, s.dq, inp, w.query_w, N, C, C, 0, 0, Q.query);

@@ -3,7 +3,7 @@
 // backends/backend.h, these helpers add the parameter rules of qparams.h / observer.h).
 //
 // A QAT Linear, out = fq_act(x) · fq_w(W)ᵀ + b:
-//   forward:  fake_quant_activation(be, obs, xq, xmask, x, rows, in_f, lda);
+//   forward:  fake_quant_activation(be, obs, ranges, xq, xmask, x, rows, in_f, lda);
 //             fake_quant_weight(be, wq, wmask, wscale, W, out_f, in_f);
 //             linear_forward(be, out, xq, wq, b, rows, in_f, out_f);
 //   backward: linear_backward(be, dxq, dW_q, db, dout, xq, wq, ...) into zeroed temporaries, then
@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "backends/backend.h"
+#include "backends/device_array.h"
 #include "quant/observer.h"
 #include "quant/qparams.h"
 
@@ -27,8 +28,11 @@ namespace bertrt {
 // FakeQuantize.forward for an activation x [rows, cols] (row stride ld ≥ cols; 0 = cols): folds
 // x's range into `obs` unless it is frozen, then fake-quantizes with obs.qparams() into out
 // [rows, cols] (contiguous) and mask [rows, cols] (nullptr: not written). Returns the qparams used.
-QParams fake_quant_activation(Backend& be, ActivationObserver& obs, float* out, uint8_t* mask,
-                              const float* x, int rows, int cols, int ld = 0);
+// The observer lives on the host: the range goes through `ranges` (backend scratch) and one sync,
+// because the next op's scale and zero point depend on it.
+QParams fake_quant_activation(Backend& be, ActivationObserver& obs, DeviceArray<float>& ranges,
+                              float* out, uint8_t* mask, const float* x, int rows, int cols,
+                              int ld = 0);
 
 // The weight fake-quant, per output channel: scale[r] = symmetric_scale(max_c |w[r, c]|) from the
 // CURRENT weights (recomputed every call, as torch's per-channel weight observer does each

@@ -45,33 +45,19 @@ Int8Weight quantize_weight_s8(const float* w, int rows, int cols) {
 
 void int8_linear_forward(Backend& be, float* out, const float* x, int rows, int lda,
                          const Int8WeightView& w, QParams act, const float* bias,
-                         std::vector<uint8_t>& scratch) {
+                         DeviceArray<uint8_t>& scratch) {
   const int K = w.cols;
   if (lda == 0) lda = K;
-  scratch.resize(static_cast<size_t>(rows) * K);
+  uint8_t* xq = scratch.ensure(be, static_cast<size_t>(rows) * K);
   if (lda == K) {
-    be.quantize_u8(scratch.data(), x, static_cast<size_t>(rows) * K, act.scale, act.zero_point);
+    be.quantize_u8(xq, x, static_cast<size_t>(rows) * K, act.scale, act.zero_point);
   } else {
     for (int r = 0; r < rows; ++r)
-      be.quantize_u8(scratch.data() + static_cast<size_t>(r) * K, x + static_cast<size_t>(r) * lda,
+      be.quantize_u8(xq + static_cast<size_t>(r) * K, x + static_cast<size_t>(r) * lda,
                      static_cast<size_t>(K), act.scale, act.zero_point);
   }
-  be.linear_u8s8(out, w.rows, scratch.data(), K, act.scale, act.zero_point, w.q, w.scale,
-                 w.row_sum, bias, rows, w.rows, K);
-}
-
-void embedding_forward_s8(float* out, const int32_t* ids, int n, const Int8WeightView& table) {
-  const int C = table.cols;
-  for (int i = 0; i < n; ++i) {
-    const int32_t id = ids[i];
-    if (id < 0 || id >= table.rows)
-      fail("embedding_forward_s8: position {}: id {} is outside the table [0, {})", i, id,
-           table.rows);
-    const int8_t* q = table.q + static_cast<size_t>(id) * C;
-    const float s = table.scale[id];
-    float* o = out + static_cast<size_t>(i) * C;
-    for (int c = 0; c < C; ++c) o[c] += s * static_cast<float>(q[c]);
-  }
+  be.linear_u8s8(out, w.rows, xq, K, act.scale, act.zero_point, w.q, w.scale, w.row_sum, bias, rows,
+                 w.rows, K);
 }
 
 }  // namespace bertrt

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/device_array.h"
 #include "quant/qparams.h"
 
 namespace bertrt {
@@ -31,6 +32,18 @@ struct Int8Weight {
   Int8WeightView view() const { return {q.data(), scale.data(), row_sum.data(), rows, cols}; }
 };
 
+// An int8 weight as a backend reads it: the host arrays themselves where the backend takes host
+// pointers, else copies uploaded on first use (a weight's host arrays never change in place).
+struct Int8WeightMirror {
+  ConstMirror<int8_t> q;
+  ConstMirror<float> scale;
+  ConstMirror<int32_t> row_sum;
+  Int8WeightView on(Backend& be, const Int8WeightView& w) {
+    return {q.on(be, w.q, size_t(w.rows) * w.cols), scale.on(be, w.scale, size_t(w.rows)),
+            row_sum.on(be, w.row_sum, size_t(w.rows)), w.rows, w.cols};
+  }
+};
+
 // q[r, c] = clamp(nearbyint(w[r, c] · (1.0f / scale[r])), −127, 127): the fake-quant forward's
 // integers. Throws bertrt::Error for a scale that is not positive and finite.
 void quantize_rows_s8(int8_t* q, const float* w, const float* scale, int rows, int cols);
@@ -42,14 +55,10 @@ std::vector<int32_t> row_sums_s8(const int8_t* q, int rows, int cols);
 Int8Weight quantize_weight_s8(const float* w, int rows, int cols);
 
 // The int8 Linear: out [rows, w.rows] = dequant(quantize_u8(x) · w.qᵀ) + bias (bias [w.rows] or
-// nullptr). x [rows, w.cols] with row stride lda (0 = w.cols); act: the activation's frozen
-// qparams. `scratch` holds the uint8 activations (grown as needed, reused between calls).
+// nullptr). x [rows, w.cols] with row stride lda (0 = w.cols); w in backend memory; act: the
+// activation's frozen qparams. `scratch` holds the uint8 activations (grown as needed).
 void int8_linear_forward(Backend& be, float* out, const float* x, int rows, int lda,
                          const Int8WeightView& w, QParams act, const float* bias,
-                         std::vector<uint8_t>& scratch);
-
-// int8 embedding lookup: out[i, :] += scale[id] · q[id, :] for i < n (table [V, C]); an id outside
-// [0, V) throws bertrt::Error naming it.
-void embedding_forward_s8(float* out, const int32_t* ids, int n, const Int8WeightView& table);
+                         DeviceArray<uint8_t>& scratch);
 
 }  // namespace bertrt

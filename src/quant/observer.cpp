@@ -36,13 +36,6 @@ void ActivationObserver::observe(float batch_min, float batch_max) {
   ++updates_;
 }
 
-void ActivationObserver::observe(Backend& be, const float* x, size_t n) {
-  if (frozen_ || n == 0) return;  // torch skips empty tensors too
-  float lo, hi;
-  be.min_max(&lo, &hi, x, n);
-  observe(lo, hi);
-}
-
 QParams ActivationObserver::qparams() const {
   if (updates_ == 0) return QParams{};
   return affine_qparams(min_, max_, kActQMin, kActQMax);

@@ -11,7 +11,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "backends/backend.h"
 #include "quant/qparams.h"
 
 namespace bertrt {
@@ -24,8 +23,6 @@ class ActivationObserver {
   // Folds in one batch's range; ignored while frozen. Throws for a non-finite or inverted range
   // (a NaN in the activations would otherwise poison the scale for good).
   void observe(float batch_min, float batch_max);
-  // The same for x [n] (n ≥ 1), its range computed by be.min_max.
-  void observe(Backend& be, const float* x, size_t n);
 
   // The scale and zero point of the current range (affine_qparams, [0, 255]); {1, 0} before the
   // first batch, as torch's FakeQuantize buffers start.

@@ -3,6 +3,7 @@
 #include <cfloat>
 #include <cmath>
 
+#include "backends/quant_rules.h"
 #include "core/error.h"
 
 namespace bertrt {
@@ -23,9 +24,7 @@ QParams affine_qparams(float min_val, float max_val, int qmin, int qmax) {
 }
 
 float symmetric_scale(float absmax, int qmin, int qmax) {
-  // torch divides by the Python float (qmax − qmin) / 2, in float32 tensor arithmetic.
-  const float half_range = static_cast<float>(qmax - qmin) / 2.0f;
-  return std::fmax(absmax / half_range, FLT_EPSILON);
+  return symmetric_scale_rule(absmax, qmin, qmax);
 }
 
 }  // namespace bertrt

@@ -35,6 +35,7 @@ void QuantLinear::make_int8(const float* weight, int out_f, int in_f, const char
         name);
   own8 = quantize_weight_s8(weight, out_f, in_f);
   w8 = own8.view();
+  dev8 = Int8WeightMirror{};
   act = observer.qparams();
   mode = QuantMode::kInt8;
 }
@@ -48,10 +49,14 @@ void float_linear(Backend& be, float* out, const float* inp, const float* w, con
   if (bias) be.bias_add(out, bias, rows, out_f);
 }
 
+// Calibration: the running min/max over every row of every batch (one read-back per call).
 void record_range(Backend& be, QuantLinear& q, const float* inp, int rows, int in_f, int lda) {
+  float* mm = q.ranges.ensure(be, 2 * size_t(rows));
+  for (int r = 0; r < rows; ++r)
+    be.min_max(mm + 2 * r, mm + 2 * r + 1, inp + size_t(r) * lda, size_t(in_f));
+  const std::vector<float> h = read_back(be, mm, 2 * size_t(rows));
   for (int r = 0; r < rows; ++r) {
-    float lo, hi;
-    be.min_max(&lo, &hi, inp + size_t(r) * lda, size_t(in_f));
+    const float lo = h[2 * r], hi = h[2 * r + 1];
     q.calib_min = q.calib_seen ? std::min(q.calib_min, lo) : lo;
     q.calib_max = q.calib_seen ? std::max(q.calib_max, hi) : hi;
     q.calib_seen = true;
@@ -75,25 +80,24 @@ void quant_linear_forward(Backend& be, QuantLinear& q, float* out, const float* 
       return;
     case QuantMode::kFakeQuant: {
       const size_t nx = size_t(rows) * in_f, nw = size_t(out_f) * in_f;
-      q.xq.resize(nx);
-      q.xmask.resize(nx);
-      q.wq.resize(nw);
-      q.wmask.resize(nw);
-      q.wscale.resize(size_t(out_f));
+      float* xq = q.xq.ensure(be, nx);
+      float* wq = q.wq.ensure(be, nw);
       // An eval forward uses the range as it stands (frozen for this call only).
       const bool frozen = q.observer.frozen();
       if (!q.observe) q.observer.set_frozen(true);
-      fake_quant_activation(be, q.observer, q.xq.data(), q.xmask.data(), inp, rows, in_f, lda);
+      fake_quant_activation(be, q.observer, q.ranges, xq, q.xmask.ensure(be, nx), inp, rows, in_f,
+                            lda);
       q.observer.set_frozen(frozen);
-      fake_quant_weight(be, q.wq.data(), q.wmask.data(), q.wscale.data(), weight, out_f, in_f);
-      float_linear(be, out, q.xq.data(), q.wq.data(), bias, rows, in_f, out_f, in_f);
+      fake_quant_weight(be, wq, q.wmask.ensure(be, nw), q.wscale.ensure(be, size_t(out_f)), weight,
+                        out_f, in_f);
+      float_linear(be, out, xq, wq, bias, rows, in_f, out_f, in_f);
       return;
     }
     case QuantMode::kInt8:
       if (q.w8.rows != out_f || q.w8.cols != in_f)
         fail("int8 Linear: weight is [{}, {}], the call needs [{}, {}]", q.w8.rows, q.w8.cols,
              out_f, in_f);
-      int8_linear_forward(be, out, inp, rows, lda, q.w8, q.act, bias, q.xu8);
+      int8_linear_forward(be, out, inp, rows, lda, q.dev8.on(be, q.w8), q.act, bias, q.xu8);
       return;
   }
 }
@@ -111,22 +115,22 @@ void quant_linear_backward(Backend& be, QuantLinear& q, float* dinp, float* dwei
     fail("fake-quant Linear backward: the last forward had another shape (rows {} vs {})", rows,
          q.xq.size() / std::max(in_f, 1));
   if (dinp) {
-    q.dxq.assign(nx, 0.0f);
-    be.gemm(false, false, rows, in_f, out_f, 1.0f, dout, out_f, q.wq.data(), in_f, 1.0f,
-            q.dxq.data(), in_f);
+    float* dxq = q.dxq.ensure(be, nx);
+    be.fill(dxq, 0.0f, nx);
+    be.gemm(false, false, rows, in_f, out_f, 1.0f, dout, out_f, q.wq.data(), in_f, 1.0f, dxq, in_f);
     if (ldd == in_f) {
-      be.fake_quant_backward(dinp, q.xmask.data(), q.dxq.data(), nx);
+      be.fake_quant_backward(dinp, q.xmask.data(), dxq, nx);
     } else {
       for (int r = 0; r < rows; ++r)
         be.fake_quant_backward(dinp + size_t(r) * ldd, q.xmask.data() + size_t(r) * in_f,
-                               q.dxq.data() + size_t(r) * in_f, size_t(in_f));
+                               dxq + size_t(r) * in_f, size_t(in_f));
     }
   }
   if (dweight) {
-    q.dwq.assign(nw, 0.0f);
-    be.gemm(true, false, out_f, in_f, rows, 1.0f, dout, out_f, q.xq.data(), in_f, 1.0f,
-            q.dwq.data(), in_f);
-    be.fake_quant_backward(dweight, q.wmask.data(), q.dwq.data(), nw);
+    float* dwq = q.dwq.ensure(be, nw);
+    be.fill(dwq, 0.0f, nw);
+    be.gemm(true, false, out_f, in_f, rows, 1.0f, dout, out_f, q.xq.data(), in_f, 1.0f, dwq, in_f);
+    be.fake_quant_backward(dweight, q.wmask.data(), dwq, nw);
   }
   if (dbias) be.bias_backward(dbias, dout, rows, out_f);
 }

@@ -35,15 +35,17 @@ struct QuantLinear {
   bool calib_seen = false;
 
   // kInt8: the weight (w8 views either own8 or a table shared with another user, the tied MLM
-  // decoder reading the int8 word embeddings) and the frozen activation qparams.
+  // decoder reading the int8 word embeddings; both on the host) and the frozen activation qparams.
   Int8Weight own8;
   Int8WeightView w8;
+  Int8WeightMirror dev8;  // w8 as the backend reads it
   QParams act;
 
-  // kFakeQuant: what the forward keeps for the backward, and backward scratch.
-  std::vector<float> xq, wq, wscale, dxq, dwq;  // [rows, in], [out, in], [out], ...
-  std::vector<uint8_t> xmask, wmask;            // STE masks of xq and wq
-  std::vector<uint8_t> xu8;                     // kInt8: the quantized input
+  // Backend memory. kFakeQuant: what the forward keeps for the backward, and backward scratch.
+  DeviceArray<float> xq, wq, wscale, dxq, dwq;  // [rows, in], [out, in], [out], ...
+  DeviceArray<uint8_t> xmask, wmask;            // STE masks of xq and wq
+  DeviceArray<uint8_t> xu8;                     // kInt8: the quantized input
+  DeviceArray<float> ranges;                    // min/max read back for the observers
 
   // Ends calibration: the observer gets the recorded min/max, frozen. Throws bertrt::Error when
   // no calibration batch reached this Linear.

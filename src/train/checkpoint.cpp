@@ -55,9 +55,9 @@ TrainingState capture_training_state(const Trainer& trainer, std::vector<uint8_t
   s.data_cursor = data_cursor;
   const AdamW& opt = trainer.optimizer();
   for (const ParamInfo& p : opt.moment_layout().params())
-    s.optimizer_tensors.push_back(moment_record("exp_avg.", p, opt.m().data()));
+    s.optimizer_tensors.push_back(moment_record("exp_avg.", p, opt.host_m()));
   for (const ParamInfo& p : opt.moment_layout().params())
-    s.optimizer_tensors.push_back(moment_record("exp_avg_sq.", p, opt.v().data()));
+    s.optimizer_tensors.push_back(moment_record("exp_avg_sq.", p, opt.host_v()));
   return s;
 }
 

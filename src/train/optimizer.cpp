@@ -26,8 +26,9 @@ static std::vector<ParamInfo> trainable_infos(const ParamLayout& layout,
 }
 
 AdamW::AdamW(const ParamLayout& layout, const AdamWHyper& hyper, std::vector<bool> trainable)
-    : layout_(layout), moments_(trainable_infos(layout, trainable)), hyper_(hyper),
-      m_(moments_.total(), 0.f), v_(moments_.total(), 0.f) {
+    : layout_(layout), moments_(trainable_infos(layout, trainable)), hyper_(hyper) {
+  m_.assign(moments_.total(), 0.f);
+  v_.assign(moments_.total(), 0.f);
   for (const ParamInfo& p : moments_.params()) param_offset_.push_back(layout_.at(p.name).offset);
 }
 
@@ -35,12 +36,13 @@ void AdamW::step(Backend& backend, float* params, const float* grads, float lr) 
   ++t_;
   AdamWHyper h = hyper_;
   h.lr = lr;
+  float* m = m_.on(backend);
+  float* v = v_.on(backend);
   for (size_t i = 0; i < moments_.params().size(); ++i) {
     const ParamInfo& p = moments_.params()[i];
     h.weight_decay = p.decay ? hyper_.weight_decay : 0.f;
     const size_t o = param_offset_[i];
-    backend.adamw_step(params + o, m_.data() + p.offset, v_.data() + p.offset, grads + o, p.numel,
-                       h, t_);
+    backend.adamw_step(params + o, m + p.offset, v + p.offset, grads + o, p.numel, h, t_);
   }
 }
 
@@ -49,8 +51,10 @@ void AdamW::set_state(std::vector<float> m, std::vector<float> v, int64_t t) {
     fail("AdamW state: moments hold {} and {} floats, the trainable layout {}", m.size(), v.size(),
          moments_.total());
   if (t < 0) fail("AdamW state: step count {} is negative", t);
-  m_ = std::move(m);
-  v_ = std::move(v);
+  m_.assign(m.size(), 0.f);
+  v_.assign(v.size(), 0.f);
+  std::copy(m.begin(), m.end(), m_.host());
+  std::copy(v.begin(), v.end(), v_.host());
   t_ = t;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/device_array.h"
 #include "model/params.h"
 
 namespace bertrt {
@@ -39,9 +40,12 @@ class AdamW {
   const AdamWHyper& hyper() const { return hyper_; }
   // The moments' layout: the trainable tensors, same names and shapes, their own offsets.
   const ParamLayout& moment_layout() const { return moments_; }
-  // The moments, [moment_layout().total()] each (for checkpoints); restore with set_state.
-  const std::vector<float>& m() const { return m_; }
-  const std::vector<float>& v() const { return v_; }
+  // The moments, [moment_layout().total()] each, on the host (brought back from the backend):
+  // copies, and pointers valid until the next step (checkpoints). Restore with set_state.
+  std::vector<float> m() const { return {m_.host(), m_.host() + m_.size()}; }
+  std::vector<float> v() const { return {v_.host(), v_.host() + v_.size()}; }
+  const float* host_m() const { return m_.host(); }
+  const float* host_v() const { return v_.host(); }
   // Throws bertrt::Error when a buffer's size is not moment_layout().total() or t < 0.
   void set_state(std::vector<float> m, std::vector<float> v, int64_t t);
 
@@ -50,7 +54,7 @@ class AdamW {
   ParamLayout moments_;
   std::vector<size_t> param_offset_;  // per moment tensor: its offset in the parameter buffer
   AdamWHyper hyper_;
-  std::vector<float> m_, v_;
+  HostDeviceBuffer m_, v_;  // on the backend of the last step
   int64_t t_ = 0;
 };
 

@@ -76,8 +76,7 @@ StepResult Trainer::nonfinite(StepResult r, const std::string& what) {
 StepResult Trainer::step(const std::vector<MicroBatch>& micro) {
   if (micro.empty()) fail("a training step needs at least one micro-batch");
   StepResult r;
-  model_.grads();
-  model_.zero_grad();
+  model_.zero_grad(backend_);
   const double w = 1.0 / double(micro.size());
   for (const MicroBatch& mb : micro) {
     const ForwardResult f = model_.forward(backend_, mb.inputs, mb.targets, /*training=*/true);
@@ -91,12 +90,10 @@ StepResult Trainer::step(const std::vector<MicroBatch>& micro) {
     }
     model_.backward(backend_);
   }
-  float* grads = model_.grads();
-  if (micro.size() > 1) {  // the mean over micro-batches (a power-of-two K scales exactly)
-    const float scale = static_cast<float>(w);
-    for (size_t i = 0, n = model_.layout().total(); i < n; ++i) grads[i] *= scale;
-  }
-  const UpdateResult u = rule_.apply(backend_, model_.params(), grads, steps_);
+  float* grads = model_.grads(backend_);
+  // The mean over micro-batches (a power-of-two K scales exactly).
+  if (micro.size() > 1) backend_.scale(grads, static_cast<float>(w), model_.layout().total());
+  const UpdateResult u = rule_.apply(backend_, model_.params(backend_), grads, steps_);
   r.grad_norm = u.grad_norm;
   r.learning_rate = u.learning_rate;
   if (!u.applied) return nonfinite(r, fmt::format("gradient norm is {}", u.grad_norm));

@@ -32,16 +32,16 @@ UpdateResult UpdateRule::apply(Backend& backend, float* params, float* grads, in
   for (size_t i = 0; i < layout_.params().size(); ++i)
     if (!trainable_[i]) {
       const ParamInfo& p = layout_.params()[i];
-      std::fill(grads + p.offset, grads + p.offset + p.numel, 0.0f);
+      backend.fill(grads + p.offset, 0.0f, p.numel);
     }
   UpdateResult r;
   const size_t n = layout_.total();
   if (options_.max_grad_norm > 0)
     r.grad_norm = options_.optimizer == OptimizerKind::kBert
-                      ? clip_grad_norm_tf(grads, n, options_.max_grad_norm)
-                      : clip_grad_norm(grads, n, options_.max_grad_norm);
+                      ? clip_grad_norm_tf(backend, grads, n, options_.max_grad_norm)
+                      : clip_grad_norm(backend, grads, n, options_.max_grad_norm);
   else
-    r.grad_norm = global_grad_norm(grads, n);
+    r.grad_norm = global_grad_norm(backend, grads, n);
   r.learning_rate = schedule_lr(options_.schedule(), options_.learning_rate, step,
                                 options_.warmup_steps, options_.total_steps);
   if (!std::isfinite(r.grad_norm)) return r;

@@ -133,7 +133,7 @@ void run_case(bool bias_correction) {
   auto want = parse(out);
   const std::string tag = bias_correction ? "torch_" : "bert_";
 
-  for (const std::string& name : backend_names()) {
+  for (const std::string& name : test::host_backend_names()) {
     SCOPED_TRACE(name);
     auto be = make_backend(name);
     auto p = p0;

@@ -12,7 +12,27 @@
 #include <string>
 #include <vector>
 
+#include "backends/backend.h"
+
 namespace bertrt::test {
+
+// The backends whose ops take plain host memory (reference, cpu): what the op tests call with
+// std::vector data. The checked backend is tested through the model (contract_test.cpp).
+inline std::vector<std::string> host_backend_names() {
+  std::vector<std::string> out;
+  for (const std::string& name : backend_names())
+    if (make_backend(name)->accepts_host_pointers()) out.push_back(name);
+  return out;
+}
+
+// cross_entropy's loss sum, read back (host backends: the op wrote it when it returned).
+inline double ce_sum(Backend& be, float* dlogits, const float* logits, const int32_t* targets,
+                     int rows, int V, float grad_scale) {
+  double sum = 0;
+  be.cross_entropy(dlogits, &sum, logits, targets, rows, V, grad_scale);
+  be.sync();
+  return sum;
+}
 
 constexpr double kEps = FLT_EPSILON;  // 2^-23: one float ulp at 1
 

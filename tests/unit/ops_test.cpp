@@ -26,6 +26,8 @@ namespace bertrt {
 namespace {
 
 using test::all_close;
+using test::ce_sum;
+using test::host_backend_names;
 using test::kEps;
 using test::randn;
 using test::uniform;
@@ -409,9 +411,9 @@ void add_embedding_cases(std::vector<OpCase>& cases) {
   for (int i = 0; i < rows; ++i) t[i] = (i * 7 + 3) % V;
   t[2] = -100;  // ignored row
   std::vector<float> d1(rows * V, 123.0f), d2(rows * V, -7.0f);  // garbage: must be overwritten
-  const double l1 = r.cross_entropy(d1.data(), z.data(), t.data(), rows, V, gs);
-  const double l2 = c.cross_entropy(d2.data(), z.data(), t.data(), rows, V, gs);
-  const double l2_nograd = c.cross_entropy(nullptr, z.data(), t.data(), rows, V, gs);
+  const double l1 = ce_sum(r, d1.data(), z.data(), t.data(), rows, V, gs);
+  const double l2 = ce_sum(c, d2.data(), z.data(), t.data(), rows, V, gs);
+  const double l2_nograd = ce_sum(c, nullptr, z.data(), t.data(), rows, V, gs);
   if (l2 != l2_nograd) return ::testing::AssertionFailure() << "loss depends on dlogits being set";
   double loss_tol = 0;
   std::vector<double> tol(rows * V);
@@ -467,6 +469,114 @@ void add_loss_and_optimizer_cases(std::vector<OpCase>& cases) {
     }
 }
 
+// --- data movement and small reductions ----------------------------------------------------------
+// What the host used to do between ops. Each case checks the cpu backend against the reference
+// and both against the formula written out here (exact: these ops move or compare values, and
+// the two sums are over doubles in index order).
+
+::testing::AssertionResult same_and(const std::vector<float>& want, const std::vector<float>& a,
+                                    const std::vector<float>& b) {
+  auto ok = all_close(want, a, {0.0});
+  if (!ok) return ok << " (reference vs formula)";
+  return all_close(want, b, {0.0}) << " (cpu vs formula)";
+}
+
+void add_data_movement_cases(std::vector<OpCase>& cases) {
+  for (int n : kSizes) {
+    const std::string sz = std::to_string(n);
+    cases.push_back({Op::kFill, "fill_" + sz, [n](Backend& r, Backend& c) {
+                       auto a = randn(n + 2, 300), b = a;
+                       r.fill(a.data() + 1, -0.0f, n);
+                       c.fill(b.data() + 1, -0.0f, n);
+                       auto want = randn(n + 2, 300);
+                       std::fill(want.begin() + 1, want.end() - 1, -0.0f);
+                       for (int i = 1; i <= n; ++i)  // the sign of zero too
+                         if (!std::signbit(a[i]) || !std::signbit(b[i]))
+                           return ::testing::AssertionFailure() << "fill lost -0 at " << i;
+                       return same_and(want, a, b);
+                     }});
+    cases.push_back({Op::kCopy, "copy_" + sz, [n](Backend& r, Backend& c) {
+                       const auto src = randn(n, 301);
+                       std::vector<float> a(n + 1, 5.0f), b = a, want = a;
+                       r.copy(a.data(), src.data(), n * sizeof(float));
+                       c.copy(b.data(), src.data(), n * sizeof(float));
+                       std::copy(src.begin(), src.end(), want.begin());
+                       return same_and(want, a, b);
+                     }});
+    cases.push_back({Op::kCopy2d, "copy_2d_" + sz + "x3", [n](Backend& r, Backend& c) {
+                       // Column 1..3 of [n, 5] into columns 0..2 of [n, 4]: interior pointers.
+                       const auto src = randn(size_t(n) * 5, 302);
+                       std::vector<float> a(size_t(n) * 4, 9.0f), b = a, want = a;
+                       r.copy_2d(a.data(), 4, src.data() + 1, 5, n, 3);
+                       c.copy_2d(b.data(), 4, src.data() + 1, 5, n, 3);
+                       for (int i = 0; i < n; ++i)
+                         for (int j = 0; j < 3; ++j) want[i * 4 + j] = src[i * 5 + 1 + j];
+                       return same_and(want, a, b);
+                     }});
+    cases.push_back({Op::kGatherRows, "gather_rows_" + sz, [n](Backend& r, Backend& c) {
+                       const int V = 11, C = n;
+                       const auto table = randn(size_t(V) * C, 303);
+                       const std::vector<int32_t> rows = {10, 0, 3, 3, 7};
+                       std::vector<float> a(rows.size() * C, 1.0f), b = a, want = a;
+                       r.gather_rows(a.data(), table.data(), rows.data(), 5, C);
+                       c.gather_rows(b.data(), table.data(), rows.data(), 5, C);
+                       for (size_t i = 0; i < rows.size(); ++i)
+                         for (int j = 0; j < C; ++j) want[i * C + j] = table[rows[i] * C + j];
+                       return same_and(want, a, b);
+                     }});
+    cases.push_back({Op::kScale, "scale_" + sz, [n](Backend& r, Backend& c) {
+                       auto a = randn(n, 304), b = a, want = a;
+                       r.scale(a.data(), 0.3f, n);
+                       c.scale(b.data(), 0.3f, n);
+                       for (float& x : want) x *= 0.3f;
+                       return same_and(want, a, b);
+                     }});
+    cases.push_back({Op::kSumSquares, "sum_squares_" + sz, [n](Backend& r, Backend& c) {
+                       const auto x = randn(n, 305, 7.0f);
+                       double s1 = -1, s2 = -1, want = 0;
+                       r.sum_squares(&s1, x.data(), n);
+                       c.sum_squares(&s2, x.data(), n);
+                       for (float v : x) want += double(v) * v;
+                       if (s1 != want || s2 != want)
+                         return ::testing::AssertionFailure()
+                                << s1 << " / " << s2 << " vs " << want;
+                       return ::testing::AssertionSuccess();
+                     }});
+    cases.push_back({Op::kArgmaxRows, "argmax_rows_4x" + sz, [n](Backend& r, Backend& c) {
+                       auto x = randn(size_t(4) * n, 306);
+                       if (n > 2) x[n + 2] = x[n + 1] = 100.0f;  // a tie: the first index wins
+                       std::vector<int32_t> a(4, -5), b(4, -5), want(4);
+                       r.argmax_rows(a.data(), x.data(), 4, n);
+                       c.argmax_rows(b.data(), x.data(), 4, n);
+                       for (int i = 0; i < 4; ++i) {
+                         int best = 0;
+                         for (int j = 1; j < n; ++j)
+                           if (x[i * n + j] > x[i * n + best]) best = j;
+                         want[i] = best;
+                       }
+                       if (a != want || b != want)
+                         return ::testing::AssertionFailure() << "argmax differs";
+                       return ::testing::AssertionSuccess();
+                     }});
+    cases.push_back({Op::kMseLoss, "mse_loss_" + sz, [n](Backend& r, Backend& c) {
+                       const auto pred = randn(n, 307), target = randn(n, 308);
+                       std::vector<float> d1(n), d2(n), want(n);
+                       double l1 = -1, l2 = -1, loss = 0;
+                       r.mse_loss(d1.data(), &l1, pred.data(), target.data(), n, 1.0f);
+                       c.mse_loss(d2.data(), &l2, pred.data(), target.data(), n, 1.0f);
+                       for (int i = 0; i < n; ++i) {
+                         const double diff = double(pred[i]) - target[i];
+                         loss += diff * diff;
+                         want[i] = float(2.0 * diff / n);
+                       }
+                       if (l1 != loss || l2 != loss)
+                         return ::testing::AssertionFailure()
+                                << l1 << " / " << l2 << " vs " << loss;
+                       return same_and(want, d1, d2);
+                     }});
+  }
+}
+
 std::vector<OpCase> all_cases() {
   std::vector<OpCase> cases;
   add_gemm_cases(cases);
@@ -475,6 +585,7 @@ std::vector<OpCase> all_cases() {
   add_softmax_cases(cases);
   add_embedding_cases(cases);
   add_loss_and_optimizer_cases(cases);
+  add_data_movement_cases(cases);
   for (auto& q : test::quant_op_cases()) cases.push_back({q.op, q.label, q.check});
   return cases;
 }
@@ -512,6 +623,7 @@ TEST(OpTable, CoversEveryOp) {
 TEST(OpTable, SupportMatrix) {
   std::vector<std::unique_ptr<Backend>> backends;
   for (const std::string& name : backend_names()) backends.push_back(make_backend(name));
+  // The checked backend runs the cpu backend's ops: it supports exactly what cpu does.
   std::string table = "op                   ";
   for (auto& b : backends) table += std::string(" ") + b->name();
   table += "\n";
@@ -533,7 +645,7 @@ TEST(OpTable, SupportMatrix) {
 }
 
 TEST(BackendFactory, NamesAndErrors) {
-  EXPECT_EQ(backend_names(), (std::vector<std::string>{"reference", "cpu"}));
+  EXPECT_EQ(backend_names(), (std::vector<std::string>{"reference", "cpu", "checked"}));
   EXPECT_STREQ(make_backend("reference")->name(), "reference");
   EXPECT_STREQ(make_backend("cpu")->name(), "cpu");
   try {
@@ -542,16 +654,16 @@ TEST(BackendFactory, NamesAndErrors) {
   } catch (const Error& e) {
     const std::string msg = e.what();
     EXPECT_NE(msg.find("vulkan9"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("reference, cpu"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("reference, cpu, checked"), std::string::npos) << msg;
   }
 }
 
 TEST(CrossEntropy, TargetOutsideVocabularyThrows) {
   const std::vector<float> z(2 * 3, 0.0f);
   const std::vector<int32_t> t = {1, 3};
-  for (const std::string& name : backend_names()) {
+  for (const std::string& name : host_backend_names()) {
     auto b = make_backend(name);
-    EXPECT_THROW(b->cross_entropy(nullptr, z.data(), t.data(), 2, 3, 1.0f), Error) << name;
+    EXPECT_THROW(ce_sum(*b, nullptr, z.data(), t.data(), 2, 3, 1.0f), Error) << name;
   }
 }
 
@@ -562,7 +674,7 @@ TEST(CrossEntropy, TargetOutsideVocabularyThrows) {
 TEST(SoftmaxEdge, LargeNegativeRowIsUniform) {
   const int T = 12;
   std::vector<float> s(T * T, -200.0f), p(T * T);
-  for (const std::string& name : backend_names()) {
+  for (const std::string& name : host_backend_names()) {
     make_backend(name)->softmax_forward(p.data(), s.data(), nullptr, 1, 1, T, 1.0f);
     for (float x : p) EXPECT_NEAR(x, 1.0 / 12, 1e-7) << name;
   }
@@ -579,7 +691,7 @@ TEST(SoftmaxEdge, FullyMaskedRow) {
   auto s = randn(B * T * T, 80);
   std::vector<float> zeros(B * T * T, 0.0f), mask(B * T, 0.0f), p(B * T * T), p_unmasked(B * T * T);
   for (int j = 0; j < T; ++j) mask[T + j] = -10000.0f;  // batch 1: every key dropped
-  for (const std::string& name : backend_names()) {
+  for (const std::string& name : host_backend_names()) {
     auto be = make_backend(name);
     be->softmax_forward(p.data(), zeros.data(), mask.data(), B, 1, T, 1.0f);
     for (int i = T * T; i < B * T * T; ++i) EXPECT_NEAR(p[i], 1.0 / T, 1e-7) << name;
@@ -590,7 +702,7 @@ TEST(SoftmaxEdge, FullyMaskedRow) {
   }
   for (float fill : {-std::numeric_limits<float>::max(), -std::numeric_limits<float>::infinity()}) {
     for (int j = 0; j < T; ++j) mask[T + j] = fill;
-    for (const std::string& name : backend_names()) {
+    for (const std::string& name : host_backend_names()) {
       make_backend(name)->softmax_forward(p.data(), s.data(), mask.data(), B, 1, T, 1.0f);
       for (int i = T * T; i < B * T * T; ++i) EXPECT_EQ(p[i], 1.0f / T) << name << " fill " << fill;
     }

@@ -4,6 +4,7 @@
 // rounding ops are the same float operations in the same order and the GEMM sums are integers.
 #pragma once
 
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -101,6 +102,37 @@ inline std::vector<QuantOpCase> quant_op_cases() {
                        c.absmax_rows(o2.data(), x.data(), 5, n);
                        return all_close(o1, o2, {0.0});
                      }});
+    cases.push_back(
+        {Op::kSymmetricScaleRows, "symmetric_scale_rows_5x" + sz, [n](Backend& r, Backend& c) {
+           auto x = randn(5 * n, 215 + n);
+           for (int j = 0; j < n; ++j) x[3 * n + j] = 0.0f;  // → FLT_EPSILON
+           std::vector<float> o1(5), o2(5), want(5);
+           r.symmetric_scale_rows(o1.data(), x.data(), 5, n, -127, 127);
+           c.symmetric_scale_rows(o2.data(), x.data(), 5, n, -127, 127);
+           for (int i = 0; i < 5; ++i) {
+             float m = 0.0f;
+             for (int j = 0; j < n; ++j) m = std::fmax(m, std::fabs(x[i * n + j]));
+             want[i] = std::fmax(m / 127.0f, FLT_EPSILON);  // torch: / ((127+127)/2)
+           }
+           auto ok = all_close(want, o1, {0.0});
+           if (!ok) return ok;
+           return all_close(want, o2, {0.0});
+         }});
+    cases.push_back(
+        {Op::kEmbeddingForwardS8, "embedding_forward_s8_" + sz, [n](Backend& r, Backend& c) {
+           const int V = 7, C = n;
+           const auto q = random_s8(size_t(V) * C, 216 + n);
+           const auto s = uniform(V, 217 + n, 0.001f, 0.1f);
+           const std::vector<int32_t> ids = {6, 0, 2, 2};
+           auto o1 = randn(ids.size() * C, 218), o2 = o1, want = o1;
+           r.embedding_forward_s8(o1.data(), ids.data(), q.data(), s.data(), 4, C, V);
+           c.embedding_forward_s8(o2.data(), ids.data(), q.data(), s.data(), 4, C, V);
+           for (size_t i = 0; i < ids.size(); ++i)
+             for (int j = 0; j < C; ++j) want[i * C + j] += s[ids[i]] * float(q[ids[i] * C + j]);
+           auto ok = all_close(want, o1, {0.0});
+           if (!ok) return ok;
+           return all_close(want, o2, {0.0});
+         }});
     cases.push_back({Op::kFakeQuantPerTensor, "fake_quant_per_tensor_" + sz,
                      [n](Backend& r, Backend& c) {
                        auto x = fake_quant_inputs(n, 220 + n);

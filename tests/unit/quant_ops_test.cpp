@@ -160,9 +160,12 @@ TEST(FakeQuantActivation, StridedRowsEqualContiguousRows) {
     ActivationObserver a(0.01f), b(0.01f);
     std::vector<float> o1(rows * cols), o2(rows * cols);
     std::vector<uint8_t> m1(rows * cols), m2(rows * cols);
+    DeviceArray<float> ranges;
     for (int step = 0; step < 2; ++step) {
-      const QParams q1 = fake_quant_activation(*be, a, o1.data(), m1.data(), packed.data(), rows, cols);
-      const QParams q2 = fake_quant_activation(*be, b, o2.data(), m2.data(), x.data(), rows, cols, ld);
+      const QParams q1 =
+          fake_quant_activation(*be, a, ranges, o1.data(), m1.data(), packed.data(), rows, cols);
+      const QParams q2 =
+          fake_quant_activation(*be, b, ranges, o2.data(), m2.data(), x.data(), rows, cols, ld);
       EXPECT_EQ(q1.scale, q2.scale);
       EXPECT_EQ(q1.zero_point, q2.zero_point);
       EXPECT_TRUE(all_close(o1, o2, {0.0}));
@@ -311,7 +314,8 @@ TEST(Int8Linear, SameIntegersAsFakeQuantAndSameOutputUpToGemmRounding) {
     SCOPED_TRACE(be->name());
     ActivationObserver obs;
     std::vector<float> xq(x.size()), wq(W.size()), wscale(N);
-    const QParams act = fake_quant_activation(*be, obs, xq.data(), nullptr, x.data(), M, K);
+    DeviceArray<float> ranges;
+    const QParams act = fake_quant_activation(*be, obs, ranges, xq.data(), nullptr, x.data(), M, K);
     fake_quant_weight(*be, wq.data(), nullptr, wscale.data(), W.data(), N, K);
 
     // Export: integers × scale reproduce the fake-quantized weight exactly.
@@ -332,7 +336,7 @@ TEST(Int8Linear, SameIntegersAsFakeQuantAndSameOutputUpToGemmRounding) {
     std::vector<float> y_fq(static_cast<size_t>(M) * N), y_8(y_fq.size());
     oracle.gemm(false, true, M, N, K, 1.0f, xq.data(), K, wq.data(), K, 0.0f, y_fq.data(), N);
     oracle.bias_add(y_fq.data(), bias.data(), M, N);
-    std::vector<uint8_t> scratch;
+    DeviceArray<uint8_t> scratch;
     int8_linear_forward(*be, y_8.data(), x.data(), M, 0, w8.view(), act, bias.data(), scratch);
     // Both compute Σ (q_a − z)·s_a·q_w·s_w: the fp32 path rounds each factor and the sum, the int8
     // path rounds s_a·s_w, the product and the bias add; a few eps of Σ|x̂||ŵ| + |b| covers both.
@@ -371,13 +375,13 @@ TEST(Int8Embedding, PerRowFakeQuantIsLocalAndMatchesTheInt8Lookup) {
     EXPECT_TRUE(all_close(want, fq, {0.0})) << be->name();
     const Int8Weight t8 = quantize_weight_s8(table.data(), V, C);
     std::vector<float> looked_up(gathered.size(), 0.0f);
-    embedding_forward_s8(looked_up.data(), ids.data(), n, t8.view());
+    be->embedding_forward_s8(looked_up.data(), ids.data(), t8.q.data(), t8.scale.data(), n, C, V);
     EXPECT_TRUE(all_close(want, looked_up, {0.0})) << be->name();
+    std::vector<float> out(C);
+    const int32_t bad = V;
+    EXPECT_THROW(be->embedding_forward_s8(out.data(), &bad, t8.q.data(), t8.scale.data(), 1, C, V),
+                 Error);
   }
-  const Int8Weight t8 = quantize_weight_s8(table.data(), V, C);
-  std::vector<float> out(C);
-  const int32_t bad = V;
-  EXPECT_THROW(embedding_forward_s8(out.data(), &bad, 1, t8.view()), Error);
 }
 
 }  // namespace

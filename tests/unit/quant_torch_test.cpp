@@ -178,7 +178,9 @@ TEST_F(QuantTorch, MovingAverageObserverSequenceWithFreeze) {
         const size_t off = static_cast<size_t>(t) * n;
         std::vector<float> x(batches.begin() + off, batches.begin() + off + n), out(n), dx(n, 0.0f);
         std::vector<uint8_t> mask(n);
-        const QParams qp = fake_quant_activation(*be, obs, out.data(), mask.data(), x.data(), 1, n);
+        DeviceArray<float> ranges;
+        const QParams qp =
+            fake_quant_activation(*be, obs, ranges, out.data(), mask.data(), x.data(), 1, n);
         EXPECT_EQ(obs.min(), mins[t]);
         EXPECT_EQ(obs.max(), maxs[t]);
         EXPECT_EQ(qp.scale, scales[t]);

@@ -58,7 +58,9 @@ void for_each_stdin_line(const std::function<void(const std::string&, size_t)>& 
 }
 
 void BackendChoice::add_to(CLI::App* app) {
-  app->add_option("--backend", name, "compute backend: cpu (OpenBLAS) or reference (scalar)")
+  app->add_option("--backend", name,
+                  "compute backend: cpu (OpenBLAS), reference (scalar) or checked (the cpu "
+                  "backend behind the GPU memory contract's checks: for testing)")
       ->capture_default_str();
 }
 
