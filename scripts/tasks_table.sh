@@ -95,11 +95,11 @@ res = {(r["task"], r["init"]): r for r in rows}
 pub = {"sst2": ("85.9", "83.2"), "cola": ("0.0", "0.0"), "mrpc": ("81.1 / 71.8", "81.1 / 71.1"),
        "stsb": ("75.4 / 73.3", "74.3 / 73.6"), "rte": ("57.9", "57.2")}
 tasks = [("sst2", "SST-2 (dev)", ["accuracy"], "accuracy"),
-         ("cola", "CoLA (dev)", ["matthews"], "Matthews corr."),
+         ("cola", "CoLA (dev)", ["matthews_correlation"], "Matthews corr."),
          ("mrpc", "MRPC (dev)", ["f1", "accuracy"], "F1 / accuracy"),
-         ("stsb", "STS-B (dev)", ["pearson", "spearman"], "Pearson / Spearman"),
+         ("stsb", "STS-B (dev)", ["pearson", "spearmanr"], "Pearson / Spearman"),
          ("rte", "RTE (dev)", ["accuracy"], "accuracy"),
-         ("conll2003", "CoNLL-2003 (eng.testa)", ["f1"], "entity F1"),
+         ("conll2003", "CoNLL-2003 (eng.testa)", ["overall_f1"], "entity F1"),
          ("squad", "SQuAD v1.1 (articles 30–39)", ["exact_match", "f1"], "EM / F1")]
 def cell(r, keys):
     if r is None: return ""

@@ -1,5 +1,6 @@
 #include "metrics/seqeval.h"
 
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -52,28 +53,74 @@ std::vector<Entity> iob_entities(const std::vector<std::string>& tags) {
   return chunks;
 }
 
-EntityScores entity_scores(const std::vector<std::vector<std::string>>& gold,
-                           const std::vector<std::vector<std::string>>& predicted) {
+namespace {
+
+// seqeval joins sentences with an "O" between them; entities keyed by (sentence, type, span)
+// are the same set.
+using Key = std::tuple<size_t, std::string, int64_t, int64_t>;
+
+struct EntitySets {
+  std::set<Key> gold, predicted;
+};
+
+EntitySets entity_sets(const std::vector<std::vector<std::string>>& gold,
+                       const std::vector<std::vector<std::string>>& predicted) {
   if (gold.size() != predicted.size())
     fail("entity F1: {} predicted sentences for {} gold sentences", predicted.size(), gold.size());
-  // seqeval joins sentences with an "O" between them; entities keyed by (sentence, type, span)
-  // are the same set.
-  using Key = std::tuple<size_t, std::string, int64_t, int64_t>;
-  std::set<Key> g, p;
+  EntitySets e;
   for (size_t s = 0; s < gold.size(); ++s) {
     if (gold[s].size() != predicted[s].size())
       fail("entity F1: sentence {}: {} predicted tags for {} words", s, predicted[s].size(),
            gold[s].size());
-    for (const Entity& e : iob_entities(gold[s])) g.insert({s, e.type, e.first, e.last});
-    for (const Entity& e : iob_entities(predicted[s])) p.insert({s, e.type, e.first, e.last});
+    for (const Entity& x : iob_entities(gold[s])) e.gold.insert({s, x.type, x.first, x.last});
+    for (const Entity& x : iob_entities(predicted[s]))
+      e.predicted.insert({s, x.type, x.first, x.last});
   }
+  return e;
+}
+
+// Precision, recall and F1 from the counts; 0 where undefined (seqeval zero_division "warn").
+EntityScores scores_of(int64_t correct, int64_t predicted, int64_t gold) {
   EntityScores r;
-  r.gold = int64_t(g.size());
-  r.predicted = int64_t(p.size());
-  for (const Key& k : p) r.correct += g.count(k);
-  r.precision = r.predicted > 0 ? double(r.correct) / double(r.predicted) : 0.0;
-  r.recall = r.gold > 0 ? double(r.correct) / double(r.gold) : 0.0;
+  r.correct = correct, r.predicted = predicted, r.gold = gold;
+  r.precision = predicted > 0 ? double(correct) / double(predicted) : 0.0;
+  r.recall = gold > 0 ? double(correct) / double(gold) : 0.0;
   r.f1 = r.precision + r.recall > 0 ? 2 * r.precision * r.recall / (r.precision + r.recall) : 0.0;
+  return r;
+}
+
+}  // namespace
+
+EntityScores entity_scores(const std::vector<std::vector<std::string>>& gold,
+                           const std::vector<std::vector<std::string>>& predicted) {
+  const EntitySets e = entity_sets(gold, predicted);
+  int64_t correct = 0;
+  for (const Key& k : e.predicted) correct += int64_t(e.gold.count(k));
+  return scores_of(correct, int64_t(e.predicted.size()), int64_t(e.gold.size()));
+}
+
+SeqevalReport seqeval_report(const std::vector<std::vector<std::string>>& gold,
+                             const std::vector<std::vector<std::string>>& predicted) {
+  const EntitySets e = entity_sets(gold, predicted);
+  SeqevalReport r;
+  r.overall = entity_scores(gold, predicted);
+  struct Counts {
+    int64_t correct = 0, predicted = 0, gold = 0;
+  };
+  std::map<std::string, Counts> by_type;  // sorted by name, as seqeval's target_names
+  for (const Key& k : e.gold) ++by_type[std::get<1>(k)].gold;
+  for (const Key& k : e.predicted) {
+    Counts& c = by_type[std::get<1>(k)];
+    ++c.predicted;
+    c.correct += int64_t(e.gold.count(k));
+  }
+  for (const auto& [type, c] : by_type)
+    r.per_type.emplace_back(type, scores_of(c.correct, c.predicted, c.gold));
+  // accuracy_score: matching tags over all words of all sentences.
+  int64_t words = 0, same = 0;
+  for (size_t s = 0; s < gold.size(); ++s)
+    for (size_t w = 0; w < gold[s].size(); ++w) ++words, same += gold[s][w] == predicted[s][w];
+  r.accuracy = words > 0 ? double(same) / double(words) : 0.0;
   return r;
 }
 

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace bertrt {
@@ -37,5 +38,18 @@ struct EntityScores {
 // throws bertrt::Error naming the sentence otherwise.
 EntityScores entity_scores(const std::vector<std::vector<std::string>>& gold,
                            const std::vector<std::vector<std::string>>& predicted);
+
+// What Hugging Face evaluate's "seqeval" metric returns (classification_report + accuracy_score):
+// the micro scores (overall_precision / overall_recall / overall_f1), the tag accuracy over all
+// words (overall_accuracy: seqeval accuracy_score, "O" included), and per entity type, sorted by
+// name over the types found in gold or predictions, {precision, recall, f1, number} with number
+// = the gold entities of that type (support). Same inputs and errors as entity_scores.
+struct SeqevalReport {
+  EntityScores overall;
+  double accuracy = 0;
+  std::vector<std::pair<std::string, EntityScores>> per_type;
+};
+SeqevalReport seqeval_report(const std::vector<std::vector<std::string>>& gold,
+                             const std::vector<std::vector<std::string>>& predicted);
 
 }  // namespace bertrt

@@ -33,17 +33,18 @@ std::vector<TaskSpec> make_table() {
                                  {"accuracy"}));
   // CoLA: no header; source, label, original mark (blank unless unacceptable), sentence.
   // 1 = acceptable.
-  tasks.push_back(classification("cola", false, {}, 4, 3, -1, 1, {"0", "1"}, {"matthews"}));
+  tasks.push_back(
+      classification("cola", false, {}, 4, 3, -1, 1, {"0", "1"}, {"matthews_correlation"}));
   // MRPC: "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String" (the BOM is dropped by the reader);
   // 1 = paraphrase, the positive class of F1.
-  tasks.push_back(classification("mrpc", true, {"Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"},
-                                 5, 3, 4, 0, {"0", "1"}, {"f1", "accuracy"}));
+  tasks.push_back(classification("mrpc", true,
+                                 {"Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"}, 5, 3, 4,
+                                 0, {"0", "1"}, {"accuracy", "f1"}));
   // STS-B: GLUE's 10 columns, sentence1/sentence2 at 7/8, score (0..5) last.
-  TaskSpec stsb = classification(
-      "stsb", true,
-      {"index", "genre", "filename", "year", "old_index", "source1", "source2", "sentence1",
-       "sentence2", "score"},
-      10, 7, 8, 9, {}, {"pearson", "spearman"});
+  TaskSpec stsb = classification("stsb", true,
+                                 {"index", "genre", "filename", "year", "old_index", "source1",
+                                  "source2", "sentence1", "sentence2", "score"},
+                                 10, 7, 8, 9, {}, {"pearson", "spearmanr"});
   stsb.regression = true;
   stsb.target_min = 0;
   stsb.target_max = 5;

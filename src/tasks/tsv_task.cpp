@@ -206,7 +206,7 @@ TaskSpec generic_tsv_task(const GenericTsvOptions& o, const std::string& path) {
   t.regression = o.regression;
   t.labels = o.labels;
   if (o.regression)
-    t.metrics = {"pearson", "spearman"};
+    t.metrics = {"pearson", "spearmanr"};
   else if (o.labels.size() == 2)
     t.metrics = {"accuracy", "f1"};
   else

@@ -35,8 +35,9 @@ struct TaskSpec {
   bool regression = false;  // the label column is a real number (TextExample::target)
   double target_min = -std::numeric_limits<double>::infinity();  // regression: allowed range
   double target_max = std::numeric_limits<double>::infinity();
-  // Metrics the field reports for this task, in report order, by name: "accuracy", "f1" (of the
-  // positive class, label id 1), "matthews", "pearson", "spearman" (see metrics/).
+  // Metrics the field reports for this task, in the order and with the names of Hugging Face
+  // evaluate's glue metric: "accuracy", "f1" (of the positive class, label id 1),
+  // "matthews_correlation", "pearson", "spearmanr" (see metrics/).
   std::vector<std::string> metrics;
 
   bool is_pair() const { return text_b_column >= 0; }
@@ -61,7 +62,7 @@ struct GenericTsvOptions {
 
 // Resolves `options` against the first line of `path` (the header, or the first data line when
 // has_header is false, which fixes the column count). Metrics: accuracy (+ f1 of label 1 for two
-// labels), or pearson + spearman for regression. Throws bertrt::Error naming the file when a
+// labels), or pearson + spearmanr for regression. Throws bertrt::Error naming the file when a
 // column name is not in the header, an index is out of range, names are used without a header,
 // columns coincide, or labels/regression are both or neither given.
 TaskSpec generic_tsv_task(const GenericTsvOptions& options, const std::string& path);

@@ -32,9 +32,11 @@ std::vector<std::pair<std::string, double>> sequence_metrics(
     double v = 0;
     if (n == "accuracy") v = accuracy(pred, label);
     else if (n == "f1") v = f1_positive(pred, label, 1);
-    else if (n == "matthews") v = matthews_corrcoef(pred, label);
+    else if (n == "matthews_correlation")
+      v = matthews_corrcoef(pred, label);
     else if (n == "pearson") v = pearson(score, target);
-    else if (n == "spearman") v = spearman(score, target);
+    else if (n == "spearmanr")
+      v = spearman(score, target);
     else fail("unknown metric '{}'", n);
     out.emplace_back(n, v);
   }
@@ -58,6 +60,11 @@ class SequenceData : public TaskData {
     const SequenceOutputs out = run_sequences(model, be, items_, bs, pad_, /*with_targets=*/true);
     TaskMetrics m;
     m.values = sequence_metrics(spec_.metrics, out.rows, items_, spec_.regression);
+    if (m.values.size() > 1) {  // run_glue.py: result["combined_score"] = np.mean(values)
+      double sum = 0;
+      for (const auto& [name, v] : m.values) sum += v;
+      m.values.emplace_back("combined_score", sum / double(m.values.size()));
+    }
     m.loss = out.loss.mean();
     m.examples = m.features = int64_t(items_.size());
     return m;
@@ -89,9 +96,15 @@ class NerData : public TaskData {
       gold.push_back(s.tags);
     }
     const auto pred = ner_word_predictions(enc_.features, out.logits, int(labels_.size()), num_words);
-    const EntityScores e = entity_scores(tag_strings(gold, labels_), tag_strings(pred, labels_));
+    const SeqevalReport r = seqeval_report(tag_strings(gold, labels_), tag_strings(pred, labels_));
     TaskMetrics m;
-    m.values = {{"f1", e.f1}, {"precision", e.precision}, {"recall", e.recall}};
+    m.values = {{"overall_precision", r.overall.precision},
+                {"overall_recall", r.overall.recall},
+                {"overall_f1", r.overall.f1},
+                {"overall_accuracy", r.accuracy}};
+    for (const auto& [type, e] : r.per_type)
+      m.groups.push_back(
+          {type, {{"precision", e.precision}, {"recall", e.recall}, {"f1", e.f1}}, e.gold});
     m.loss = out.loss.mean();
     m.examples = int64_t(sentences_.size());
     m.features = int64_t(enc_.features.size());

@@ -1,10 +1,14 @@
 // A task's data file read and encoded for one model, whatever the family: training reads batches
 // from it, evaluation turns the model's outputs into the task's metrics, computed as the field
 // computes them (src/metrics/):
-//   classification  accuracy; f1 of label 1 (MRPC, 2-label TSV); Matthews correlation (CoLA)
-//   regression      Pearson, Spearman (STS-B)
-//   token tagging   entity micro precision / recall / F1 over words, seqeval semantics (CoNLL)
-//   span QA         SQuAD exact match / F1 of the answer mapped back to the original context
+// named as the field names them (Hugging Face evaluate's glue / seqeval / squad metrics):
+//   classification  accuracy; f1 of label 1 (MRPC, 2-label TSV); matthews_correlation (CoLA)
+//   regression      pearson, spearmanr (STS-B)
+//   more than one   combined_score, their mean (as run_glue.py adds it)
+//   token tagging   overall_precision / overall_recall / overall_f1 (entity micro scores over
+//                   words, seqeval semantics), overall_accuracy (tags), and per entity type
+//                   {precision, recall, f1, number} (CoNLL)
+//   span QA         exact_match / f1 of the answer mapped back to the original context (SQuAD)
 #pragma once
 
 #include <cstdint>
@@ -22,9 +26,17 @@
 namespace bertrt {
 
 struct TaskMetrics {
+  using Values = std::vector<std::pair<std::string, double>>;
   // Metric name → value, in the order the field reports them; fractions, not percentages
   // (SQuAD's exact_match 0.808 is the paper's 80.8). NaN for an undefined correlation.
-  std::vector<std::pair<std::string, double>> values;
+  Values values;
+  // Per entity type (token tagging), sorted by type: seqeval's {precision, recall, f1, number}.
+  struct Group {
+    std::string name;    // "PER"
+    Values values;       // precision, recall, f1
+    int64_t number = 0;  // gold entities of this type (seqeval's support)
+  };
+  std::vector<Group> groups;
   double loss = 0;        // the head's mean loss over what it counts (examples, labelled tokens,
                           // windows)
   int64_t examples = 0;   // sentences / sentence pairs / questions scored

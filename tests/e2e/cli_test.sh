@@ -13,6 +13,13 @@ head -n 101 "$DATA/glue/SST-2/dev.tsv" > "$T/dev.tsv"
 expect_ok init "$BIN" init --preset tiny --vocab "$VOCAB" --seed 3 -o "$T/init.brt"
 expect_ok info "$BIN" info "$T/init.brt" --json
 grep -q '"num_hidden_layers": 2' "$T/stdout" && ok || bad "info --json lacks num_hidden_layers"
+# float32 config values as written (HF's defaults 1e-12, 0.02, 0.1), not widened to double.
+for kv in '"layer_norm_eps": 1e-12' '"initializer_range": 0.02' '"hidden_dropout_prob": 0.1,'; do
+  grep -qF "$kv" "$T/stdout" && ok || bad "info --json lacks $kv: $(grep -E 'eps|range|dropout' "$T/stdout")"
+done
+expect_ok "info text" "$BIN" info "$T/init.brt"
+grep -qF '"layer_norm_eps":1e-12' "$T/stdout" && grep -qF '"attention_probs_dropout_prob":0.1,' "$T/stdout" \
+  && ok || bad "info text config: $(grep '^config' "$T/stdout")"
 printf 'Hello, world!\tSecond sentence.\n' | "$BIN" tokenize --model "$T/init.brt" --json > "$T/tok.json" \
   && grep -q '"tokens":\["\[CLS\]","hello",",","world","!","\[SEP\]","second","sentence",".","\[SEP\]"\]' "$T/tok.json" \
   && ok || bad "tokenize: $(cat "$T/tok.json")"

@@ -52,10 +52,25 @@ expect_ok to-hf "$CONV" --to hf "$T/a.brt" -o "$T/hf"
 for f in config.json model.safetensors vocab.txt tokenizer_config.json special_tokens_map.json; do
   [ -f "$T/hf/$f" ] || bad "to-hf: $f missing"
 done
+# float32 config values exported as config.json had them (make_hf_models.py writes 1e-12, 0.02).
+for kv in '"layer_norm_eps": 1e-12' '"initializer_range": 0.02'; do
+  grep -qF "$kv" "$T/hf/config.json" || bad "to-hf config.json lacks $kv: $(grep -E 'eps|range' "$T/hf/config.json")"
+done
 # The exported folder converts back to the same tensors.
 expect_ok reconvert "$CONV" "$T/hf" -o "$T/b.brt"
 "$CONV" --inspect "$T/a.brt" | sed '$d' > "$T/a.txt"; "$CONV" --inspect "$T/b.brt" | sed '$d' > "$T/b.txt"
 cmp -s "$T/a.txt" "$T/b.txt" || bad "reconverted tensors differ"
+
+# A BertForPreTraining config whose weights lack the NSP head: converted with one warning naming it.
+expect_ok convert-no-nsp "$CONV" "$M/st_pretraining_no_nsp" -o "$T/nonsp.brt"
+grep -q "warning: .*BertForPreTraining has the NSP head (cls.seq_relationship\.\*)" "$T/stderr" \
+  || bad "no-NSP warning: $(cat "$T/stderr")"
+grep -q "wrote $T/nonsp.brt: BertForMaskedLM" "$T/stdout" || bad "no-NSP summary: $(cat "$T/stdout")"
+# run_squad.py's TF1 checkpoint: the span head, back to HF as qa_outputs.
+expect_ok convert-tf-squad "$CONV" "$M/tf1_squad" -o "$T/squad.brt"
+grep -q "wrote $T/squad.brt: BertForQuestionAnswering (tf1-bundle" "$T/stdout" || bad "TF squad summary: $(cat "$T/stdout")"
+expect_ok tf-squad-to-hf "$CONV" --to hf "$T/squad.brt" -o "$T/squad_hf"
+"$CONV" --inspect "$T/squad_hf" | grep -qE '^qa_outputs.weight +F32 +\[2, 36\]' || bad "TF squad export lacks qa_outputs.weight"
 
 # TF1: the Google BERT-base index without its 0.4 GB shard lists and names the missing shard.
 TFI=$(dirname "$MAKE")/../../../shared/ckpt/tf1-index/google-chinese_L-12_H-768_A-12

@@ -15,7 +15,8 @@ Writes into --out:
                     V/cls_logits [B,3] (BertForSequenceClassification), V/reg_logits [B] (its
                     row 0 as a regression head), V/tok_logits [B*T,3] (BertForTokenClassification),
                     V/qa_logits [B*T,2] (start, end)
-  <folder>/         config.json, vocab.txt, tokenizer_config.json and the weights (see FOLDERS)
+  <folder>/         config.json, vocab.txt, tokenizer_config.json and the weights (see make_all);
+                    tf1_squad/ is an original TF1 run_squad.py checkpoint (tf_bundle_writer.py)
 Exit status 77 when torch is missing (the caller skips).
 
 With --forward-of DIR (a real HF folder) it instead writes --out (a .safetensors) holding the
@@ -28,12 +29,14 @@ import struct
 import sys
 
 try:
+    import numpy as np
     import torch
 except ImportError:
     sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bert_reference import BertModel, Heads, gelu  # noqa: E402
+from tf_bundle_writer import write_bundle  # noqa: E402
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "a", "cat", "dog", "sat", "on", "mat",
          "run", "##s", "##ing", "##ed", "is", "was", "big", "small", ",", ".", "!", "?", "and", "or",
@@ -155,6 +158,53 @@ def hf_folder(path, arch, tensors, fmt, extra_config=None, tokenizer_config=None
             json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=2)
 
 
+def tf_name(hf):
+    """load_tf_weights_in_bert read backwards: HF name → (original TF variable, transposed?)."""
+    special = {"qa_outputs.weight": "cls/squad/output_weights", "qa_outputs.bias": "cls/squad/output_bias",
+               "classifier.weight": "output_weights", "classifier.bias": "output_bias",
+               "cls.predictions.bias": "cls/predictions/output_bias",
+               "cls.seq_relationship.weight": "cls/seq_relationship/output_weights",
+               "cls.seq_relationship.bias": "cls/seq_relationship/output_bias"}
+    if hf in special:
+        return special[hf], False  # output_weights are [out, in] already
+    parts, out = hf.split("."), []
+    while parts:
+        p = parts.pop(0)
+        out.append(f"layer_{parts.pop(0)}" if p == "layer" else p)
+    if out[-2] == "LayerNorm":
+        out[-1] = {"weight": "gamma", "bias": "beta"}[out[-1]]
+    elif out[-2].endswith("_embeddings"):
+        out.pop()
+    elif out[-1] == "weight":
+        out[-1] = "kernel"  # a Dense kernel is [in, out]
+        return "/".join(out), True
+    return "/".join(out), False
+
+
+def tf1_folder(path, tensors):
+    """An original-layout TF1 checkpoint folder (bert_config.json without layer_norm_eps, as
+    Google's; hidden_act "gelu" = the tanh form), with optimizer slots and global_step as
+    run_squad.py / run_classifier.py save them."""
+    os.makedirs(path, exist_ok=True)
+    cfg = {k: v for k, v in CONFIG.items() if k not in ("layer_norm_eps", "pad_token_id")}
+    with open(os.path.join(path, "bert_config.json"), "w") as f:
+        json.dump(dict(cfg, hidden_act="gelu", hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1), f)
+    with open(os.path.join(path, "vocab.txt"), "w") as f:
+        f.write("\n".join(VOCAB) + "\n")
+    with open(os.path.join(path, "tokenizer_config.json"), "w") as f:
+        json.dump({"do_lower_case": True}, f)
+    tf = {}
+    for name, t in tensors.items():
+        n, transpose = tf_name(name)
+        a = t.float().numpy()
+        tf[n] = a.T.copy() if transpose else a
+        tf[n + "/adam_m"] = np.zeros_like(tf[n])
+        tf[n + "/adam_v"] = np.zeros_like(tf[n])
+    tf["global_step"] = np.array(1000, dtype=np.int64)
+    write_bundle(os.path.join(path, "bert_model.ckpt"), tf)
+    return tf
+
+
 def make_all(out):
     torch.manual_seed(0)
     torch.set_default_dtype(torch.float64)
@@ -199,6 +249,21 @@ def make_all(out):
               {"id2label": {str(i): l for i, l in enumerate(["O", "B-PER", "I-PER"])}})
     hf_folder(f"{out}/st_qa", "BertForQuestionAnswering",
               select(w["f32"], encoder + ["qa_outputs.weight", "qa_outputs.bias"]), "safetensors")
+    # config.json says BertForPreTraining, the weights lack the NSP head (transformers loads it
+    # with a warning and a random cls.seq_relationship).
+    hf_folder(f"{out}/st_pretraining_no_nsp", "BertForPreTraining", select(w["f32"], encoder + pooler + mlm),
+              "safetensors")
+    # run_squad.py's checkpoint: the encoder, the pooler and cls/squad/output_weights [2, H],
+    # output_bias [2]. Its reference is gelu_new_f32/qa_logits (the same f32 weights, tanh GELU).
+    tf = tf1_folder(f"{out}/tf1_squad", select(w["f32"], encoder + pooler + ["qa_outputs.weight", "qa_outputs.bias"]))
+    # run_squad.py's create_model on those arrays: logits = final_hidden · output_weightsᵀ + bias,
+    # start = [..., 0], end = [..., 1]; it must give the reference's qa_logits.
+    h = ref["gelu_new_f32/last_hidden_state"].reshape(B * T, -1).numpy()
+    logits = h @ tf["cls/squad/output_weights"].astype(np.float64).T + tf["cls/squad/output_bias"]
+    assert np.allclose(logits, ref["gelu_new_f32/qa_logits"].numpy(), rtol=1e-12, atol=1e-12)
+    # Two fine-tuning heads (run_classifier.py's output_weights and run_squad.py's): refused.
+    tf1_folder(f"{out}/tf1_two_heads", select(w["f32"], encoder + pooler + ["qa_outputs.weight", "qa_outputs.bias",
+                                                                           "classifier.weight", "classifier.bias"]))
 
     # transformers < 4.31 .bin files: the position_ids buffer, the tied decoder weight and
     # decoder.bias saved as shared storages (torch.save keeps the sharing).

@@ -274,6 +274,71 @@ TEST_F(ConvertHf, TokenClassificationAndQuestionAnswering) {
   }
 }
 
+TEST_F(ConvertHf, PreTrainingWithoutNspKeepsTheHeadsPresent) {
+  // config.json says BertForPreTraining; the weights have no cls.seq_relationship.*.
+  const auto warnings = convert(model("st_pretraining_no_nsp"));
+  EXPECT_TRUE(contains(warnings, "the NSP head (cls.seq_relationship.*)")) << warnings.size();
+  const ModelFile f = ModelFile::open(out());
+  const auto& c = f.contents();
+  EXPECT_TRUE(c.heads.mlm);
+  EXPECT_FALSE(c.heads.nsp);
+  EXPECT_EQ(c.metadata.at("architecture"), "BertForMaskedLM");
+  EXPECT_EQ(c.metadata.at("architecture_declared"), "BertForPreTraining");
+  EXPECT_EQ(c.metadata.at("converter.missing_heads"), "nsp");
+  expect_same_bytes(out(), SafetensorsFile::open(model("st_pretraining_no_nsp/model.safetensors")));
+  expect_forward(out(), ref(), "gelu_f32");  // encoder, pooler and MLM logits vs float64 PyTorch
+  // A fine-tuning architecture without its head: converted as the bare encoder, said so.
+  const std::string dir = tmp_.file("nocls");
+  fs::copy(model("st_pretraining_no_nsp"), dir, fs::copy_options::recursive);
+  json cfg = read_json(dir + "/config.json");
+  cfg["architectures"] = {"BertForSequenceClassification"};
+  write_json(dir + "/config.json", cfg);
+  ConvertOptions drop;
+  drop.drop_unknown = true;  // cls.predictions.* is not part of BertForSequenceClassification
+  const auto w2 = convert(dir, "f32", drop);
+  EXPECT_TRUE(contains(w2, "the classification head (classifier.*)"));
+  EXPECT_EQ(ModelFile::open(out()).contents().heads.resolved_kind(), HeadKind::kNone);
+}
+
+TEST_F(ConvertHf, TfRunSquadSpanHeadMatchesPyTorch) {
+  // run_squad.py's checkpoint (written by tf_bundle_writer.py): cls/squad/output_weights [2, H]
+  // and output_bias [2] become the span head; the reference is the float64 PyTorch forward of
+  // the same weights with qa_outputs (tanh GELU: the original code's "gelu").
+  const auto warnings = convert(model("tf1_squad"));
+  EXPECT_TRUE(warnings.empty()) << warnings.front();
+  const ModelFile f = ModelFile::open(out());
+  const auto& c = f.contents();
+  EXPECT_EQ(c.heads.resolved_kind(), HeadKind::kQuestionAnswering);
+  EXPECT_FALSE(c.heads.mlm || c.heads.nsp);
+  EXPECT_EQ(c.metadata.at("architecture"), "BertForQuestionAnswering");
+  EXPECT_EQ(c.metadata.at("source_format"), "tf1-bundle");
+  EXPECT_EQ(c.config.hidden_act, "gelu_new");
+  // output_weights is stored as is ([2, H] is nn.Linear's [out, in]): bit for bit.
+  const auto reader = open_tf_bundle(model("tf1_squad/bert_model.ckpt"));
+  for (const auto& [tf, hf] :
+       {std::pair<std::string, std::string>{"cls/squad/output_weights", "qa_outputs.weight"},
+        {"cls/squad/output_bias", "qa_outputs.bias"}}) {
+    size_t k = 0;
+    while (reader->tensors()[k].name != tf) ++k;
+    const std::vector<float> want = bytes_to_f32(reader->tensors()[k], reader->read(k));
+    const TensorRecord& t = f.at(hf);
+    EXPECT_EQ(t.shape, reader->tensors()[k].shape) << hf;
+    EXPECT_EQ(tensor_to_f32(t), want) << hf;
+  }
+  expect_forward(out(), ref(), "gelu_new_f32");  // start / end logits, encoder and pooler
+  // Exported to Hugging Face: BertForQuestionAnswering with qa_outputs, which converts back.
+  const std::string dir = tmp_.file("hf");
+  export_hf(out(), dir);
+  EXPECT_EQ(read_json(dir + "/config.json")["architectures"][0], "BertForQuestionAnswering");
+  const SafetensorsFile back = SafetensorsFile::open(dir + "/model.safetensors");
+  const SafetensorsTensor* w = back.find("qa_outputs.weight");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->shape, (std::vector<int64_t>{2, 36}));
+  EXPECT_NE(back.find("qa_outputs.bias"), nullptr);
+  convert(dir);
+  expect_forward(out(), ref(), "gelu_new_f32", /*pooler=*/false);  // HF's class has no pooler
+}
+
 TEST_F(ConvertHf, OneLabelIsRegression) {
   convert(model("st_regression"));
   const ModelFile f = ModelFile::open(out());
@@ -357,9 +422,9 @@ TEST_F(ConvertHf, HfToBrtToHfIsBitIdentical) {
     const json cfg = read_json(dir + "/config.json"), orig = read_json(model(name + "/config.json"));
     EXPECT_EQ(cfg["architectures"], orig["architectures"]) << name;
     for (const char* k : {"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                          "intermediate_size", "hidden_act", "max_position_embeddings", "type_vocab_size",
-                          "layer_norm_eps", "pad_token_id"})
-      EXPECT_EQ(cfg[k], orig[k]) << name << ": " << k;
+                          "intermediate_size", "hidden_act", "max_position_embeddings",
+                          "type_vocab_size", "layer_norm_eps", "pad_token_id", "initializer_range"})
+      EXPECT_EQ(cfg[k], orig[k]) << name << ": " << k;  // floats as written: 0.02, not 0.0199999...
     if (orig.contains("id2label")) {
       for (const auto& [id, label] : orig["id2label"].items()) EXPECT_EQ(cfg["id2label"][id], label) << name;
       for (const auto& [id, label] : orig["id2label"].items()) EXPECT_EQ(cfg["label2id"][label.get<std::string>()], std::stoi(id));
@@ -398,6 +463,13 @@ class ConvertHfBad : public ConvertHf {
     return dir;
   }
 };
+
+TEST_F(ConvertHfBad, TfSquadNextToAClassifier) {
+  const std::string e = error_of([&] { convert(model("tf1_two_heads")); });
+  EXPECT_NE(e.find("cls/squad/output_"), std::string::npos) << e;
+  EXPECT_NE(e.find("next to a classifier"), std::string::npos) << e;
+  EXPECT_FALSE(fs::exists(out()));
+}
 
 TEST_F(ConvertHfBad, MissingConfig) {
   const std::string dir = copy();

@@ -235,8 +235,13 @@ TEST(TfBertNames, NameRules) {
                            "bert/pooler/dense/kernel/Momentum", "global_step", "beta1_power",
                            "AdamWeightDecayOptimizer/bert/pooler/dense/kernel"})
     EXPECT_TRUE(map_tf_bert_name(slot).skip) << slot;
-  EXPECT_NE(error_of([] { map_tf_bert_name("cls/squad/output_weights"); }).find("SQuAD"),
-            std::string::npos);
+  // run_squad.py's span head: [2, H] already [out, in], like qa_outputs.
+  EXPECT_EQ(hf("cls/squad/output_weights"), "qa_outputs.weight");
+  EXPECT_FALSE(map_tf_bert_name("cls/squad/output_weights").transpose);
+  EXPECT_EQ(hf("cls/squad/output_bias"), "qa_outputs.bias");
+  EXPECT_TRUE(map_tf_bert_name("cls/squad/output_weights/adam_m").skip);
+  const std::string err = error_of([] { map_tf_bert_name("cls/squad/kernel"); });
+  EXPECT_NE(err.find("cls/squad/output_weights"), std::string::npos) << err;
 }
 
 // ---------------------------------------------------------------- real index files, no .data

@@ -224,7 +224,7 @@ TEST(SequenceMetricsTest, FromLogitsAndScores) {
   std::vector<EncodedExample> gold(5);
   const int labels[] = {1, 0, 0, 1, 1};
   for (int i = 0; i < 5; ++i) gold[i].label = labels[i];
-  const auto m = sequence_metrics({"f1", "accuracy", "matthews"}, rows, gold, false);
+  const auto m = sequence_metrics({"f1", "accuracy", "matthews_correlation"}, rows, gold, false);
   ASSERT_EQ(m.size(), 3u);
   EXPECT_EQ(m[0].first, "f1");
   EXPECT_DOUBLE_EQ(m[0].second, 4.0 / 6.0);  // 2TP / (2TP + FP + FN)
@@ -238,7 +238,7 @@ TEST(SequenceMetricsTest, FromLogitsAndScores) {
   std::vector<EncodedExample> targets(4);
   const float t[] = {2, 4, 6, 9};
   for (int i = 0; i < 4; ++i) targets[i].target = t[i];
-  const auto r = sequence_metrics({"pearson", "spearman"}, scores, targets, true);
+  const auto r = sequence_metrics({"pearson", "spearmanr"}, scores, targets, true);
   EXPECT_NEAR(r[0].second, 11.5 / std::sqrt(133.75), 1e-12);
   EXPECT_NEAR(r[1].second, 1.0, 1e-12);
 }
@@ -372,7 +372,9 @@ TEST_F(TinyModelTest, EachFamilyLearnsItsToyData) {
   train(*mr, *rdata, 100, 1e-2f);  // targets up to 5: a larger rate reaches them sooner
   const TaskMetrics rm = rdata->evaluate(*mr, *be_, 8);
   EXPECT_GT(metric(rm, "pearson"), 0.95);
-  EXPECT_EQ(metric(rm, "spearman"), 1.0);
+  EXPECT_EQ(metric(rm, "spearmanr"), 1.0);
+  // run_glue.py's combined_score: the mean of the task's metrics.
+  EXPECT_DOUBLE_EQ(metric(rm, "combined_score"), (metric(rm, "pearson") + 1.0) / 2);
   EXPECT_LT(rm.loss, 0.2);
 
   write(dir_.file("n.conll"),
@@ -385,8 +387,16 @@ TEST_F(TinyModelTest, EachFamilyLearnsItsToyData) {
   EXPECT_EQ(ndata->summary(), "3 sentences in 3 windows (0 split)");
   train(*mn, *ndata, 60);
   const TaskMetrics nm = ndata->evaluate(*mn, *be_, 2);
-  EXPECT_EQ(metric(nm, "f1"), 1.0);
+  EXPECT_EQ(metric(nm, "overall_f1"), 1.0);
+  EXPECT_EQ(metric(nm, "overall_accuracy"), 1.0);
   EXPECT_EQ(nm.examples, 3);
+  // seqeval's per-type report, sorted by type; number = gold entities of the type.
+  ASSERT_EQ(nm.groups.size(), 4u);
+  const char* types[] = {"LOC", "MISC", "ORG", "PER"};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(nm.groups[i].name, types[i]);
+    EXPECT_EQ(nm.groups[i].number, 1);
+  }
 
   write(dir_.file("q.json"), R"({"data": [{"title": "t", "paragraphs": [
     {"context": "Peter Blackburn wrote the report in Brussels in 1996.",

@@ -2,7 +2,8 @@
 // Python at test time: the reference definitions written out in plain Python (scikit-learn,
 // scipy and seqeval are not installed here): sklearn's matthews_corrcoef formula over the
 // confusion matrix, scipy's rankdata(method="average") + Pearson, seqeval 1.x get_entities /
-// f1_score verbatim, and evaluate-v1.1.py's normalize_answer / f1_score / exact_match verbatim.
+// f1_score verbatim (and classification_report's per-type rows, accuracy_score), and
+// evaluate-v1.1.py's normalize_answer / f1_score / exact_match verbatim.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -107,6 +108,34 @@ TEST(Seqeval, MicroF1OfTheSeqevalDocstring) {
   EXPECT_DOUBLE_EQ(t.f1, 2.0 / 3.0);
   EXPECT_DOUBLE_EQ(entity_scores({{"O"}}, {{"O"}}).f1, 0.0);  // nothing to find: 0 as seqeval
   EXPECT_THROW(entity_scores({{"O"}}, {{"O", "O"}}), Error);
+}
+
+TEST(Seqeval, ReportOfTheEvaluateDocstring) {
+  // evaluate's seqeval docstring on these inputs: keys MISC, PER, overall_*; overall_f1 0.5,
+  // PER f1 1.0; seqeval's classification_report docstring: MISC 0.00 0.00 0.00 support 1, PER
+  // 1.00 1.00 1.00 support 1; accuracy_score docstring 0.80 (8 of 10 tags).
+  const std::vector<Tags> gold = {{"O", "O", "O", "B-MISC", "I-MISC", "I-MISC", "O"},
+                                  {"B-PER", "I-PER", "O"}};
+  const std::vector<Tags> pred = {{"O", "O", "B-MISC", "I-MISC", "I-MISC", "I-MISC", "O"},
+                                  {"B-PER", "I-PER", "O"}};
+  const SeqevalReport r = seqeval_report(gold, pred);
+  EXPECT_DOUBLE_EQ(r.overall.f1, 0.5);
+  EXPECT_DOUBLE_EQ(r.accuracy, 0.8);
+  ASSERT_EQ(r.per_type.size(), 2u);
+  EXPECT_EQ(r.per_type[0].first, "MISC");
+  EXPECT_EQ(r.per_type[0].second.f1, 0.0);
+  EXPECT_EQ(r.per_type[0].second.gold, 1);
+  EXPECT_EQ(r.per_type[1].first, "PER");
+  EXPECT_EQ(r.per_type[1].second.precision, 1.0);
+  EXPECT_EQ(r.per_type[1].second.recall, 1.0);
+  EXPECT_EQ(r.per_type[1].second.f1, 1.0);
+  EXPECT_EQ(r.per_type[1].second.gold, 1);
+  // A type only predicted is listed with number 0 (the union of gold and predicted types).
+  const SeqevalReport u = seqeval_report({{"O", "B-PER"}}, {{"B-LOC", "B-PER"}});
+  ASSERT_EQ(u.per_type.size(), 2u);
+  EXPECT_EQ(u.per_type[0].first, "LOC");
+  EXPECT_EQ(u.per_type[0].second.gold, 0);
+  EXPECT_EQ(u.per_type[0].second.precision, 0.0);
 }
 
 // --------------------------------------------------------------------------- SQuAD -----------
@@ -236,6 +265,16 @@ def get_entities(seq):
         if start_of_chunk(prev_tag, tag, prev_type, type_): begin_offset = i
         prev_tag = tag; prev_type = type_
     return chunks
+def seq_report(y_true, y_pred):  # seqeval classification_report(output_dict) + accuracy_score
+    t = collections.defaultdict(set); p = collections.defaultdict(set)
+    for ty, b, e in get_entities(y_true): t[ty].add((b, e))
+    for ty, b, e in get_entities(y_pred): p[ty].add((b, e))
+    rows = []
+    for ty in sorted(set(t) | set(p)):
+        c = len(t[ty] & p[ty]); pr = c / len(p[ty]) if p[ty] else 0.0; rc = c / len(t[ty]) if t[ty] else 0.0
+        rows.append((ty, pr, rc, 2 * pr * rc / (pr + rc) if pr + rc > 0 else 0.0, len(t[ty])))
+    flat_t = [x for s in y_true for x in s]; flat_p = [x for s in y_pred for x in s]
+    return rows, sum(a == b for a, b in zip(flat_t, flat_p)) / len(flat_t)
 def seq_f1(y_true, y_pred):
     t = set(get_entities(y_true)); p = set(get_entities(y_pred)); c = len(t & p)
     pr = c / len(p) if p else 0; rc = c / len(t) if t else 0
@@ -289,6 +328,18 @@ TEST(MetricsVsPython, RandomCasesAgree) {
     }
     script += fmt::format("print(repr(seq_f1({}, {})))\n", py_tags(gt), py_tags(pt));
     expected_cpp.push_back(entity_scores(gt, pt).f1);
+    // evaluate's seqeval: overall_accuracy, then per type (sorted) precision, recall, f1, number;
+    // Python prints the type count first so a missing or extra type shows.
+    const SeqevalReport rep = seqeval_report(gt, pt);
+    script += fmt::format(
+        "rows, acc = seq_report({}, {})\nprint(repr(acc)); print(len(rows))\n"
+        "for r in rows: print(repr(r[1])); print(repr(r[2])); print(repr(r[3])); print(r[4])\n",
+        py_tags(gt), py_tags(pt));
+    expected_cpp.push_back(rep.accuracy);
+    expected_cpp.push_back(double(rep.per_type.size()));
+    for (const auto& [type, e] : rep.per_type)
+      expected_cpp.insert(expected_cpp.end(), {e.precision, e.recall, e.f1, double(e.gold)});
+    EXPECT_EQ(rep.overall.f1, entity_scores(gt, pt).f1);
   }
   // SQuAD: awkward strings (articles inside words, punctuation between words, Unicode case).
   const std::vector<std::pair<std::string, std::string>> qa = {

@@ -97,9 +97,9 @@ TEST(GluePresets, ColumnsLandWhereExpected) {
 
 TEST(GluePresets, MetricsPerTask) {
   EXPECT_EQ(glue_task("sst2").metrics, (std::vector<std::string>{"accuracy"}));
-  EXPECT_EQ(glue_task("cola").metrics, (std::vector<std::string>{"matthews"}));
-  EXPECT_EQ(glue_task("mrpc").metrics, (std::vector<std::string>{"f1", "accuracy"}));
-  EXPECT_EQ(glue_task("stsb").metrics, (std::vector<std::string>{"pearson", "spearman"}));
+  EXPECT_EQ(glue_task("cola").metrics, (std::vector<std::string>{"matthews_correlation"}));
+  EXPECT_EQ(glue_task("mrpc").metrics, (std::vector<std::string>{"accuracy", "f1"}));
+  EXPECT_EQ(glue_task("stsb").metrics, (std::vector<std::string>{"pearson", "spearmanr"}));
   EXPECT_EQ(glue_task("rte").metrics, (std::vector<std::string>{"accuracy"}));
   EXPECT_EQ(glue_task("qnli").metrics, (std::vector<std::string>{"accuracy"}));
   EXPECT_EQ(glue_task_names(), (std::vector<std::string>{"sst2", "cola", "mrpc", "stsb", "rte", "qnli"}));
@@ -171,7 +171,7 @@ TEST(GenericTsv, ColumnsByNameOrIndex) {
   r.label_column = "0";
   r.regression = true;
   const TaskSpec rt = generic_tsv_task(r, q);
-  EXPECT_EQ(rt.metrics, (std::vector<std::string>{"pearson", "spearman"}));
+  EXPECT_EQ(rt.metrics, (std::vector<std::string>{"pearson", "spearmanr"}));
   const auto rx = read_glue_tsv(q, rt);
   ASSERT_EQ(rx.size(), 2u);
   EXPECT_FLOAT_EQ(rx[1].target, -2.0f);

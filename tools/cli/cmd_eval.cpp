@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "io/model_io.h"
 #include "task_flags.h"
+#include "train/metrics_report.h"
 #include "train/task_data.h"
 #include "train/task_inference.h"
 
@@ -22,10 +23,14 @@ void add_eval(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   CLI::App* c = app.add_subcommand("eval", "a fine-tuned model's metrics on labelled task data");
   c->footer(
-      "Metrics (fractions): sst2 rte qnli accuracy; mrpc f1 (label 1) + accuracy; cola matthews;\n"
-      "stsb pearson + spearman; tsv accuracy (+ f1 of the 2nd label) or pearson + spearman;\n"
-      "conll2003 entity micro f1 / precision / recall (seqeval); squad exact_match + f1\n"
-      "(evaluate-v1.1.py). --json prints them with task, loss and examples.");
+      "Metrics (fractions), named as Hugging Face evaluate / run_glue.py name them:\n"
+      "sst2 rte qnli accuracy; mrpc accuracy + f1 (label 1); cola matthews_correlation;\n"
+      "stsb pearson + spearmanr; tsv accuracy (+ f1 of the 2nd label) or pearson + spearmanr;\n"
+      "combined_score = their mean where there are two; conll2003 seqeval's overall_precision,\n"
+      "overall_recall, overall_f1, overall_accuracy and per type {precision, recall, f1, number};\n"
+      "squad exact_match + f1 (evaluate-v1.1.py; evaluate's squad prints them x100).\n"
+      "--json prints them with task, loss and examples, plus the deprecated names matthews,\n"
+      "spearman and (conll2003) f1 / precision / recall for one more release.");
   c->add_option("--model", o->model, "fine-tuned model (.brt)")->required();
   c->add_option("--task", o->task, "check that the model was fine-tuned for this task (optional)");
   c->add_option("--data", o->data, "labelled data: TSV, CoNLL file or SQuAD JSON")->required();
@@ -50,13 +55,13 @@ void add_eval(CLI::App& app) {
     auto be = o->backend.make();
     const TaskMetrics ev = data->evaluate(*m.model, *be, o->batch_size);
     if (o->json) {
-      nlohmann::json j{{"task", task.name}, {"examples", ev.examples}, {"loss", ev.loss}};
+      nlohmann::json j = metrics_json(ev);
+      j["task"] = task.name, j["examples"] = ev.examples, j["loss"] = ev.loss;
       if (ev.features != ev.examples) j["features"] = ev.features;
-      for (const auto& [name, v] : ev.values) j[name] = v;
       fmt::print("{}\n", j.dump());
     } else {
-      fmt::print("{} {}: {} on {} examples (loss {:.4f})\n", task.name, o->data,
-                 format_metrics(ev.values), ev.examples, ev.loss);
+      fmt::print("{} {}: {} on {} examples (loss {:.4f})\n", task.name, o->data, metrics_text(ev),
+                 ev.examples, ev.loss);
     }
   });
 }

@@ -11,10 +11,11 @@
 #include "core/error.h"
 #include "io/model_io.h"
 #include "progress.h"
-#include "task_flags.h"
 #include "qat_flags.h"
+#include "task_flags.h"
 #include "train/finetune.h"
 #include "train/metrics_log.h"
+#include "train/metrics_report.h"
 #include "train/schedule.h"
 
 namespace bertrt::cli {
@@ -131,11 +132,11 @@ void add_finetune(CLI::App& app) {
     auto evaluate = [&](int64_t step) {
       if (!dev) return;
       const TaskMetrics ev = dev->evaluate(model, *be, o->eval_batch_size);
-      fmt::print("dev after step {}: {} (loss {:.4f}, {} examples)\n", step,
-                 format_metrics(ev.values), ev.loss, ev.examples);
+      fmt::print("dev after step {}: {} (loss {:.4f}, {} examples)\n", step, metrics_text(ev),
+                 ev.loss, ev.examples);
       std::fflush(stdout);
-      nlohmann::json j{{"eval", "dev"}, {"step", step}, {"loss", ev.loss}, {"examples", ev.examples}};
-      for (const auto& [name, v] : ev.values) j[name] = v;
+      nlohmann::json j = metrics_json(ev);  // the names eval --json writes
+      j["eval"] = "dev", j["step"] = step, j["loss"] = ev.loss, j["examples"] = ev.examples;
       metrics.write(j);
     };
     ProgressBar bar("finetune " + task.name, total);

@@ -4,16 +4,17 @@
 
 #include <algorithm>
 #include <cstring>
-
 #include <nlohmann/json.hpp>
 
 #include "common.h"
 #include "core/error.h"
+#include "core/float_decimal.h"
 #include "io/model_io.h"
 #include "quant/qparams.h"
 
 namespace bertrt::cli {
 
+// float32 fields as written (0.1, 1e-12), not widened (0.10000000149011612).
 nlohmann::json config_json(const BertConfig& c) {
   return {{"vocab_size", c.vocab_size},
           {"hidden_size", c.hidden_size},
@@ -23,11 +24,11 @@ nlohmann::json config_json(const BertConfig& c) {
           {"hidden_act", c.hidden_act},
           {"max_position_embeddings", c.max_position_embeddings},
           {"type_vocab_size", c.type_vocab_size},
-          {"layer_norm_eps", c.layer_norm_eps},
+          {"layer_norm_eps", float_as_written(c.layer_norm_eps)},
           {"pad_token_id", c.pad_token_id},
-          {"initializer_range", c.initializer_range},
-          {"hidden_dropout_prob", c.hidden_dropout_prob},
-          {"attention_probs_dropout_prob", c.attention_probs_dropout_prob}};
+          {"initializer_range", float_as_written(c.initializer_range)},
+          {"hidden_dropout_prob", float_as_written(c.hidden_dropout_prob)},
+          {"attention_probs_dropout_prob", float_as_written(c.attention_probs_dropout_prob)}};
 }
 
 namespace {

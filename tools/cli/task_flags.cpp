@@ -118,10 +118,4 @@ TaskDefinition model_task(const LoadedModel& m, const std::string& path,
   return d;
 }
 
-std::string format_metrics(const std::vector<std::pair<std::string, double>>& values) {
-  std::string s;
-  for (const auto& [name, v] : values) s += fmt::format("{}{} {:.4f}", s.empty() ? "" : ", ", name, v);
-  return s;
-}
-
 }  // namespace bertrt::cli

@@ -38,7 +38,4 @@ TaskDefinition task_from_flags(const TaskFlags& f, const std::string& train_path
 TaskDefinition model_task(const LoadedModel& m, const std::string& path,
                           const std::string& task_flag);
 
-// The metrics of an evaluation as "f1 0.8123, accuracy 0.7500".
-std::string format_metrics(const std::vector<std::pair<std::string, double>>& values);
-
 }  // namespace bertrt::cli

@@ -1,15 +1,15 @@
 #include "convert/export_hf.h"
 
-#include <nlohmann/json.hpp>
-
 #include <deque>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "convert/hf_names.h"
 #include "convert/tensor_encode.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/float_decimal.h"
 #include "io/model_file.h"
 #include "io/safetensors.h"
 
@@ -30,9 +30,6 @@ std::string meta_or(const ModelContents& c, const std::string& key, const std::s
   return it == c.metadata.end() ? fallback : it->second;
 }
 
-// The shortest decimal that reads back as the same float (1e-12, not 9.999999960041972e-13).
-double tidy(float v) { return std::stod(fmt::format("{}", v)); }
-
 json config_json(const ModelContents& c, const std::string& arch, const std::vector<std::string>& labels,
                  const std::string& torch_dtype) {
   const BertConfig& k = c.config;
@@ -46,12 +43,12 @@ json config_json(const ModelContents& c, const std::string& arch, const std::vec
   j["intermediate_size"] = k.intermediate_size;
   // transformers' ACT2FN knows gelu_new and gelu_pytorch_tanh for the tanh approximation.
   j["hidden_act"] = k.hidden_act == "gelu_tanh" ? "gelu_new" : k.hidden_act;
-  j["hidden_dropout_prob"] = tidy(k.hidden_dropout_prob);
-  j["attention_probs_dropout_prob"] = tidy(k.attention_probs_dropout_prob);
+  j["hidden_dropout_prob"] = float_as_written(k.hidden_dropout_prob);
+  j["attention_probs_dropout_prob"] = float_as_written(k.attention_probs_dropout_prob);
   j["max_position_embeddings"] = k.max_position_embeddings;
   j["type_vocab_size"] = k.type_vocab_size;
-  j["initializer_range"] = tidy(k.initializer_range);
-  j["layer_norm_eps"] = tidy(k.layer_norm_eps);
+  j["initializer_range"] = float_as_written(k.initializer_range);
+  j["layer_norm_eps"] = float_as_written(k.layer_norm_eps);
   j["pad_token_id"] = k.pad_token_id;
   j["position_embedding_type"] = "absolute";
   j["torch_dtype"] = torch_dtype;

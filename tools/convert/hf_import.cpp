@@ -121,6 +121,7 @@ ConvertedModel import_hf(const InputPaths& in, const ConvertOptions& opts) {
   std::set<std::string> canonical;
   for (const auto& e : names.tensors) canonical.insert(e.name);
   const HfHeads heads = hf_heads(cfg, canonical, in.config);
+  m.warnings.insert(m.warnings.end(), heads.warnings.begin(), heads.warnings.end());
   m.contents.config = cfg.config;
   m.contents.heads = heads.heads;
 
@@ -168,9 +169,17 @@ ConvertedModel import_hf(const InputPaths& in, const ConvertOptions& opts) {
   init_absent_pooler(m, initialized, cfg.config, in.weights, opts);
 
   read_tokenizer(m, in, opts, cfg.config.vocab_size);
-  provenance(m, in.weights, heads.architecture);
+  // The class of what was converted: BertForMaskedLM for a BertForPreTraining file without NSP.
+  provenance(m, in.weights,
+             heads.missing.empty() ? heads.architecture : hf_architecture(heads.heads));
   auto& meta = m.contents.metadata;
   if (heads.inferred) meta["architecture_inferred"] = "true";
+  if (!heads.missing.empty()) {
+    meta["architecture_declared"] = heads.architecture;
+    std::string list;
+    for (const std::string& n : heads.missing) list += (list.empty() ? "" : ",") + n;
+    meta["converter.missing_heads"] = list;
+  }
   if (!names.dropped.empty()) {
     std::string list;
     for (const std::string& n : names.dropped) list += (list.empty() ? "" : ",") + n;

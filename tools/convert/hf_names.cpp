@@ -1,5 +1,6 @@
 #include "convert/hf_names.h"
 
+#include <algorithm>
 #include <map>
 
 #include "core/error.h"
@@ -112,6 +113,36 @@ HfHeads hf_heads(const HfConfig& cfg, const std::set<std::string>& names, const 
     k.validate();
   } catch (const Error& e) {
     fail("{}: {} (architecture {}, id2label)", config_path, e.what(), arch);
+  }
+  // Heads of the architecture whose tensors are absent: left out, as transformers would have to
+  // initialise them at random (it loads such files with a "newly initialized" warning).
+  auto present = [&](const char* prefix) {
+    return std::any_of(names.begin(), names.end(),
+                       [&](const std::string& n) { return n.rfind(prefix, 0) == 0; });
+  };
+  auto drop = [&](const char* head, const char* what, const char* prefix) {
+    h.missing.push_back(head);
+    h.warnings.push_back(fmt::format(
+        "{}: architecture {} has the {} ({}*), but the weights have no such tensor: converted "
+        "without it (transformers would initialise it at random)",
+        config_path, arch, what, prefix));
+  };
+  if (k.mlm && !present("cls.predictions.")) {
+    k.mlm = false;
+    drop("mlm", "MLM head", "cls.predictions.");
+  }
+  if (k.nsp && !present("cls.seq_relationship.")) {
+    k.nsp = false;
+    drop("nsp", "NSP head", "cls.seq_relationship.");
+  }
+  const HeadKind kind = k.resolved_kind();
+  const bool qa = kind == HeadKind::kQuestionAnswering;
+  if (kind != HeadKind::kNone && !present(qa ? "qa_outputs." : "classifier.")) {
+    drop(qa ? "qa_outputs" : "classifier", qa ? "span head" : "classification head",
+         qa ? "qa_outputs." : "classifier.");
+    k.kind = HeadKind::kNone;
+    k.labels.clear();
+    k.task.clear();
   }
   return h;
 }

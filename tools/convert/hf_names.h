@@ -43,13 +43,19 @@ struct HfNameMap {
 // Throws bertrt::Error (naming `where`) when two source names map to the same canonical name.
 HfNameMap map_hf_names(const std::vector<CheckpointTensor>& tensors, const std::string& where);
 
-// The heads of a checkpoint, from config.json's architecture (or, when the config has none, from
-// which head tensors are present). BertForSequenceClassification with one label or problem_type
-// "regression" is regression (transformers' rule); its labels are the id2label names.
+// The heads of a checkpoint: those config.json's architecture has (or, when the config has none,
+// those whose tensors are present) AND whose tensors are present. A head the architecture has but
+// the weights lack (a BertForPreTraining file without cls.seq_relationship.*, which transformers
+// loads with a warning and a random head) is left out, with a warning naming it. Tensors of a
+// head the architecture does not have stay unknown (an error unless --drop-unknown).
+// BertForSequenceClassification with one label or problem_type "regression" is regression
+// (transformers' rule); its labels are the id2label names.
 struct HfHeads {
   HeadsConfig heads;
   std::string architecture;  // as given, or inferred ("BertModel" when no head tensor is present)
   bool inferred = false;
+  std::vector<std::string> missing;   // heads left out: "nsp", "mlm", "classifier", "qa_outputs"
+  std::vector<std::string> warnings;  // one per missing head, naming it and its tensors
 };
 
 // Throws bertrt::Error naming `config_path` for an architecture bertrt does not run or heads that

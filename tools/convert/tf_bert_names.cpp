@@ -77,8 +77,16 @@ TfNameMapping map_tf_bert_name(const std::string& tf_name) {
       return m;
     }
   }
+  // run_squad.py's span head: output_weights [2, H] (row 0 start, row 1 end; logits =
+  // matmul(final_hidden, output_weights, transpose_b=True)) is already nn.Linear's [out, in],
+  // exactly BertForQuestionAnswering's qa_outputs.
+  if (tf_name == "cls/squad/output_weights") return {false, "", "qa_outputs.weight", false};
+  if (tf_name == "cls/squad/output_bias") return {false, "", "qa_outputs.bias", false};
   if (parts.size() >= 2 && parts[0] == "cls" && parts[1] == "squad")
-    fail("TF variable '{}': the SQuAD span head (cls/squad) is not supported by bertrt", tf_name);
+    fail(
+        "TF variable '{}': not a variable of run_squad.py's span head (expected "
+        "cls/squad/output_weights and cls/squad/output_bias)",
+        tf_name);
   // run_classifier.py creates the classifier at the top level, outside any scope.
   if (tf_name == "output_weights") return {false, "", "classifier.weight", false};
   if (tf_name == "output_bias") return {false, "", "classifier.bias", false};
@@ -188,6 +196,15 @@ TfBertCheckpoint map_tf_bert(const CheckpointReader& reader, const BertConfig& c
     for (const Candidate& c : weights)
       if (c.m.hf_name == "classifier.bias")
         fail("{}: '{}' is present without output_weights", ts[c.index].location, ts[c.index].name);
+  for (const Candidate& c : weights) {
+    if (c.m.hf_name.rfind("qa_outputs.", 0) != 0) continue;
+    if (out.heads.classifier())
+      fail(
+          "{}: TF variable '{}' (run_squad.py's span head) next to a classifier (output_weights): "
+          "a model carries one fine-tuning head",
+          ts[c.index].location, ts[c.index].name);
+    out.heads.kind = HeadKind::kQuestionAnswering;
+  }
 
   const ParamLayout layout = bert_param_layout(config, out.heads);
   std::map<std::string, const Candidate*> by_hf;

@@ -5,7 +5,9 @@
 //   output_weights → weight, NOT transposed (already [out, in]); gamma/beta → LayerNorm
 //   weight/bias; output_bias → bias; *_embeddings → *_embeddings.weight;
 //   cls/predictions/output_bias → cls.predictions.bias; run_classifier.py's top-level
-//   output_weights/output_bias → classifier.weight/bias;
+//   output_weights/output_bias → classifier.weight/bias; run_squad.py's
+//   cls/squad/output_weights [2, H] / output_bias [2] → the span head qa_outputs.weight/bias
+//   (not transposed: row 0 gives the start logits, row 1 the end logits, as in HF);
 //   optimizer slots (adam_m, adam_v, AdamWeightDecayOptimizer*, Adam*, Momentum, …) and
 //   global_step are skipped.
 #pragma once
@@ -29,7 +31,7 @@ struct TfNameMapping {
   bool transpose = false;   // a 2-D `kernel`
 };
 // Throws bertrt::Error for names that are neither a BERT weight nor a known optimizer variable
-// (e.g. cls/squad/*: bertrt has no span-QA head).
+// (e.g. cls/squad/other: not one of run_squad.py's two variables).
 TfNameMapping map_tf_bert_name(const std::string& tf_name);
 
 struct MappedTensor {
@@ -59,7 +61,8 @@ BertConfig read_bert_config_json(const std::string& path);
 // Maps every variable of `reader` (a TF1 BERT bundle): each must be skipped or be one weight of
 // bert_param_layout(config, heads), with a float dtype and the config's shape. Heads: mlm when
 // cls/predictions/* is present, nsp when cls/seq_relationship/*, a classifier with labels
-// "0".."n-1" when output_weights [n, H] / output_bias [n] are. Throws bertrt::Error naming the
+// "0".."n-1" when output_weights [n, H] / output_bias [n] are, the span head (question answering)
+// when cls/squad/* are (not together with a classifier). Throws bertrt::Error naming the
 // variable for an unknown name, a wrong shape (both shapes), a non-float dtype, or a weight the
 // config requires that is absent (except the pooler, listed in `absent`).
 TfBertCheckpoint map_tf_bert(const CheckpointReader& reader, const BertConfig& config);
