@@ -253,6 +253,11 @@ constexpr int kMaxQ8K = 65793;
 // backend behind the contract's checks: deferred ops, resolved pointers; backends/checked/).
 // Throws bertrt::Error naming the valid choices for anything else.
 std::unique_ptr<Backend> make_backend(const std::string& name);
+// device: which GPU for "vulkan" (< 0: BERTRT_VULKAN_DEVICE, else 0); ignored by the others.
+std::unique_ptr<Backend> make_backend(const std::string& name, int device);
 std::vector<std::string> backend_names();
+// One line per compute device besides the CPU (the Vulkan devices with their limits); empty
+// without a Vulkan build, loader or driver.
+std::vector<std::string> device_lines();
 
 }  // namespace bertrt

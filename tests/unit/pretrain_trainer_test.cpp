@@ -279,6 +279,11 @@ TEST(Recompute, GradientsAreBitIdentical) {
   // every gradient, has the same bits.
   for (const std::string& backend : backend_names()) {
     SCOPED_TRACE(backend);
+    try {
+      make_backend(backend);
+    } catch (const Error&) {  // vulkan without a device
+      continue;
+    }
     BackwardPlan plain, redo;
     redo.recompute = true;
     EXPECT_EQ(grads_with(backend, plain), grads_with(backend, redo));

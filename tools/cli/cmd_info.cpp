@@ -63,13 +63,23 @@ nlohmann::json tensor_quantization(const TensorRecord& t) {
 void add_info(CLI::App& app) {
   struct Opts {
     std::string model;
-    bool json = false;
+    bool json = false, devices = false;
   };
   auto o = std::make_shared<Opts>();
-  CLI::App* c = app.add_subcommand("info", "show a model's config, heads, tokenizer and tensors");
-  c->add_option("model", o->model, "model file (.brt)")->required();
+  CLI::App* c = app.add_subcommand(
+      "info", "show a model's config, heads, tokenizer and tensors; or the compute devices");
+  c->add_option("model", o->model, "model file (.brt)");
   c->add_flag("--json", o->json, "print one JSON object");
+  c->add_flag("--devices", o->devices,
+              "list the Vulkan devices (index for --device / BERTRT_VULKAN_DEVICE) and limits");
   c->callback([o] {
+    if (o->devices) {
+      const std::vector<std::string> lines = device_lines();
+      if (lines.empty()) std::printf("no Vulkan device (no loader or driver found)\n");
+      for (const std::string& l : lines) std::printf("%s\n", l.c_str());
+      return;
+    }
+    if (o->model.empty()) throw CLI::RequiredError("model (or --devices)");
     check_input_file("model", o->model);
     ModelFile f = ModelFile::open(o->model);
     const ModelContents& m = f.contents();

@@ -59,9 +59,13 @@ void for_each_stdin_line(const std::function<void(const std::string&, size_t)>& 
 
 void BackendChoice::add_to(CLI::App* app) {
   app->add_option("--backend", name,
-                  "compute backend: cpu (OpenBLAS), reference (scalar) or checked (the cpu "
-                  "backend behind the GPU memory contract's checks: for testing)")
+                  "compute backend: cpu (OpenBLAS), vulkan (GPU; GEMMs on the device so far), "
+                  "reference (scalar) or checked (the cpu backend behind the GPU memory "
+                  "contract's checks: for testing)")
       ->capture_default_str();
+  app->add_option("--device", device,
+                  "Vulkan device index for --backend vulkan (bertrt info --devices; default "
+                  "BERTRT_VULKAN_DEVICE or 0)");
 }
 
 }  // namespace bertrt::cli

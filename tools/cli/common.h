@@ -25,8 +25,9 @@ void check_input_file(const std::string& flag, const std::string& path);
 // --backend option (default "cpu") and its construction.
 struct BackendChoice {
   std::string name = "cpu";
+  int device = -1;  // --device: the Vulkan device (bertrt info --devices)
   void add_to(CLI::App* app);
-  std::unique_ptr<Backend> make() const { return make_backend(name); }
+  std::unique_ptr<Backend> make() const { return make_backend(name, device); }
 };
 
 // The config with Hugging Face config.json key names.

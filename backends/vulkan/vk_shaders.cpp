@@ -1,0 +1,40 @@
+#include "backends/vulkan/vk_shaders.h"
+
+namespace bertrt::vk {
+namespace {
+
+// glslc -mfmt=c emits an aligned uint32_t initializer list.
+const uint32_t kElementwise[] =
+#include "shaders/elementwise.spv.inc"
+    ;
+const uint32_t kBiasAdd[] =
+#include "shaders/bias_add.spv.inc"
+    ;
+const uint32_t kGemm[] =
+#include "shaders/gemm.spv.inc"
+    ;
+
+const uint32_t kGeluForward[] =
+#include "shaders/gelu_forward.spv.inc"
+    ;
+const uint32_t kLayerNormForward[] =
+#include "shaders/layernorm_forward.spv.inc"
+    ;
+const uint32_t kSoftmaxForward[] =
+#include "shaders/softmax_forward.spv.inc"
+    ;
+const uint32_t kAdamWStep[] =
+#include "shaders/adamw_step.spv.inc"
+    ;
+
+}  // namespace
+
+Spirv shader_gelu_forward() { return {kGeluForward, sizeof kGeluForward / 4}; }
+Spirv shader_layernorm_forward() { return {kLayerNormForward, sizeof kLayerNormForward / 4}; }
+Spirv shader_softmax_forward() { return {kSoftmaxForward, sizeof kSoftmaxForward / 4}; }
+Spirv shader_adamw_step() { return {kAdamWStep, sizeof kAdamWStep / 4}; }
+Spirv shader_elementwise() { return {kElementwise, sizeof kElementwise / 4}; }
+Spirv shader_bias_add() { return {kBiasAdd, sizeof kBiasAdd / 4}; }
+Spirv shader_gemm() { return {kGemm, sizeof kGemm / 4}; }
+
+}  // namespace bertrt::vk

@@ -1,0 +1,23 @@
+// The compute shaders, compiled to SPIR-V by glslc at build time and embedded (CMake:
+// backends/vulkan/shaders.cmake): one accessor per shaders/<name>.comp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace bertrt::vk {
+
+struct Spirv {
+  const uint32_t* code;
+  size_t words;
+};
+
+Spirv shader_elementwise();
+Spirv shader_bias_add();
+Spirv shader_gemm();
+Spirv shader_gelu_forward();
+Spirv shader_layernorm_forward();
+Spirv shader_softmax_forward();
+Spirv shader_adamw_step();
+
+}  // namespace bertrt::vk

@@ -1,0 +1,713 @@
+#include "backends/vulkan/vulkan_backend.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <unordered_map>
+
+#include "backends/vulkan/shaders/push_constants.h"
+#include "backends/vulkan/vk_shaders.h"
+#include "core/error.h"
+
+namespace bertrt {
+
+using vk::check;
+
+namespace {
+
+constexpr int kMaxBatch = 64;    // dispatches per submission (drivers kill endless ones)
+constexpr int kMaxBindings = 6;  // storage buffers per dispatch (LayerNorm: 6)
+constexpr uint64_t kFenceTimeoutNs = 120ull * 1000 * 1000 * 1000;
+
+struct Block {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  size_t bytes = 0;
+};
+
+struct Pipeline {
+  VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  VkPipeline pipeline = VK_NULL_HANDLE;
+};
+
+// A buffer binding of a dispatch: a window of a block that starts at an offset the device can
+// bind (minStorageBufferOffsetAlignment) and is at most maxStorageBufferRange long (lavapipe:
+// 128 MiB, smaller than BERT-base's parameter block), and the element offset of the argument
+// inside the window, which goes in the push constants (ggml's misaligned offsets).
+struct Ref {
+  VkBuffer buffer;
+  uint32_t offset;  // elements from the window's start
+  VkDeviceSize window = 0, range = VK_WHOLE_SIZE;
+};
+
+}  // namespace
+
+struct VulkanBackend::Impl {
+  vk::Context ctx;
+  vk::Api& api;
+  std::map<uintptr_t, Block> blocks;
+  std::unordered_map<std::string, Pipeline> pipelines;
+  VkPipelineCache cache = VK_NULL_HANDLE;
+  VkCommandPool pool = VK_NULL_HANDLE;
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  VkFence fence = VK_NULL_HANDLE;
+  VkDescriptorPool descriptors = VK_NULL_HANDLE;
+  bool recording = false;
+  int pending = 0;
+  uint32_t group = 256, tile = 16;
+  struct Download {
+    void* dst;
+    const void* src;
+    size_t bytes;
+  };
+  std::vector<Download> downloads;
+  std::vector<Block> staging;  // upload sources, freed after their submission
+
+  explicit Impl(int device) : ctx(device), api(ctx.api()) {
+    const VkPhysicalDeviceLimits& l = ctx.limits();
+    group = std::min<uint32_t>(256, l.maxComputeWorkGroupInvocations);
+    // 16×16 threads and two 16×16 float tiles (2 KiB), else 8×8.
+    tile = l.maxComputeWorkGroupInvocations >= 256 && l.maxComputeSharedMemorySize >= 2048 ? 16 : 8;
+    VkPipelineCacheCreateInfo pc{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    check(api.vkCreatePipelineCache(ctx.device(), &pc, nullptr, &cache), "vkCreatePipelineCache");
+    VkCommandPoolCreateInfo ci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    ci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+    ci.queueFamilyIndex = ctx.queue_family();
+    check(api.vkCreateCommandPool(ctx.device(), &ci, nullptr, &pool), "vkCreateCommandPool");
+    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    ai.commandPool = pool;
+    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ai.commandBufferCount = 1;
+    check(api.vkAllocateCommandBuffers(ctx.device(), &ai, &cmd), "vkAllocateCommandBuffers");
+    VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    check(api.vkCreateFence(ctx.device(), &fi, nullptr, &fence), "vkCreateFence");
+    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kMaxBatch * kMaxBindings};
+    VkDescriptorPoolCreateInfo di{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+    di.maxSets = kMaxBatch;
+    di.poolSizeCount = 1;
+    di.pPoolSizes = &size;
+    check(api.vkCreateDescriptorPool(ctx.device(), &di, nullptr, &descriptors),
+          "vkCreateDescriptorPool");
+  }
+
+  ~Impl() {
+    VkDevice d = ctx.device();
+    for (auto& [name, p] : pipelines) {
+      api.vkDestroyPipeline(d, p.pipeline, nullptr);
+      api.vkDestroyPipelineLayout(d, p.layout, nullptr);
+      api.vkDestroyDescriptorSetLayout(d, p.set_layout, nullptr);
+    }
+    for (auto& [start, b] : blocks) free_block(b);
+    for (Block& b : staging) free_block(b);
+    api.vkDestroyDescriptorPool(d, descriptors, nullptr);
+    api.vkDestroyFence(d, fence, nullptr);
+    api.vkDestroyCommandPool(d, pool, nullptr);
+    api.vkDestroyPipelineCache(d, cache, nullptr);
+  }
+
+  Block make_block(size_t bytes, void** mapped) {
+    VkDevice d = ctx.device();
+    Block b;
+    b.bytes = bytes;
+    VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+    bi.size = std::max<size_t>(bytes, 4);
+    bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+               VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+    check(api.vkCreateBuffer(d, &bi, nullptr, &b.buffer), "vkCreateBuffer");
+    VkMemoryRequirements req;
+    api.vkGetBufferMemoryRequirements(d, b.buffer, &req);
+    const int type = ctx.memory_type(req.memoryTypeBits);
+    if (type < 0) {
+      api.vkDestroyBuffer(d, b.buffer, nullptr);
+      fail("vulkan: device '{}' has no host-visible memory type for buffers", ctx.info().name);
+    }
+    VkMemoryAllocateInfo mi{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+    mi.allocationSize = req.size;
+    mi.memoryTypeIndex = uint32_t(type);
+    const VkResult r = api.vkAllocateMemory(d, &mi, nullptr, &b.memory);
+    if (r != VK_SUCCESS) {
+      api.vkDestroyBuffer(d, b.buffer, nullptr);
+      fail("vulkan: out of device memory allocating {} bytes on '{}' ({})", bytes, ctx.info().name,
+           vk::result_name(r));
+    }
+    check(api.vkBindBufferMemory(d, b.buffer, b.memory, 0), "vkBindBufferMemory");
+    check(api.vkMapMemory(d, b.memory, 0, VK_WHOLE_SIZE, 0, mapped), "vkMapMemory");
+    return b;
+  }
+
+  void free_block(Block& b) {
+    api.vkUnmapMemory(ctx.device(), b.memory);
+    api.vkDestroyBuffer(ctx.device(), b.buffer, nullptr);
+    api.vkFreeMemory(ctx.device(), b.memory, nullptr);
+  }
+
+  // The block holding [p, p + bytes), or an error naming the op and the argument.
+  Ref resolve(const char* op, const char* arg, const void* p, size_t bytes) {
+    const auto a = reinterpret_cast<uintptr_t>(p);
+    auto it = blocks.upper_bound(a);
+    if (it != blocks.begin()) {
+      --it;
+      if (a >= it->first && a + bytes <= it->first + it->second.bytes) {
+        const uintptr_t off = a - it->first;
+        if (off % 4)
+          fail("vulkan: {}: argument '{}' is not 4-byte aligned inside its block", op, arg);
+        const VkDeviceSize align =
+            std::max<VkDeviceSize>(4, ctx.limits().minStorageBufferOffsetAlignment);
+        const VkDeviceSize start = off / align * align;
+        const VkDeviceSize range = std::max<VkDeviceSize>(4, (off + bytes - start + 3) / 4 * 4);
+        if (range > ctx.limits().maxStorageBufferRange)
+          fail(
+              "vulkan: {}: argument '{}' spans {} bytes, more than device '{}' binds at once "
+              "({} bytes, maxStorageBufferRange)",
+              op, arg, bytes, ctx.info().name, ctx.limits().maxStorageBufferRange);
+        return {it->second.buffer, uint32_t((off - start) / 4), start, range};
+      }
+    }
+    fail("vulkan: {}: argument '{}' ({} bytes at {}) is not memory of the vulkan backend", op, arg,
+         bytes, p);
+  }
+
+  Pipeline& pipeline(const char* name, const vk::Spirv& code, int bindings, uint32_t push_bytes,
+                     std::vector<uint32_t> spec) {
+    const std::string key = fmt::format("{}/{}", name, fmt::join(spec, ","));
+    auto it = pipelines.find(key);
+    if (it != pipelines.end()) return it->second;
+    VkDevice d = ctx.device();
+    Pipeline p;
+    std::vector<VkDescriptorSetLayoutBinding> b(static_cast<size_t>(bindings));
+    for (int i = 0; i < bindings; ++i)
+      b[size_t(i)] = {uint32_t(i), VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1,
+                      VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+    VkDescriptorSetLayoutCreateInfo li{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+    li.bindingCount = uint32_t(bindings);
+    li.pBindings = b.data();
+    check(api.vkCreateDescriptorSetLayout(d, &li, nullptr, &p.set_layout),
+          "vkCreateDescriptorSetLayout");
+    VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes};
+    VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+    pl.setLayoutCount = 1;
+    pl.pSetLayouts = &p.set_layout;
+    pl.pushConstantRangeCount = 1;
+    pl.pPushConstantRanges = &range;
+    check(api.vkCreatePipelineLayout(d, &pl, nullptr, &p.layout), "vkCreatePipelineLayout");
+    VkShaderModuleCreateInfo si{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+    si.codeSize = code.words * 4;
+    si.pCode = code.code;
+    VkShaderModule module;
+    check(api.vkCreateShaderModule(d, &si, nullptr, &module), "vkCreateShaderModule");
+    std::vector<VkSpecializationMapEntry> entries;
+    for (uint32_t i = 0; i < spec.size(); ++i) entries.push_back({i, i * 4, 4});
+    VkSpecializationInfo sp{uint32_t(entries.size()), entries.data(), spec.size() * 4, spec.data()};
+    VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+    ci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+    ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    ci.stage.module = module;
+    ci.stage.pName = "main";
+    ci.stage.pSpecializationInfo = &sp;
+    ci.layout = p.layout;
+    const VkResult r = api.vkCreateComputePipelines(d, cache, 1, &ci, nullptr, &p.pipeline);
+    api.vkDestroyShaderModule(d, module, nullptr);
+    if (r != VK_SUCCESS)
+      fail("vulkan: creating the '{}' pipeline failed on '{}': {}", name, ctx.info().name,
+           vk::result_name(r));
+    return pipelines.emplace(key, p).first->second;
+  }
+
+  void begin() {
+    if (recording) return;
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    check(api.vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer");
+    recording = true;
+  }
+
+  // Orders everything recorded so far before what follows (a global barrier: simple and, on
+  // the small graphs of BERT, cheap next to the dispatches).
+  void barrier(VkPipelineStageFlags dst_stage, VkAccessFlags dst_access) {
+    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
+                       VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT;
+    mb.dstAccessMask = dst_access;
+    api.vkCmdPipelineBarrier(cmd,
+                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                             dst_stage, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  }
+  void barrier() {
+    barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                VK_ACCESS_TRANSFER_WRITE_BIT);
+  }
+
+  void recorded() {
+    barrier();
+    if (++pending >= kMaxBatch) submit();
+  }
+
+  void dispatch(Pipeline& p, std::initializer_list<Ref> refs, const void* push, uint32_t push_bytes,
+                uint32_t gx, uint32_t gy, uint32_t gz) {
+    if (refs.size() > size_t(kMaxBindings))
+      fail("vulkan: a dispatch binds {} buffers", refs.size());
+    begin();
+    VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    ai.descriptorPool = descriptors;
+    ai.descriptorSetCount = 1;
+    ai.pSetLayouts = &p.set_layout;
+    VkDescriptorSet set;
+    check(api.vkAllocateDescriptorSets(ctx.device(), &ai, &set), "vkAllocateDescriptorSets");
+    VkDescriptorBufferInfo infos[kMaxBindings];
+    VkWriteDescriptorSet writes[kMaxBindings];
+    uint32_t n = 0;
+    for (const Ref& r : refs) {
+      infos[n] = {r.buffer, r.window, r.range};
+      writes[n] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+      writes[n].dstSet = set;
+      writes[n].dstBinding = n;
+      writes[n].descriptorCount = 1;
+      writes[n].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      writes[n].pBufferInfo = &infos[n];
+      ++n;
+    }
+    api.vkUpdateDescriptorSets(ctx.device(), n, writes, 0, nullptr);
+    api.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+    api.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0,
+                                nullptr);
+    api.vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
+    api.vkCmdDispatch(cmd, gx, gy, gz);
+    recorded();
+  }
+
+  void submit() {
+    if (!recording) return;
+    // Host reads after the fence (downloads, cpu fallbacks) see every write.
+    barrier(VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT | VK_ACCESS_HOST_WRITE_BIT);
+    check(api.vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+    recording = false;
+    pending = 0;
+    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &cmd;
+    check(api.vkQueueSubmit(ctx.queue(), 1, &si, fence), "vkQueueSubmit");
+    const VkResult w = api.vkWaitForFences(ctx.device(), 1, &fence, VK_TRUE, kFenceTimeoutNs);
+    if (w == VK_TIMEOUT)
+      fail("vulkan: a submission did not finish in 120 s on '{}'", ctx.info().name);
+    check(w, "vkWaitForFences (device lost?)");
+    check(api.vkResetFences(ctx.device(), 1, &fence), "vkResetFences");
+    check(api.vkResetCommandBuffer(cmd, 0), "vkResetCommandBuffer");
+    check(api.vkResetDescriptorPool(ctx.device(), descriptors, 0), "vkResetDescriptorPool");
+    for (Block& b : staging) free_block(b);
+    staging.clear();
+  }
+
+  void finish() {
+    submit();
+    for (const Download& d : downloads) std::memcpy(d.dst, d.src, d.bytes);
+    downloads.clear();
+  }
+
+  // A 1-D grid of `n` threads in workgroups of `group`, folded into y beyond 65535 groups.
+  void grid(size_t n, uint32_t* gx, uint32_t* gy) const {
+    const size_t groups = std::max<size_t>(1, (n + group - 1) / group);
+    *gx = uint32_t(std::min<size_t>(groups, 65535));
+    *gy = uint32_t((groups + *gx - 1) / *gx);
+  }
+};
+
+VulkanBackend::VulkanBackend(int device) : impl_(std::make_unique<Impl>(device)), cpu_(0) {}
+
+VulkanBackend::~VulkanBackend() = default;
+
+bool VulkanBackend::supports(Op op) const {
+  switch (op) {
+    case Op::kFill:
+    case Op::kCopy:
+    case Op::kScale:
+    case Op::kAdd:
+    case Op::kBiasAdd:
+    case Op::kGemm:
+    case Op::kGemmBatched:
+      return true;
+    default:
+      return false;
+  }
+}
+
+const vk::DeviceInfo& VulkanBackend::device_info() const { return impl_->ctx.info(); }
+
+void* VulkanBackend::alloc(size_t bytes) {
+  void* mapped = nullptr;
+  Block b = impl_->make_block(bytes, &mapped);
+  impl_->blocks[reinterpret_cast<uintptr_t>(mapped)] = b;
+  return mapped;
+}
+
+void VulkanBackend::release(void* p) {
+  if (!p) return;
+  auto it = impl_->blocks.find(reinterpret_cast<uintptr_t>(p));
+  if (it == impl_->blocks.end()) fail("vulkan: release of {} which alloc() did not return", p);
+  impl_->finish();  // recorded work may still use it
+  impl_->free_block(it->second);
+  impl_->blocks.erase(it);
+}
+
+void VulkanBackend::sync() { impl_->finish(); }
+
+void VulkanBackend::upload(void* dst, const void* src, size_t bytes) {
+  if (!bytes) return;
+  const Ref d = impl_->resolve("upload", "dst", dst, bytes);
+  void* mapped = nullptr;
+  Block s = impl_->make_block(bytes, &mapped);
+  std::memcpy(mapped, src, bytes);
+  impl_->staging.push_back(s);
+  impl_->begin();
+  VkBufferCopy region{0, d.window + VkDeviceSize(d.offset) * 4, bytes};
+  impl_->api.vkCmdCopyBuffer(impl_->cmd, s.buffer, d.buffer, 1, &region);
+  impl_->recorded();
+}
+
+void VulkanBackend::download(void* dst, const void* src, size_t bytes) {
+  if (!bytes) return;
+  impl_->resolve("download", "src", src, bytes);
+  impl_->downloads.push_back({dst, src, bytes});
+}
+
+void VulkanBackend::copy(void* dst, const void* src, size_t bytes) {
+  if (!bytes) return;
+  const Ref d = impl_->resolve("copy", "dst", dst, bytes);
+  const Ref s = impl_->resolve("copy", "src", src, bytes);
+  impl_->begin();
+  VkBufferCopy region{s.window + VkDeviceSize(s.offset) * 4, d.window + VkDeviceSize(d.offset) * 4,
+                      bytes};
+  impl_->api.vkCmdCopyBuffer(impl_->cmd, s.buffer, d.buffer, 1, &region);
+  impl_->recorded();
+}
+
+namespace {
+
+void elementwise(VulkanBackend::Impl& im, int op, Ref out, Ref a, Ref b, size_t n, float value) {
+  if (n == 0) return;
+  vk::ElementwisePush p{uint32_t(n), out.offset, a.offset, b.offset, value, 0};
+  uint32_t gx, gy;
+  im.grid(n, &gx, &gy);
+  p.groups_x = gx;
+  Pipeline& pl =
+      im.pipeline("elementwise", vk::shader_elementwise(), 3, sizeof p, {im.group, uint32_t(op)});
+  im.dispatch(pl, {out, a, b}, &p, sizeof p, gx, gy, 1);
+}
+
+}  // namespace
+
+void VulkanBackend::fill(float* x, float value, size_t n) {
+  if (!n) return;
+  const Ref r = impl_->resolve("fill", "x", x, n * 4);
+  elementwise(*impl_, 0, r, r, r, n, value);
+}
+
+void VulkanBackend::scale(float* x, float c, size_t n) {
+  if (!n) return;
+  const Ref r = impl_->resolve("scale", "x", x, n * 4);
+  elementwise(*impl_, 1, r, r, r, n, c);
+}
+
+void VulkanBackend::add(float* out, const float* a, const float* b, size_t n) {
+  if (!n) return;
+  elementwise(*impl_, 2, impl_->resolve("add", "out", out, n * 4),
+              impl_->resolve("add", "a", a, n * 4), impl_->resolve("add", "b", b, n * 4), n, 0);
+}
+
+void VulkanBackend::bias_add(float* out, const float* bias, int rows, int cols) {
+  const size_t n = size_t(rows) * cols;
+  if (!n) return;
+  const Ref o = impl_->resolve("bias_add", "out", out, n * 4);
+  const Ref b = impl_->resolve("bias_add", "bias", bias, size_t(cols) * 4);
+  vk::BiasAddPush p{uint32_t(rows), uint32_t(cols), o.offset, b.offset, 0};
+  uint32_t gx, gy;
+  impl_->grid(n, &gx, &gy);
+  p.groups_x = gx;
+  Pipeline& pl = impl_->pipeline("bias_add", vk::shader_bias_add(), 2, sizeof p, {impl_->group});
+  impl_->dispatch(pl, {o, b}, &p, sizeof p, gx, gy, 1);
+}
+
+namespace {
+size_t span(int64_t rows, int64_t cols, int64_t ld) {
+  return rows > 0 && cols > 0 ? size_t((rows - 1) * ld + cols) : 0;
+}
+}  // namespace
+
+void VulkanBackend::gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                         const float* A, int lda, const float* B, int ldb, float beta, float* C,
+                         int ldc) {
+  gemm_batched(1, trans_a, trans_b, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0);
+}
+
+void VulkanBackend::gemm_batched(int batch, bool trans_a, bool trans_b, int M, int N, int K,
+                                 float alpha, const float* A, int lda, int64_t stride_a,
+                                 const float* B, int ldb, int64_t stride_b, float beta, float* C,
+                                 int ldc, int64_t stride_c) {
+  if (batch <= 0 || M <= 0 || N <= 0) return;
+  const char* op = batch == 1 ? "gemm" : "gemm_batched";
+  auto extent = [&](size_t one, int64_t stride) { return (size_t(batch - 1) * stride + one) * 4; };
+  // K = 0 reads nothing from A and B; bind C in their place.
+  const Ref c = impl_->resolve(op, "C", C, extent(span(M, N, ldc), stride_c));
+  const Ref a = K > 0
+                    ? impl_->resolve(op, "A", A,
+                                     extent(trans_a ? span(K, M, lda) : span(M, K, lda), stride_a))
+                    : c;
+  const Ref b = K > 0
+                    ? impl_->resolve(op, "B", B,
+                                     extent(trans_b ? span(N, K, ldb) : span(K, N, ldb), stride_b))
+                    : c;
+  vk::GemmPush p{uint32_t(M),
+                 uint32_t(N),
+                 uint32_t(K),
+                 uint32_t(lda),
+                 uint32_t(ldb),
+                 uint32_t(ldc),
+                 a.offset,
+                 b.offset,
+                 c.offset,
+                 uint32_t(stride_a),
+                 uint32_t(stride_b),
+                 uint32_t(stride_c),
+                 uint32_t(trans_a),
+                 uint32_t(trans_b),
+                 alpha,
+                 beta};
+  const uint32_t T = impl_->tile;
+  Pipeline& pl = impl_->pipeline("gemm", vk::shader_gemm(), 3, sizeof p, {T});
+  impl_->dispatch(pl, {a, b, c}, &p, sizeof p, (uint32_t(N) + T - 1) / T, (uint32_t(M) + T - 1) / T,
+                  uint32_t(batch));
+}
+
+// One workgroup per row (rows folded into y beyond 65535 workgroups).
+static void row_grid(size_t rows, uint32_t* gx, uint32_t* gy) {
+  *gx = uint32_t(std::min<size_t>(std::max<size_t>(rows, 1), 65535));
+  *gy = uint32_t((std::max<size_t>(rows, 1) + *gx - 1) / *gx);
+}
+
+void VulkanBackend::gelu_forward(float* out, const float* inp, size_t n, Gelu kind) {
+  if (!n) return;
+  const Ref o = impl_->resolve("gelu_forward", "out", out, n * 4);
+  const Ref x = impl_->resolve("gelu_forward", "inp", inp, n * 4);
+  vk::GeluPush p{uint32_t(n), o.offset, x.offset, kind == Gelu::kErf ? 0u : 1u, 0};
+  uint32_t gx, gy;
+  impl_->grid(n, &gx, &gy);
+  p.groups_x = gx;
+  Pipeline& pl =
+      impl_->pipeline("gelu_forward", vk::shader_gelu_forward(), 2, sizeof p, {impl_->group});
+  impl_->dispatch(pl, {o, x}, &p, sizeof p, gx, gy, 1);
+}
+
+void VulkanBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                                      const float* weight, const float* bias, int rows, int C,
+                                      float eps) {
+  if (rows <= 0 || C <= 0) return;
+  const char* op = "layernorm_forward";
+  const size_t n = size_t(rows) * C * 4;
+  const Ref o = impl_->resolve(op, "out", out, n), mu = impl_->resolve(op, "mean", mean, rows * 4),
+            rs = impl_->resolve(op, "rstd", rstd, rows * 4), x = impl_->resolve(op, "inp", inp, n),
+            w = impl_->resolve(op, "weight", weight, C * 4),
+            b = impl_->resolve(op, "bias", bias, C * 4);
+  vk::LayerNormPush p{uint32_t(rows), uint32_t(C), o.offset, mu.offset, rs.offset,
+                      x.offset,       w.offset,    b.offset, eps,       0};
+  uint32_t gx, gy;
+  row_grid(size_t(rows), &gx, &gy);
+  p.groups_x = gx;
+  Pipeline& pl = impl_->pipeline(op, vk::shader_layernorm_forward(), 6, sizeof p, {impl_->group});
+  impl_->dispatch(pl, {o, mu, rs, x, w, b}, &p, sizeof p, gx, gy, 1);
+}
+
+void VulkanBackend::softmax_forward(float* probs, const float* scores, const float* mask, int B,
+                                    int NH, int T, float scale) {
+  const size_t rows = size_t(B) * NH * T;
+  if (!rows || T <= 0) return;
+  const char* op = "softmax_forward";
+  const Ref pr = impl_->resolve(op, "probs", probs, rows * T * 4),
+            sc = impl_->resolve(op, "scores", scores, rows * T * 4);
+  const Ref mk = mask ? impl_->resolve(op, "mask", mask, size_t(B) * T * 4) : sc;
+  vk::SoftmaxPush p{uint32_t(B), uint32_t(NH),   uint32_t(T), pr.offset, sc.offset,
+                    mk.offset,   mask ? 1u : 0u, scale,       0};
+  uint32_t gx, gy;
+  row_grid(rows, &gx, &gy);
+  p.groups_x = gx;
+  Pipeline& pl = impl_->pipeline(op, vk::shader_softmax_forward(), 3, sizeof p, {impl_->group});
+  impl_->dispatch(pl, {pr, sc, mk}, &p, sizeof p, gx, gy, 1);
+}
+
+void VulkanBackend::adamw_step(float* param, float* m, float* v, const float* grad, size_t n,
+                               const AdamWHyper& h, int64_t t) {
+  if (!n) return;
+  const char* op = "adamw_step";
+  const Ref pa = impl_->resolve(op, "param", param, n * 4), mm = impl_->resolve(op, "m", m, n * 4),
+            vv = impl_->resolve(op, "v", v, n * 4), g = impl_->resolve(op, "grad", grad, n * 4);
+  // The scalars exactly as CpuBackend::adamw_step rounds them.
+  const double lr = h.lr, b1d = h.beta1, b2d = h.beta2;
+  vk::AdamWPush p{};
+  p.n = uint32_t(n);
+  p.param_offset = pa.offset, p.m_offset = mm.offset, p.v_offset = vv.offset,
+  p.grad_offset = g.offset;
+  p.bias_correction = h.bias_correction ? 1u : 0u;
+  p.b1 = h.beta1, p.b2 = h.beta2;
+  p.one_minus_b1 = float(1.0 - b1d), p.one_minus_b2 = float(1.0 - b2d), p.eps = h.eps;
+  if (h.bias_correction) {
+    p.decay = float(1.0 - lr * h.weight_decay);
+    p.step_size = float(lr / (1.0 - std::pow(b1d, double(t))));
+    p.bc2_sqrt = float(std::sqrt(1.0 - std::pow(b2d, double(t))));
+  }
+  p.lr = h.lr, p.wd = h.weight_decay;
+  uint32_t gx, gy;
+  impl_->grid(n, &gx, &gy);
+  p.groups_x = gx;
+  Pipeline& pl = impl_->pipeline(op, vk::shader_adamw_step(), 4, sizeof p, {impl_->group});
+  impl_->dispatch(pl, {pa, mm, vv, g}, &p, sizeof p, gx, gy, 1);
+}
+
+// --- the cpu fallback ----------------------------------------------------------------------------
+
+void VulkanBackend::on_cpu(const char* op,
+                           std::initializer_list<std::pair<const char*, const void*>> args) {
+  for (const auto& [name, p] : args)
+    if (p) impl_->resolve(op, name, p, 1);
+  impl_->finish();
+  if (fallbacks_.insert(op).second)
+    std::fprintf(stderr, "bertrt: vulkan: %s runs on the cpu backend (no Vulkan shader yet)\n", op);
+}
+
+#define CPU(op, ...) on_cpu(#op, {__VA_ARGS__})
+
+void VulkanBackend::copy_2d(float* dst, int ldd, const float* src, int lds, int rows, int cols) {
+  CPU(copy_2d, {"dst", dst}, {"src", src});
+  cpu_.copy_2d(dst, ldd, src, lds, rows, cols);
+}
+void VulkanBackend::gather_rows(float* out, const float* src, const int32_t* rows, int n, int C) {
+  CPU(gather_rows, {"out", out}, {"src", src}, {"rows", rows});
+  cpu_.gather_rows(out, src, rows, n, C);
+}
+void VulkanBackend::sum_squares(double* out, const float* x, size_t n) {
+  CPU(sum_squares, {"out", out}, {"x", x});
+  cpu_.sum_squares(out, x, n);
+}
+void VulkanBackend::argmax_rows(int32_t* out, const float* x, int rows, int cols) {
+  CPU(argmax_rows, {"out", out}, {"x", x});
+  cpu_.argmax_rows(out, x, rows, cols);
+}
+void VulkanBackend::mse_loss(float* dpred, double* loss_sum, const float* pred, const float* target,
+                             int n, float weight) {
+  CPU(mse_loss, {"dpred", dpred}, {"loss_sum", loss_sum}, {"pred", pred}, {"target", target});
+  cpu_.mse_loss(dpred, loss_sum, pred, target, n, weight);
+}
+void VulkanBackend::bias_backward(float* dbias, const float* dout, int rows, int cols) {
+  CPU(bias_backward, {"dbias", dbias}, {"dout", dout});
+  cpu_.bias_backward(dbias, dout, rows, cols);
+}
+void VulkanBackend::gelu_backward(float* dinp, const float* inp, const float* dout, size_t n,
+                                  Gelu kind) {
+  CPU(gelu_backward, {"dinp", dinp}, {"inp", inp}, {"dout", dout});
+  cpu_.gelu_backward(dinp, inp, dout, n, kind);
+}
+void VulkanBackend::tanh_forward(float* out, const float* inp, size_t n) {
+  CPU(tanh_forward, {"out", out}, {"inp", inp});
+  cpu_.tanh_forward(out, inp, n);
+}
+void VulkanBackend::tanh_backward(float* dinp, const float* out, const float* dout, size_t n) {
+  CPU(tanh_backward, {"dinp", dinp}, {"out", out}, {"dout", dout});
+  cpu_.tanh_backward(dinp, out, dout, n);
+}
+void VulkanBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                       const float* inp, const float* weight, const float* mean,
+                                       const float* rstd, int rows, int C) {
+  CPU(layernorm_backward, {"dinp", dinp}, {"dweight", dweight}, {"dbias", dbias}, {"dout", dout},
+      {"inp", inp}, {"weight", weight}, {"mean", mean}, {"rstd", rstd});
+  cpu_.layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, rows, C);
+}
+void VulkanBackend::softmax_backward(float* dscores, const float* probs, const float* dprobs,
+                                     int rows, int T, float scale) {
+  CPU(softmax_backward, {"dscores", dscores}, {"probs", probs}, {"dprobs", dprobs});
+  cpu_.softmax_backward(dscores, probs, dprobs, rows, T, scale);
+}
+void VulkanBackend::embedding_forward(float* out, const int32_t* ids, const float* table, int n,
+                                      int C) {
+  CPU(embedding_forward, {"out", out}, {"ids", ids}, {"table", table});
+  cpu_.embedding_forward(out, ids, table, n, C);
+}
+void VulkanBackend::embedding_backward(float* dtable, const int32_t* ids, const float* dout, int n,
+                                       int C) {
+  CPU(embedding_backward, {"dtable", dtable}, {"ids", ids}, {"dout", dout});
+  cpu_.embedding_backward(dtable, ids, dout, n, C);
+}
+void VulkanBackend::cross_entropy(float* dlogits, double* loss_sum, const float* logits,
+                                  const int32_t* targets, int rows, int V, float grad_scale) {
+  CPU(cross_entropy, {"dlogits", dlogits}, {"loss_sum", loss_sum}, {"logits", logits},
+      {"targets", targets});
+  cpu_.cross_entropy(dlogits, loss_sum, logits, targets, rows, V, grad_scale);
+}
+void VulkanBackend::min_max(float* mn, float* mx, const float* x, size_t n) {
+  CPU(min_max, {"mn", mn}, {"mx", mx}, {"x", x});
+  cpu_.min_max(mn, mx, x, n);
+}
+void VulkanBackend::absmax_rows(float* out, const float* x, int rows, int cols) {
+  CPU(absmax_rows, {"out", out}, {"x", x});
+  cpu_.absmax_rows(out, x, rows, cols);
+}
+void VulkanBackend::symmetric_scale_rows(float* scale, const float* x, int rows, int cols, int qmin,
+                                         int qmax) {
+  CPU(symmetric_scale_rows, {"scale", scale}, {"x", x});
+  cpu_.symmetric_scale_rows(scale, x, rows, cols, qmin, qmax);
+}
+void VulkanBackend::fake_quant_per_tensor(float* out, uint8_t* mask, const float* x, size_t n,
+                                          float scale, int zero_point, int qmin, int qmax) {
+  CPU(fake_quant_per_tensor, {"out", out}, {"mask", mask}, {"x", x});
+  cpu_.fake_quant_per_tensor(out, mask, x, n, scale, zero_point, qmin, qmax);
+}
+void VulkanBackend::fake_quant_per_row(float* out, uint8_t* mask, const float* x,
+                                       const float* scale, int rows, int cols, int qmin, int qmax) {
+  CPU(fake_quant_per_row, {"out", out}, {"mask", mask}, {"x", x}, {"scale", scale});
+  cpu_.fake_quant_per_row(out, mask, x, scale, rows, cols, qmin, qmax);
+}
+void VulkanBackend::fake_quant_backward(float* dinp, const uint8_t* mask, const float* dout,
+                                        size_t n) {
+  CPU(fake_quant_backward, {"dinp", dinp}, {"mask", mask}, {"dout", dout});
+  cpu_.fake_quant_backward(dinp, mask, dout, n);
+}
+void VulkanBackend::quantize_u8(uint8_t* q, const float* x, size_t n, float scale, int zero_point) {
+  CPU(quantize_u8, {"q", q}, {"x", x});
+  cpu_.quantize_u8(q, x, n, scale, zero_point);
+}
+void VulkanBackend::gemm_u8s8_s32(int M, int N, int K, const uint8_t* A, int lda, const int8_t* B,
+                                  int ldb, int32_t* C, int ldc) {
+  CPU(gemm_u8s8_s32, {"A", A}, {"B", B}, {"C", C});
+  cpu_.gemm_u8s8_s32(M, N, K, A, lda, B, ldb, C, ldc);
+}
+void VulkanBackend::linear_u8s8(float* out, int ldo, const uint8_t* A, int lda, float a_scale,
+                                int a_zero_point, const int8_t* W, const float* w_scale,
+                                const int32_t* w_sum, const float* bias, int M, int N, int K) {
+  CPU(linear_u8s8, {"out", out}, {"A", A}, {"W", W}, {"w_scale", w_scale}, {"w_sum", w_sum},
+      {"bias", bias});
+  cpu_.linear_u8s8(out, ldo, A, lda, a_scale, a_zero_point, W, w_scale, w_sum, bias, M, N, K);
+}
+void VulkanBackend::embedding_forward_s8(float* out, const int32_t* ids, const int8_t* q,
+                                         const float* scale, int n, int C, int V) {
+  CPU(embedding_forward_s8, {"out", out}, {"ids", ids}, {"q", q}, {"scale", scale});
+  cpu_.embedding_forward_s8(out, ids, q, scale, n, C, V);
+}
+
+#undef CPU
+
+std::vector<std::string> vulkan_device_lines() {
+  std::vector<std::string> out;
+  for (const vk::DeviceInfo& d : vk::list_devices())
+    out.push_back(fmt::format(
+        "{}: {} ({}, driver {}, Vulkan {}.{}): subgroup {}, shared memory {} KiB, workgroup "
+        "{} threads, storage buffer range {} MiB, device-local {} MiB, {} memory",
+        d.index, d.name, d.type, d.driver, VK_API_VERSION_MAJOR(d.api_version),
+        VK_API_VERSION_MINOR(d.api_version), d.subgroup_size, d.max_shared_memory / 1024,
+        d.max_workgroup_invocations, d.max_storage_buffer_range >> 20, d.device_local_bytes >> 20,
+        d.unified_memory ? "unified" : "discrete"));
+  return out;
+}
+
+}  // namespace bertrt

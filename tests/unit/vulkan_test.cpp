@@ -1,0 +1,332 @@
+// The Vulkan backend (backends/vulkan/) on whatever Vulkan device the machine has — Mesa's
+// lavapipe in CI — with the Khronos validation layer on (ctest sets BERTRT_VULKAN_VALIDATION=1;
+// any validation message fails the test): every op that has a shader against the scalar
+// reference on odd sizes, the pointer checks, and the whole model (every head, fp32 / QAT / int8,
+// the unsupported ops on the cpu fallback) against the cpu backend.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <string>
+
+#ifdef BERTRT_HAVE_VULKAN
+#include "backends/cpu/cpu_backend.h"
+#include "backends/device_array.h"
+#include "backends/reference/reference_backend.h"
+#include "backends/vulkan/vulkan_backend.h"
+#include "core/error.h"
+#include "model_runs.h"
+#include "op_test_util.h"
+#endif
+
+namespace bertrt {
+namespace {
+
+#ifndef BERTRT_HAVE_VULKAN
+TEST(Vulkan, NotBuilt) { GTEST_SKIP() << "this build has no Vulkan backend (BERTRT_VULKAN=OFF)"; }
+#else
+
+using test::randn;
+
+// One backend for the whole suite (pipelines are created once); nullptr when no device.
+VulkanBackend* device() {
+  static std::unique_ptr<VulkanBackend> be = []() -> std::unique_ptr<VulkanBackend> {
+    try {
+      return std::make_unique<VulkanBackend>();
+    } catch (const Error& e) {
+      std::fprintf(stderr, "no Vulkan device: %s\n", e.what());
+      return nullptr;
+    }
+  }();
+  return be.get();
+}
+
+class Vulkan : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    be_ = device();
+    if (!be_) {
+      const char* req = std::getenv("BERTRT_REQUIRE_VULKAN");
+      if (req && std::string(req) == "1") {
+        FAIL() << "BERTRT_REQUIRE_VULKAN=1 and no Vulkan device";
+      }
+      GTEST_SKIP() << "no Vulkan device (install mesa-vulkan-drivers for lavapipe)";
+    }
+    messages_ = vk::Context::validation_messages();
+  }
+  void TearDown() override {
+    if (be_) {
+      EXPECT_EQ(vk::Context::validation_messages(), messages_) << "validation messages";
+    }
+  }
+  // Host data into backend memory and back.
+  float* put(DeviceArray<float>& d, const std::vector<float>& h) {
+    d.ensure(*be_, h.size());
+    be_->upload(d.data(), h.data(), h.size() * sizeof(float));
+    return d.data();
+  }
+  std::vector<float> get(const DeviceArray<float>& d, size_t n) {
+    return read_back(*be_, d.data(), n);
+  }
+  VulkanBackend* be_ = nullptr;
+  int64_t messages_ = 0;
+};
+
+TEST_F(Vulkan, ElementwiseOpsMatchTheReferenceExactly) {
+  ReferenceBackend ref;
+  // 70000 > 256 · 65535 / 256: exercises the grid folded into y only above 16.7 M; these sizes
+  // cover one partial workgroup, several, and non-multiples of the workgroup size.
+  for (size_t n : {1, 3, 17, 255, 257, 1000, 70001}) {
+    SCOPED_TRACE(n);
+    const auto a = randn(n, 1), b = randn(n, 2);
+    DeviceArray<float> da, db, dout;
+    put(da, a), put(db, b);
+    dout.ensure(*be_, n);
+    be_->add(dout.data(), da.data(), db.data(), n);
+    std::vector<float> want(n);
+    ref.add(want.data(), a.data(), b.data(), n);
+    EXPECT_EQ(get(dout, n), want) << "add";
+    be_->scale(da.data(), 0.37f, n);
+    want = a;
+    ref.scale(want.data(), 0.37f, n);
+    EXPECT_EQ(get(da, n), want) << "scale";
+    be_->fill(db.data(), -2.5f, n);
+    EXPECT_EQ(get(db, n), std::vector<float>(n, -2.5f)) << "fill";
+    be_->copy(da.data(), dout.data(), n * sizeof(float));
+    ref.add(want.data(), a.data(), b.data(), n);
+    EXPECT_EQ(get(da, n), want) << "copy";
+  }
+  for (int cols : {1, 7, 33, 300}) {
+    const int rows = 5;
+    auto out = randn(size_t(rows) * cols, 3);
+    const auto bias = randn(cols, 4);
+    DeviceArray<float> dout, dbias;
+    put(dout, out), put(dbias, bias);
+    be_->bias_add(dout.data(), dbias.data(), rows, cols);
+    ref.bias_add(out.data(), bias.data(), rows, cols);
+    EXPECT_EQ(get(dout, out.size()), out) << "bias_add " << cols;
+  }
+}
+
+// GEMM: fp32 sums of K terms in another order than the reference's double sums: within
+// γ_K·Σ|a||b| (Higham §3.1) plus the alpha and beta roundings, as ops_test bounds OpenBLAS.
+TEST_F(Vulkan, GemmAllTransposesStridesAndBatchesWithinTheFloatBound) {
+  ReferenceBackend ref;
+  struct Shape {
+    int M, N, K;
+  };
+  for (Shape s : {Shape{1, 1, 1}, Shape{3, 17, 31}, Shape{33, 5, 129}, Shape{65, 66, 16},
+                  Shape{17, 16, 0}, Shape{128, 31, 77}})
+    for (int ta = 0; ta < 2; ++ta)
+      for (int tb = 0; tb < 2; ++tb)
+        for (int batch : {1, 3}) {
+          SCOPED_TRACE(::testing::Message() << s.M << "x" << s.N << "x" << s.K << " ta " << ta
+                                            << " tb " << tb << " batch " << batch);
+          const int lda = (ta ? s.M : s.K) + 3, ldb = (tb ? s.K : s.N) + 5, ldc = s.N + 2;
+          const int64_t sa = int64_t(ta ? s.K : s.M) * lda + 11,
+                        sb = int64_t(tb ? s.N : s.K) * ldb + 7, sc = int64_t(s.M) * ldc + 5;
+          const auto A = randn(size_t(sa * batch + 1), 10), B = randn(size_t(sb * batch + 1), 11);
+          auto C = randn(size_t(sc * batch), 12);
+          const float alpha = 0.75f, beta = batch == 1 ? 0.0f : 0.5f;
+          DeviceArray<float> dA, dB, dC;
+          put(dA, A), put(dB, B), put(dC, C);
+          be_->gemm_batched(batch, ta, tb, s.M, s.N, s.K, alpha, dA.data(), lda, sa, dB.data(), ldb,
+                            sb, beta, dC.data(), ldc, sc);
+          std::vector<float> want = C, absA(A.size()), absB(B.size()), bound = C;
+          ref.gemm_batched(batch, ta, tb, s.M, s.N, s.K, alpha, A.data(), lda, sa, B.data(), ldb,
+                           sb, beta, want.data(), ldc, sc);
+          for (size_t i = 0; i < A.size(); ++i) absA[i] = std::fabs(A[i]);
+          for (size_t i = 0; i < B.size(); ++i) absB[i] = std::fabs(B[i]);
+          for (float& x : bound) x = std::fabs(x);
+          ref.gemm_batched(batch, ta, tb, s.M, s.N, s.K, std::fabs(alpha), absA.data(), lda, sa,
+                           absB.data(), ldb, sb, std::fabs(beta), bound.data(), ldc, sc);
+          std::vector<double> tol(bound.size());
+          for (size_t i = 0; i < bound.size(); ++i)
+            tol[i] = (s.K + 3) * test::kEps * bound[i] + 1e-30;
+          const std::vector<float> got = get(dC, C.size());
+          // Padding between rows and batches is untouched (compared exactly by a zero tolerance
+          // where the bound is just |C|: the reference leaves it as is).
+          EXPECT_TRUE(test::all_close(want, got, tol));
+        }
+}
+
+// GELU: the erfc fit's fractional error (< 1.2e-7) plus ~10 float roundings in the polynomial
+// and exp: |Δ| ≤ 1e-6·|gelu(x)| + 1e-7·|x| (the second term where gelu(x) ≈ 0 for x ≪ 0). The
+// tanh form: the device's tanh (Vulkan: ≤ 5e-4 absolute in the spec, a few ulps on lavapipe):
+// 1e-6·|x| + 1e-7 measured bound, checked.
+TEST_F(Vulkan, GeluForwardWithinTheApproximationBound) {
+  ReferenceBackend ref;
+  auto x = randn(4099, 20, 3.0f);
+  x[0] = 0.0f, x[1] = -9.0f, x[2] = 9.0f, x[3] = -1e-20f;
+  for (Gelu kind : {Gelu::kErf, Gelu::kTanh}) {
+    DeviceArray<float> dx, dout;
+    put(dx, x);
+    dout.ensure(*be_, x.size());
+    be_->gelu_forward(dout.data(), dx.data(), x.size(), kind);
+    std::vector<float> want(x.size());
+    ref.gelu_forward(want.data(), x.data(), x.size(), kind);
+    std::vector<double> tol(x.size());
+    for (size_t i = 0; i < x.size(); ++i)
+      tol[i] = 1e-6 * std::fabs(want[i]) + 1e-7 * std::fabs(x[i]) + 1e-30;
+    EXPECT_TRUE(test::all_close(want, get(dout, x.size()), tol))
+        << (kind == Gelu::kErf ? "erf" : "tanh");
+  }
+}
+
+// LayerNorm: fp32 tree sums of C terms for the mean and the variance (γ_log2 C ≈ 12 eps
+// relative at C = 1000) against the reference's double sums; through rstd and the affine map
+// |Δ| ≤ 32·eps·(|x̂·w| + |b|) with x̂ the normalised value.
+TEST_F(Vulkan, LayerNormForwardWithinTheFloatBound) {
+  ReferenceBackend ref;
+  for (int C : {1, 3, 31, 256, 257, 1000}) {
+    SCOPED_TRACE(C);
+    const int rows = 7;
+    const auto x = randn(size_t(rows) * C, 30, 2.0f, 0.5f), w = randn(C, 31), b = randn(C, 32);
+    DeviceArray<float> dx, dw, db, dout, dmean, drstd;
+    put(dx, x), put(dw, w), put(db, b);
+    dout.ensure(*be_, x.size()), dmean.ensure(*be_, rows), drstd.ensure(*be_, rows);
+    be_->layernorm_forward(dout.data(), dmean.data(), drstd.data(), dx.data(), dw.data(), db.data(),
+                           rows, C, 1e-12f);
+    std::vector<float> want(x.size()), mean(rows), rstd(rows);
+    ref.layernorm_forward(want.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), rows,
+                          C, 1e-12f);
+    std::vector<double> tol(x.size());
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < C; ++c) {
+        const double xn = (x[r * C + c] - mean[r]) * rstd[r];
+        tol[r * C + c] = 32 * test::kEps * (std::fabs(xn * w[c]) + std::fabs(b[c])) + 1e-30;
+      }
+    EXPECT_TRUE(test::all_close(want, get(dout, x.size()), tol));
+    std::vector<double> mtol(rows), rtol(rows);
+    for (int r = 0; r < rows; ++r) rtol[r] = 32 * test::kEps * rstd[r];
+    EXPECT_TRUE(test::all_close(rstd, get(drstd, rows), rtol)) << "rstd";
+    // mean: the tree sum's error is γ·Σ|x| / C.
+    for (int r = 0; r < rows; ++r) {
+      double a = 0;
+      for (int c = 0; c < C; ++c) a += std::fabs(x[r * C + c]);
+      mtol[r] = 16 * test::kEps * a / C + 1e-30;
+    }
+    EXPECT_TRUE(test::all_close(mean, get(dmean, rows), mtol)) << "mean";
+  }
+}
+
+// Softmax: exp and the division to a few ulps and a tree sum of T terms: |Δp| ≤ 16·eps·p + the
+// sum's relative error; the edge cases exactly (uniform rows).
+TEST_F(Vulkan, SoftmaxForwardWithinTheFloatBoundAndItsEdges) {
+  ReferenceBackend ref;
+  for (int T : {1, 5, 17, 128, 300}) {
+    SCOPED_TRACE(T);
+    const int B = 2, NH = 3;
+    const auto s = randn(size_t(B) * NH * T * T, 40, 3.0f);
+    std::vector<float> mask(size_t(B) * T, 0.0f);
+    for (int j = T / 2; j < T; ++j) mask[T + j] = -10000.0f;  // batch 1 padded
+    for (bool masked : {false, true}) {
+      DeviceArray<float> ds, dm, dp;
+      put(ds, s), put(dm, mask);
+      dp.ensure(*be_, s.size());
+      be_->softmax_forward(dp.data(), ds.data(), masked ? dm.data() : nullptr, B, NH, T, 0.125f);
+      std::vector<float> want(s.size());
+      ref.softmax_forward(want.data(), s.data(), masked ? mask.data() : nullptr, B, NH, T, 0.125f);
+      std::vector<double> tol(s.size());
+      for (size_t i = 0; i < s.size(); ++i)
+        tol[i] = (16 + std::log2(double(T))) * test::kEps * want[i] + 1e-30;
+      EXPECT_TRUE(test::all_close(want, get(dp, s.size()), tol)) << (masked ? "masked" : "");
+    }
+  }
+  // 12 × −200 (exp would underflow without the max shift) and a row fully masked by −inf.
+  const int T = 12;
+  std::vector<float> s(T * T, -200.0f), mask(T, -std::numeric_limits<float>::infinity());
+  DeviceArray<float> ds, dm, dp;
+  put(ds, s), put(dm, mask);
+  dp.ensure(*be_, s.size());
+  for (const float* m : {(const float*)nullptr, (const float*)dm.data()}) {
+    be_->softmax_forward(dp.data(), ds.data(), m, 1, 1, T, 1.0f);
+    for (float p : get(dp, s.size())) EXPECT_NEAR(p, 1.0 / T, 1e-7);
+  }
+}
+
+// AdamW: the cpu backend's float operations in its order (precise: no contraction); only sqrt
+// and the divisions may differ (Vulkan allows 2.5 ulp for division, lavapipe rounds correctly):
+// a few eps of |p| and of the step, as ops_test bounds cpu vs reference.
+TEST_F(Vulkan, AdamWMatchesTheCpuBackend) {
+  CpuBackend cpu(1);
+  for (bool bc : {true, false})
+    for (size_t n : {1, 7, 257, 5000}) {
+      SCOPED_TRACE(::testing::Message() << (bc ? "torch " : "bert ") << n);
+      AdamWHyper h;
+      h.lr = 1e-2f, h.weight_decay = 0.01f, h.bias_correction = bc, h.eps = bc ? 1e-8f : 1e-6f;
+      auto p = randn(n, 50), m = std::vector<float>(n, 0.0f), v = m;
+      DeviceArray<float> dp, dm, dv, dg;
+      put(dp, p), put(dm, m), put(dv, v);
+      // The cpu backend's AVX2 clone may contract m·β1 + g·(1 − β1) into an FMA: one rounding of
+      // the terms' size per step, not of m's (which can cancel).
+      std::vector<double> terms(n, 0.0);
+      for (int t = 1; t <= 3; ++t) {
+        const auto g = randn(n, 50 + t, 0.1f);
+        for (size_t i = 0; i < n; ++i)
+          terms[i] += std::fabs(m[i]) * h.beta1 + std::fabs(g[i]) * (1 - h.beta1);
+        put(dg, g);
+        be_->adamw_step(dp.data(), dm.data(), dv.data(), dg.data(), n, h, t);
+        cpu.adamw_step(p.data(), m.data(), v.data(), g.data(), n, h, t);
+      }
+      std::vector<double> tp(n), tm(n);
+      for (size_t i = 0; i < n; ++i)
+        tp[i] = 16 * test::kEps * (std::fabs(p[i]) + 10 * h.lr), tm[i] = 4 * test::kEps * terms[i];
+      EXPECT_TRUE(test::all_close(p, get(dp, n), tp)) << "param";
+      EXPECT_TRUE(test::all_close(m, get(dm, n), tm)) << "m";
+    }
+}
+
+TEST_F(Vulkan, AnArgumentOutsideItsMemoryIsAnErrorNamingOpAndArgument) {
+  DeviceArray<float> x(*be_, 8);
+  std::vector<float> host(8);
+  try {
+    be_->add(x.data(), x.data(), host.data(), 8);
+    FAIL() << "expected bertrt::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("add: argument 'b'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(be_->scale(x.data() + 1, 2.0f, 8), Error);  // one past the block
+}
+
+// The whole model, part on the device, the rest on the cpu fallback. Other summation orders only
+// (fp32 sums of ≤ 97 terms, ~1e-6 relative): fp32 losses, outputs and parameters within 1e-5
+// relative of the cpu run. QAT/int8: a value can cross a rounding tie, which moves it by one
+// quantization step, 1/127 of its tensor's range (< 1e-2).
+class VulkanModel : public Vulkan,
+                    public ::testing::WithParamInterface<std::tuple<std::string, test::Mode> > {};
+
+TEST_P(VulkanModel, MatchesTheCpuBackend) {
+  const auto [kind, mode] = GetParam();
+  CpuBackend cpu(1);
+  const test::Outcome want = test::run_model(cpu, kind, mode);
+  const test::Outcome got = test::run_model(*be_, kind, mode);
+  const double tol = mode == test::Mode::kFloat ? 1e-5 : 1e-2;
+  test::expect_close(want, got, tol, tol);
+  EXPECT_EQ(want.counts, got.counts);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Heads, VulkanModel,
+    ::testing::Combine(::testing::Values("pretraining", "sequence", "regression", "token", "span"),
+                       ::testing::Values(test::Mode::kFloat, test::Mode::kQat, test::Mode::kInt8)),
+    [](const auto& info) {
+      const test::Mode m = std::get<1>(info.param);
+      return std::get<0>(info.param) + "_" +
+             (m == test::Mode::kFloat ? "fp32"
+              : m == test::Mode::kQat ? "qat"
+                                      : "int8");
+    });
+
+TEST_F(Vulkan, DeviceIsListedWithItsLimits) {
+  const auto lines = vulkan_device_lines();
+  ASSERT_FALSE(lines.empty());
+  EXPECT_NE(lines[0].find(be_->device_info().name), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("subgroup"), std::string::npos);
+}
+
+#endif
+
+}  // namespace
+}  // namespace bertrt
