@@ -49,7 +49,7 @@ def main():
         print(f"{key}: max rel. diff over steps 1-{min(args.early, len(steps))} {early:.2e}; "
               f"first step > {args.agree:g}: {first}; "
               f"mean of the last {len(tail)}: bertrt {ma:.4f} twin {mb:.4f} "
-              f"(diff {md:+.4f} ± {se:.4f} s.e., {md / se if se else 0:+.1f} s.e.)")
+              f"(diff {md:+.2e} ± {se:.2e} s.e.)")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import sys
 import time
 
@@ -165,9 +166,18 @@ def main():
         return {k: torch.from_numpy(v).long() if k != "attention_mask" else torch.from_numpy(v)
                 for k, v in r.items() if k not in ("step", "micro")}
 
-    t0 = time.time()
+    # SIGTERM / SIGINT end the run after the current step, and --out still gets the model (the
+    # long runs are measurements that may have to stop early).
+    stop = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.append(True))
+
+    t0, done = time.time(), 0
     with open(args.metrics, "w") as log:
         for i, step in enumerate(steps):
+            if stop:
+                print(f"stopped before step {step} (signal)", flush=True)
+                break
             opt.zero_grad(set_to_none=False)
             sums = dict(loss=0.0, mlm_loss=0.0, nsp_loss=0.0, mlm_correct=0, mlm_count=0,
                         nsp_correct=0, nsp_count=0)
@@ -201,6 +211,7 @@ def main():
                    "nsp_accuracy": sums["nsp_correct"] / max(1, sums["nsp_count"]),
                    "learning_rate": lr, "grad_norm": norm,
                    "elapsed_seconds": time.time() - t0}
+            done = step
             log.write(json.dumps(rec) + "\n")
             log.flush()
             if step % 100 == 0 or step == steps[-1]:
@@ -215,7 +226,7 @@ def main():
         tmp = os.path.join(args.out, "model.safetensors.tmp")
         write_safetensors(tmp, {n: p.detach().contiguous() for n, p in named}, {"format": "pt"})
         os.replace(tmp, os.path.join(args.out, "model.safetensors"))
-        print(f"wrote {args.out}")
+        print(f"wrote {args.out} (the model after step {done})")
 
 
 if __name__ == "__main__":
