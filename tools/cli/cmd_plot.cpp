@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -208,6 +209,14 @@ constexpr Palette kPalettes[] = {{"#1f77b4", "#2ca02c", "#ff7f0e", "#006400", "#
                                  {"#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"},
                                  {"#17becf", "#bcbd22", "#393b79", "#637939", "#843c39"}};
 
+// A label as an SVG id: letters, digits, '-' and '_' kept, anything else '-'.
+std::string id_slug(const std::string& label) {
+  std::string id = label;
+  for (char& c : id)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '-';
+  return id;
+}
+
 // One metrics file and its label: with several files (runs compared, e.g. bertrt and the PyTorch
 // twin of issue #16) every series is named "<label>: ..." and its id gets a "<label>-" prefix.
 struct Run {
@@ -224,7 +233,7 @@ std::string render(const std::vector<Run>& runs, const std::string& title, size_
     const Palette& c = kPalettes[i % std::size(kPalettes)];
     const std::string name = runs.size() > 1 ? runs[i].label + ": " : "";
     auto named = [&](Series s) {
-      if (runs.size() > 1) s.id = runs[i].label + "-" + s.id;
+      if (runs.size() > 1) s.id = id_slug(runs[i].label) + "-" + s.id;
       return s;
     };
     for (Series s : {train_series(r, "loss", name + "train loss" + avg, c.loss, window),
