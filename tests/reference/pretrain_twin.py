@@ -127,7 +127,10 @@ def main():
     ap.add_argument("--adam-beta2", type=float, default=0.999)
     ap.add_argument("--adam-epsilon", type=float, default=1e-8)
     ap.add_argument("--dropout", type=float, default=0.0, help="HF-style dropout (bertrt: none)")
-    ap.add_argument("--seed", type=int, default=0, help="torch seed (dropout only)")
+    ap.add_argument("--seed", type=int, default=0, help="torch seed (dropout, --perturb-init)")
+    ap.add_argument("--perturb-init", type=float, default=0.0,
+                    help="multiply every initial weight by 1 + EPS·N(0,1): a control run that shows "
+                         "how far float-noise-sized differences grow (e.g. 1e-7)")
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -150,6 +153,10 @@ def main():
           if k not in ("bert.embeddings.position_ids", "cls.predictions.decoder.weight",
                        "cls.predictions.decoder.bias")}
     model.load_state_dict(sd, strict=True)
+    if args.perturb_init > 0:
+        with torch.no_grad():
+            for p in model.parameters():
+                p.mul_(1 + args.perturb_init * torch.randn_like(p))
     if args.dropout > 0:
         add_dropout(model, args.dropout)
     model.train()
