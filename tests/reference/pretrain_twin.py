@@ -126,6 +126,10 @@ def main():
     ap.add_argument("--adam-beta1", type=float, default=0.9)
     ap.add_argument("--adam-beta2", type=float, default=0.999)
     ap.add_argument("--adam-epsilon", type=float, default=1e-8)
+    ap.add_argument("--clip-fp64", action="store_true",
+                    help="clip with the float64 norm (as bertrt computes it) instead of "
+                         "clip_grad_norm_'s float32 one, whose ~1e-4 relative error perturbs "
+                         "every clipped step")
     ap.add_argument("--dropout", type=float, default=0.0, help="HF-style dropout (bertrt: none)")
     ap.add_argument("--seed", type=int, default=0, help="torch seed (dropout, --perturb-init)")
     ap.add_argument("--perturb-init", type=float, default=0.0,
@@ -208,7 +212,12 @@ def main():
             # below, as in HF) is ~1e-4 off on BERT-tiny's 4.4 M gradients, a scale Adam nearly
             # cancels (m/√v is scale-invariant but for ε).
             norm = math.sqrt(sum(float(p.grad.double().pow(2).sum()) for _, p in named))
-            if args.max_grad_norm > 0:
+            if args.max_grad_norm > 0 and args.clip_fp64:
+                coef = args.max_grad_norm / (norm + 1e-6)  # clip_grad_norm_'s formula
+                if coef < 1:
+                    for _, p in named:
+                        p.grad.mul_(coef)
+            elif args.max_grad_norm > 0:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
             opt.step()
             sched.step()
