@@ -12,6 +12,10 @@ there is warm-up), clip_grad_norm_ on the global norm, and under gradient accumu
 "Numerics"); --dropout P puts it in (HF's places: embeddings, attention probabilities, both
 sub-layer outputs) to measure what its absence costs.
 
+Controls: --clip-fp64 clips with the float64 norm bertrt uses (clip_grad_norm_'s float32 norm is
+~1e-4 off on BERT-tiny, the twin's only measured difference from bertrt); --perturb-init EPS
+shows how far float-noise-sized differences grow.
+
 Writes --metrics (JSON lines in `bertrt pretrain --metrics`' keys: step, loss, mlm_loss,
 nsp_loss, mlm_accuracy, nsp_accuracy, learning_rate, grad_norm) and --out, an HF folder (the
 init folder's config.json / vocab / tokenizer files and the trained model.safetensors, decoder
