@@ -62,23 +62,36 @@ PretrainEval evaluate_pretraining(BertModel& model, Backend& be,
   return e;
 }
 
+std::vector<Batch> split_batch(const Batch& b, int K) {
+  if (K < 1 || b.batch_size % K != 0)
+    fail("--batch-size {} is not a multiple of --gradient-accumulation-steps {}", b.batch_size, K);
+  if (K == 1) return {b};
+  std::vector<Batch> parts;
+  for (int k = 0; k < K; ++k)
+    parts.push_back(slice_batch(b, k * (b.batch_size / K), b.batch_size / K));
+  return parts;
+}
+
+void stream_micro_batches(PretrainingStream& stream, int64_t first_step, int64_t last_step, int K,
+                          const MicroBatchFn& on_micro_batch) {
+  for (int64_t step = first_step; step <= last_step; ++step) {
+    const std::vector<Batch> parts = split_batch(stream.next(), K);
+    for (int k = 0; k < K; ++k) on_micro_batch(step, k, K, parts[size_t(k)]);
+  }
+}
+
 void pretrain(Trainer& trainer, PretrainingStream& stream, int64_t total_steps,
-              const std::function<void(const PretrainStepLog&)>& on_step) {
+              const std::function<void(const PretrainStepLog&)>& on_step,
+              const MicroBatchFn& on_micro_batch) {
   const int K = trainer.options().gradient_accumulation_steps;
   StepClock clock;
   while (trainer.steps_done() < total_steps) {
     const Batch b = stream.next();
-    if (K < 1 || b.batch_size % K != 0)
-      fail("--batch-size {} is not a multiple of --gradient-accumulation-steps {}", b.batch_size,
-           K);
-    std::vector<Batch> parts;
+    const std::vector<Batch> parts = split_batch(b, K);
     std::vector<MicroBatch> micro;
-    if (K == 1) {
-      micro.push_back({batch_inputs(b), batch_targets(b)});
-    } else {
-      for (int k = 0; k < K; ++k) parts.push_back(slice_batch(b, k * (b.batch_size / K), b.batch_size / K));
-      for (const Batch& p : parts) micro.push_back({batch_inputs(p), batch_targets(p)});
-    }
+    for (const Batch& p : parts) micro.push_back({batch_inputs(p), batch_targets(p)});
+    if (on_micro_batch)
+      for (int k = 0; k < K; ++k) on_micro_batch(trainer.steps_done() + 1, k, K, parts[size_t(k)]);
     PretrainStepLog log;
     log.result = trainer.step(micro);
     log.tokens_per_second =

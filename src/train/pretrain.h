@@ -34,8 +34,23 @@ struct PretrainStepLog {
 // stream batch of B sequences is one optimizer step; with trainer.options()
 // .gradient_accumulation_steps = K it is split into K micro-batches of B/K sequences (B must be a
 // multiple of K; throws bertrt::Error otherwise), so the data order does not depend on K.
+// on_micro_batch, when set, sees each micro-batch (the whole batch when K = 1) just before the
+// step that trains on it: step is that step's 1-based number, micro its 0-based index of K. It
+// only reads the batch, so a run with it trains exactly as one without (--dump-instances).
+using MicroBatchFn = std::function<void(int64_t step, int micro, int K, const Batch& batch)>;
 void pretrain(Trainer& trainer, PretrainingStream& stream, int64_t total_steps,
-              const std::function<void(const PretrainStepLog&)>& on_step);
+              const std::function<void(const PretrainStepLog&)>& on_step,
+              const MicroBatchFn& on_micro_batch = {});
+
+// The K micro-batches pretrain() trains a stream batch on: `b` itself when K = 1, else K slices of
+// B/K sequences. Throws bertrt::Error when B is not a multiple of K.
+std::vector<Batch> split_batch(const Batch& b, int K);
+
+// The micro-batches of steps [first_step, last_step] (1-based) exactly as pretrain() would train
+// on them from this stream position, without a model: for data statistics and dumps
+// (`pretrain --data-only`).
+void stream_micro_batches(PretrainingStream& stream, int64_t first_step, int64_t last_step, int K,
+                          const MicroBatchFn& on_micro_batch);
 
 // Sequences [begin, begin + count) of `b` as a batch of their own (MLM positions rebased).
 // Throws bertrt::Error when the range is outside the batch.

@@ -144,8 +144,10 @@ class BertModel(nn.Module):
         self.pooler = BertPooler(c)
 
     def forward(self, input_ids, token_type_ids, attention_mask):
-        # Additive mask of google-research/bert modeling.py: 0 keep, -10000 drop.
-        mask_add = (1.0 - attention_mask[:, None, None, :].double()) * -10000.0
+        # Additive mask of google-research/bert modeling.py: 0 keep, -10000 drop (in the model's
+        # dtype: float64 for the reference files, float32 for pretrain_twin.py).
+        dtype = self.embeddings.word_embeddings.weight.dtype
+        mask_add = (1.0 - attention_mask[:, None, None, :].to(dtype)) * -10000.0
         h = self.encoder(self.embeddings(input_ids, token_type_ids), mask_add)
         return h, self.pooler(h)
 

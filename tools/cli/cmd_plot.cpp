@@ -1,17 +1,21 @@
 // bertrt plot: training curves from a --metrics JSON-lines file as an SVG picture: losses (top)
-// and accuracies (bottom) against the step, train lines smoothed (means over bins of steps), held-out
-// evaluations ("eval" records) as dashed lines with markers; axes, ticks, grid and a legend.
+// and accuracies (bottom) against the step, train lines smoothed (means over bins of steps),
+// held-out evaluations ("eval" records) as dashed lines with markers; axes, ticks, grid and a
+// legend. Several files draw several runs in one picture, each in its own colours.
 //
 // SVG only, on purpose: it is text (diffable, testable with an XML parser), scales without
 // blurring, shows in browsers and on GitHub, and needs no font rasteriser; a PNG would need one
 // (or a bitmap font) for the tick labels. Convert with `rsvg-convert curve.svg > curve.png` when a
 // raster is needed.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 
@@ -197,20 +201,56 @@ std::string render_panel(const Panel& panel, double x_max, double x0, double y0,
   return svg + "</g>\n";
 }
 
-std::string render(const Records& r, const std::string& title, size_t window) {
+// Colours of one run's series: loss, MLM, NSP, eval MLM, eval NSP.
+struct Palette {
+  const char *loss, *mlm, *nsp, *eval_mlm, *eval_nsp;
+};
+constexpr Palette kPalettes[] = {{"#1f77b4", "#2ca02c", "#ff7f0e", "#006400", "#b35900"},
+                                 {"#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"},
+                                 {"#17becf", "#bcbd22", "#393b79", "#637939", "#843c39"}};
+
+// A label as an SVG id: letters, digits, '-' and '_' kept, anything else '-'.
+std::string id_slug(const std::string& label) {
+  std::string id = label;
+  for (char& c : id)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '-';
+  return id;
+}
+
+// One metrics file and its label: with several files (runs compared, e.g. bertrt and the PyTorch
+// twin of issue #16) every series is named "<label>: ..." and its id gets a "<label>-" prefix.
+struct Run {
+  std::string label;
+  Records records;
+};
+
+std::string render(const std::vector<Run>& runs, const std::string& title, size_t window) {
   const std::string avg = window > 1 ? fmt::format(" (means of {} steps)", window) : "";
-  Panel loss{"loss", {train_series(r, "loss", "train loss" + avg, "#1f77b4", window),
-                      train_series(r, "mlm_loss", "train MLM loss" + avg, "#2ca02c", window),
-                      train_series(r, "nsp_loss", "train NSP loss" + avg, "#ff7f0e", window),
-                      eval_series(r, "mlm_loss", "eval MLM loss", "#006400"),
-                      eval_series(r, "nsp_loss", "eval NSP loss", "#b35900")}};
-  Panel acc{"accuracy", {train_series(r, "mlm_accuracy", "train MLM accuracy" + avg, "#2ca02c", window),
-                         train_series(r, "nsp_accuracy", "train NSP accuracy" + avg, "#ff7f0e", window),
-                         eval_series(r, "mlm_accuracy", "eval MLM accuracy", "#006400"),
-                         eval_series(r, "nsp_accuracy", "eval NSP accuracy", "#b35900")}};
+  Panel loss{"loss", {}}, acc{"accuracy", {}};
   double x_max = 1;
-  if (!r.train.empty()) x_max = std::max(x_max, double(r.train.rbegin()->first));
-  if (!r.eval.empty()) x_max = std::max(x_max, double(r.eval.rbegin()->first));
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const Records& r = runs[i].records;
+    const Palette& c = kPalettes[i % std::size(kPalettes)];
+    const std::string name = runs.size() > 1 ? runs[i].label + ": " : "";
+    auto named = [&](Series s) {
+      if (runs.size() > 1) s.id = id_slug(runs[i].label) + "-" + s.id;
+      return s;
+    };
+    for (Series s : {train_series(r, "loss", name + "train loss" + avg, c.loss, window),
+                     train_series(r, "mlm_loss", name + "train MLM loss" + avg, c.mlm, window),
+                     train_series(r, "nsp_loss", name + "train NSP loss" + avg, c.nsp, window),
+                     eval_series(r, "mlm_loss", name + "eval MLM loss", c.eval_mlm),
+                     eval_series(r, "nsp_loss", name + "eval NSP loss", c.eval_nsp)})
+      loss.series.push_back(named(std::move(s)));
+    for (Series s :
+         {train_series(r, "mlm_accuracy", name + "train MLM accuracy" + avg, c.mlm, window),
+          train_series(r, "nsp_accuracy", name + "train NSP accuracy" + avg, c.nsp, window),
+          eval_series(r, "mlm_accuracy", name + "eval MLM accuracy", c.eval_mlm),
+          eval_series(r, "nsp_accuracy", name + "eval NSP accuracy", c.eval_nsp)})
+      acc.series.push_back(named(std::move(s)));
+    if (!r.train.empty()) x_max = std::max(x_max, double(r.train.rbegin()->first));
+    if (!r.eval.empty()) x_max = std::max(x_max, double(r.eval.rbegin()->first));
+  }
   const double W = 1180, H = 760, plot_w = 800;
   std::string svg = fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -227,19 +267,27 @@ std::string render(const Records& r, const std::string& title, size_t window) {
 
 void add_plot(CLI::App& app) {
   struct Opts {
-    std::string metrics, out;
+    std::vector<std::string> metrics, labels;
+    std::string out;
     int smooth = 0;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* c = app.add_subcommand(
       "plot", "draw loss and accuracy curves (train and eval) of a --metrics file as SVG");
-  c->add_option("metrics", o->metrics, "JSON lines written by `bertrt pretrain --metrics`")->required();
+  c->add_option("metrics", o->metrics,
+                "JSON lines written by `bertrt pretrain --metrics`; several files draw their runs "
+                "in one picture (e.g. bertrt and tests/reference/pretrain_twin.py)")
+      ->required();
+  c->add_option("--label", o->labels,
+                "name of each metrics file's run in the legend, in order (default: file stems)");
   c->add_option("-o,--output", o->out, "picture to write (.svg)")->required();
   c->add_option("--smooth", o->smooth,
                 "plot train curves as means of this many steps (0: about 1/300 of the run, 1: raw)")
       ->capture_default_str();
   c->callback([o] {
-    check_input_file("metrics", o->metrics);
+    for (const std::string& m : o->metrics) check_input_file("metrics", m);
+    if (!o->labels.empty() && o->labels.size() != o->metrics.size())
+      fail("--label given {} times for {} metrics files", o->labels.size(), o->metrics.size());
     check_output_path("-o", o->out);
     const std::string ext = std::filesystem::path(o->out).extension().string();
     if (ext != ".svg")
@@ -247,14 +295,26 @@ void add_plot(CLI::App& app) {
            "`rsvg-convert {}.svg > {}`", o->out, std::filesystem::path(o->out).stem().string(),
            o->out);
     if (o->smooth < 0) fail("--smooth must be ≥ 0, got {}", o->smooth);
-    const Records r = read_metrics(o->metrics);
-    const size_t window = o->smooth > 0 ? size_t(o->smooth) : std::max<size_t>(1, r.train.size() / 300);
+    std::vector<Run> runs;
+    std::vector<std::string> files;
+    size_t train_steps = 0, evals = 0;
+    for (size_t i = 0; i < o->metrics.size(); ++i) {
+      const std::filesystem::path p(o->metrics[i]);
+      runs.push_back(
+          {o->labels.empty() ? p.stem().string() : o->labels[i], read_metrics(p.string())});
+      files.push_back(p.filename().string());
+      train_steps = std::max(train_steps, runs.back().records.train.size());
+      evals += runs.back().records.eval.size();
+    }
+    const size_t window =
+        o->smooth > 0 ? size_t(o->smooth) : std::max<size_t>(1, train_steps / 300);
     const std::string svg =
-        render(r, "bertrt pretrain: " + std::filesystem::path(o->metrics).filename().string(), window);
+        render(runs, fmt::format("bertrt pretrain: {}", fmt::join(files, " vs ")), window);
     AtomicFile f(o->out);
     f.write(svg.data(), svg.size());
     f.commit();
-    fmt::print("wrote {} ({} train steps, {} evaluations)\n", o->out, r.train.size(), r.eval.size());
+    fmt::print("wrote {} ({} run(s), {} train steps, {} evaluations)\n", o->out, runs.size(),
+               train_steps, evals);
   });
 }
 

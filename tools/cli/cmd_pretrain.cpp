@@ -15,6 +15,7 @@
 #include "io/model_io.h"
 #include "progress.h"
 #include "train/checkpoint.h"
+#include "train/instance_dump.h"
 #include "train/metrics_log.h"
 #include "train/pretrain.h"
 #include "train/schedule.h"
@@ -47,10 +48,10 @@ struct OptimFlags {
 };
 
 struct Flags {
-  std::string model, out, metrics, resume;
+  std::string model, out, metrics, resume, dump_instances;
   int64_t max_steps = 0, save_steps = 0, eval_steps = 0;
   int batch_size = 32;
-  bool skip_nonfinite = false;
+  bool skip_nonfinite = false, data_only = false;
   DataFlags data;
   OptimFlags optim;
   MemoryOptions memory;
@@ -135,7 +136,11 @@ void add_memory_flags(CLI::App* c, MemoryOptions& m) {
 }
 
 void validate(const Flags& o) {
-  check_output_path("-o", o.out);
+  if (o.data_only) {
+    if (o.dump_instances.empty()) fail("--data-only needs --dump-instances (the file it writes)");
+  } else {
+    check_output_path("-o", o.out);
+  }
   if (o.model.empty() == o.resume.empty())
     fail("give exactly one of --model (start a run) and --resume (continue one)");
   if (!o.model.empty()) check_input_file("--model", o.model);
@@ -147,6 +152,7 @@ void validate(const Flags& o) {
   if (d.doc_sentences && !d.no_nsp) fail("--doc-sentences needs --no-nsp");
   if (!d.valid.empty()) check_input_file("--valid", d.valid);
   if (!o.metrics.empty()) check_output_path("--metrics", o.metrics);
+  if (!o.dump_instances.empty()) check_output_path("--dump-instances", o.dump_instances);
   if (o.max_steps < 0) fail("--max-steps must be ≥ 0, got {}", o.max_steps);
   if (o.batch_size < 1) fail("--batch-size must be ≥ 1, got {}", o.batch_size);
   if (o.save_steps < 0) fail("--save-steps must be ≥ 0, got {}", o.save_steps);
@@ -388,7 +394,7 @@ void warn_stale_temp_files(const std::string& out) {
 void run(const Flags& o) {
   validate(o);
   const std::vector<std::string> corpus_files = expand_corpus_paths(o.data.corpus);
-  warn_stale_temp_files(o.out);
+  if (!o.data_only) warn_stale_temp_files(o.out);
   const bool resuming = !o.resume.empty();
   const std::string& model_path = resuming ? o.resume : o.model;
   const OptimOptions oo = optim_options(o);
@@ -440,7 +446,7 @@ void run(const Flags& o) {
     std::fflush(stdout);  // visible at once when piped (tee, logs)
     metrics.write({{"step", step}, {"eval", eval_json(e)}});
   };
-  if (!o.data.valid.empty()) {
+  if (!o.data.valid.empty() && !o.data_only) {
     valid = validation_examples(o, tok, model.config().vocab_size);
     if (!resuming) evaluate("before", 0);
   }
@@ -458,20 +464,42 @@ void run(const Flags& o) {
     last_saved = trainer.steps_done();
   };
 
+  std::optional<InstanceDump> dump;
+  if (!o.dump_instances.empty())
+    dump.emplace(o.dump_instances, o.data.max_seq_length, o.batch_size / o.optim.accumulation,
+                 o.optim.accumulation);
+  MicroBatchFn on_micro_batch;
+  if (dump)
+    on_micro_batch = [&dump](int64_t step, int micro, int, const Batch& b) {
+      dump->write(step, micro, b);
+    };
+  if (o.data_only) {  // the same stream and slicing as training, without the steps
+    stream_micro_batches(stream, trainer.steps_done() + 1, o.max_steps, o.optim.accumulation,
+                         on_micro_batch);
+    dump->commit();
+    fmt::print("wrote {} (steps {}..{}, no training)\n", o.dump_instances, trainer.steps_done() + 1,
+               o.max_steps);
+    return;
+  }
+
   ProgressBar bar("pretrain", o.max_steps);
   try {
-    pretrain(trainer, stream, o.max_steps, [&](const PretrainStepLog& log) {
-      metrics.write(step_json(log, trainer.skipped_steps()));
-      const ForwardResult& f = log.result.fwd;
-      bar.update(log.step, fmt::format("loss {:.3f} mlm {:.3f} nsp {:.3f} | {:.0f} tok/s{}", f.loss,
-                                       f.mlm.loss, f.nsp.loss, log.tokens_per_second,
-                                       trainer.skipped_steps()
-                                           ? fmt::format(" | {} skipped", trainer.skipped_steps())
-                                           : ""));
-      if (o.eval_steps > 0 && log.step % o.eval_steps == 0 && log.step != o.max_steps)
-        evaluate("periodic", log.step);
-      if (o.save_steps > 0 && log.step % o.save_steps == 0 && log.step != o.max_steps) save();
-    });
+    pretrain(
+        trainer, stream, o.max_steps,
+        [&](const PretrainStepLog& log) {
+          metrics.write(step_json(log, trainer.skipped_steps()));
+          const ForwardResult& f = log.result.fwd;
+          bar.update(log.step,
+                     fmt::format("loss {:.3f} mlm {:.3f} nsp {:.3f} | {:.0f} tok/s{}", f.loss,
+                                 f.mlm.loss, f.nsp.loss, log.tokens_per_second,
+                                 trainer.skipped_steps()
+                                     ? fmt::format(" | {} skipped", trainer.skipped_steps())
+                                     : ""));
+          if (o.eval_steps > 0 && log.step % o.eval_steps == 0 && log.step != o.max_steps)
+            evaluate("periodic", log.step);
+          if (o.save_steps > 0 && log.step % o.save_steps == 0 && log.step != o.max_steps) save();
+        },
+        on_micro_batch);
   } catch (const Error& e) {
     if (last_saved >= 0)
       fail("{}\n{} keeps the checkpoint of step {} (continue with --resume {})", e.what(), o.out,
@@ -480,6 +508,10 @@ void run(const Flags& o) {
   }
   bar.finish(trainer.skipped_steps() ? fmt::format("{} steps skipped (non-finite)", trainer.skipped_steps()) : "");
   evaluate("after", trainer.steps_done());
+  if (dump) {
+    dump->commit();
+    fmt::print("wrote {}\n", o.dump_instances);
+  }
   save();
   fmt::print("wrote {}\n", o.out);
 }
@@ -507,7 +539,16 @@ void add_pretrain(CLI::App& app) {
   c->add_option("--eval-steps", o->eval_steps, "evaluate on --valid every N steps; 0: before and after only")
       ->capture_default_str();
   c->add_option("--metrics", o->metrics, "write JSON lines of step and eval metrics to this file");
-  c->add_option("-o,--output", o->out, "output model (.brt) with its training state, written atomically")->required();
+  c->add_option("--dump-instances", o->dump_instances,
+                "write the exact micro-batches trained on (ids, segments, mask, masked positions "
+                "and labels, NSP labels; format in src/train/instance_dump.h, reader "
+                "tests/reference/instance_dump.py); written when the run ends, the run unchanged");
+  c->add_flag("--data-only", o->data_only,
+              "with --dump-instances: write the batches of --max-steps steps and stop, without "
+              "training (for data statistics); -o is then not needed");
+  c->add_option("-o,--output", o->out,
+                "output model (.brt) with its training state, written atomically (required but "
+                "with --data-only)");
   o->backend.add_to(c);
   c->callback([o] { run(*o); });
 }
