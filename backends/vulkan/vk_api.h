@@ -78,7 +78,8 @@ struct Api {
 };
 
 // The process's loader and its global entry points (opened once). Throws bertrt::Error naming
-// the libraries looked for when there is no Vulkan loader.
+// the libraries looked for when there is no Vulkan loader. Copy it per instance before loading
+// instance and device functions: they belong to one instance and one device.
 Api& loader();
 void load_instance_fns(Api& api, VkInstance instance);
 void load_device_fns(Api& api, VkDevice device);

@@ -210,7 +210,7 @@ int64_t Context::validation_messages() { return g_messages.load(); }
 std::vector<DeviceInfo> list_devices() {
   std::vector<DeviceInfo> out;
   try {
-    Api& api = loader();
+    Api api = loader();  // own copy: the instance functions are this instance's
     VkInstance instance = create_instance(api, false);
     int i = 0;
     for (VkPhysicalDevice pd : physical_devices(api, instance))

@@ -44,7 +44,7 @@ class Context {
   static int64_t validation_messages();
 
  private:
-  Api& api_;
+  Api api_;  // this instance's and device's entry points (a copy of the loader's globals)
   VkInstance instance_ = VK_NULL_HANDLE;
   VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
   VkPhysicalDevice physical_ = VK_NULL_HANDLE;

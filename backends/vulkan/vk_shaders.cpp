@@ -27,12 +27,29 @@ const uint32_t kAdamWStep[] =
 #include "shaders/adamw_step.spv.inc"
     ;
 
+const uint32_t kActivationBackward[] =
+#include "shaders/activation_backward.spv.inc"
+    ;
+const uint32_t kBiasBackward[] =
+#include "shaders/bias_backward.spv.inc"
+    ;
+const uint32_t kSoftmaxBackward[] =
+#include "shaders/softmax_backward.spv.inc"
+    ;
+const uint32_t kRows[] =
+#include "shaders/rows.spv.inc"
+    ;
+
 }  // namespace
 
 Spirv shader_gelu_forward() { return {kGeluForward, sizeof kGeluForward / 4}; }
 Spirv shader_layernorm_forward() { return {kLayerNormForward, sizeof kLayerNormForward / 4}; }
 Spirv shader_softmax_forward() { return {kSoftmaxForward, sizeof kSoftmaxForward / 4}; }
 Spirv shader_adamw_step() { return {kAdamWStep, sizeof kAdamWStep / 4}; }
+Spirv shader_activation_backward() { return {kActivationBackward, sizeof kActivationBackward / 4}; }
+Spirv shader_bias_backward() { return {kBiasBackward, sizeof kBiasBackward / 4}; }
+Spirv shader_softmax_backward() { return {kSoftmaxBackward, sizeof kSoftmaxBackward / 4}; }
+Spirv shader_rows() { return {kRows, sizeof kRows / 4}; }
 Spirv shader_elementwise() { return {kElementwise, sizeof kElementwise / 4}; }
 Spirv shader_bias_add() { return {kBiasAdd, sizeof kBiasAdd / 4}; }
 Spirv shader_gemm() { return {kGemm, sizeof kGemm / 4}; }

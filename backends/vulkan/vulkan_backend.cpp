@@ -172,6 +172,18 @@ struct VulkanBackend::Impl {
          bytes, p);
   }
 
+  // From p to the end of its block (tables indexed by ids in backend memory).
+  Ref resolve_to_end(const char* op, const char* arg, const void* p) {
+    const auto a = reinterpret_cast<uintptr_t>(p);
+    auto it = blocks.upper_bound(a);
+    if (it != blocks.begin()) {
+      --it;
+      if (a >= it->first && a < it->first + it->second.bytes)
+        return resolve(op, arg, p, it->first + it->second.bytes - a);
+    }
+    return resolve(op, arg, p, 4);  // the error
+  }
+
   Pipeline& pipeline(const char* name, const vk::Spirv& code, int bindings, uint32_t push_bytes,
                      std::vector<uint32_t> spec) {
     const std::string key = fmt::format("{}/{}", name, fmt::join(spec, ","));
@@ -566,6 +578,111 @@ void VulkanBackend::adamw_step(float* param, float* m, float* v, const float* gr
   impl_->dispatch(pl, {pa, mm, vv, g}, &p, sizeof p, gx, gy, 1);
 }
 
+namespace {
+
+void activation(VulkanBackend::Impl& im, int op, Ref out, Ref inp, Ref dout, size_t n,
+                uint32_t kind) {
+  vk::ActivationPush p{uint32_t(n), out.offset, inp.offset, dout.offset, kind, 0};
+  uint32_t gx, gy;
+  im.grid(n, &gx, &gy);
+  p.groups_x = gx;
+  Pipeline& pl = im.pipeline("activation_backward", vk::shader_activation_backward(), 3, sizeof p,
+                             {im.group, uint32_t(op)});
+  im.dispatch(pl, {out, inp, dout}, &p, sizeof p, gx, gy, 1);
+}
+
+void rows_op(VulkanBackend::Impl& im, int op, Ref out, Ref src, Ref ids, int n, int C, int ldd = 0,
+             int lds = 0) {
+  const size_t total = size_t(n) * C;
+  if (!total) return;
+  vk::RowsPush p{uint32_t(n), uint32_t(C),   out.offset,    src.offset,
+                 ids.offset,  uint32_t(ldd), uint32_t(lds), 0};
+  uint32_t gx, gy;
+  im.grid(total, &gx, &gy);
+  p.groups_x = gx;
+  Pipeline& pl = im.pipeline("rows", vk::shader_rows(), 3, sizeof p, {im.group, uint32_t(op)});
+  im.dispatch(pl, {out, src, ids}, &p, sizeof p, gx, gy, 1);
+}
+
+}  // namespace
+
+void VulkanBackend::gelu_backward(float* dinp, const float* inp, const float* dout, size_t n,
+                                  Gelu kind) {
+  if (!n) return;
+  const char* op = "gelu_backward";
+  activation(*impl_, 0, impl_->resolve(op, "dinp", dinp, n * 4),
+             impl_->resolve(op, "inp", inp, n * 4), impl_->resolve(op, "dout", dout, n * 4), n,
+             kind == Gelu::kErf ? 0u : 1u);
+}
+
+void VulkanBackend::tanh_forward(float* out, const float* inp, size_t n) {
+  if (!n) return;
+  const Ref o = impl_->resolve("tanh_forward", "out", out, n * 4);
+  activation(*impl_, 1, o, impl_->resolve("tanh_forward", "inp", inp, n * 4), o, n, 0);
+}
+
+void VulkanBackend::tanh_backward(float* dinp, const float* out, const float* dout, size_t n) {
+  if (!n) return;
+  const char* op = "tanh_backward";
+  activation(*impl_, 2, impl_->resolve(op, "dinp", dinp, n * 4),
+             impl_->resolve(op, "out", out, n * 4), impl_->resolve(op, "dout", dout, n * 4), n, 0);
+}
+
+void VulkanBackend::bias_backward(float* dbias, const float* dout, int rows, int cols) {
+  if (rows <= 0 || cols <= 0) return;
+  const Ref db = impl_->resolve("bias_backward", "dbias", dbias, size_t(cols) * 4);
+  const Ref d = impl_->resolve("bias_backward", "dout", dout, size_t(rows) * cols * 4);
+  vk::BiasBackwardPush p{uint32_t(rows), uint32_t(cols), db.offset, d.offset, 0};
+  uint32_t gx, gy;
+  impl_->grid(size_t(cols), &gx, &gy);
+  p.groups_x = gx;
+  Pipeline& pl =
+      impl_->pipeline("bias_backward", vk::shader_bias_backward(), 2, sizeof p, {impl_->group});
+  impl_->dispatch(pl, {db, d}, &p, sizeof p, gx, gy, 1);
+}
+
+void VulkanBackend::softmax_backward(float* dscores, const float* probs, const float* dprobs,
+                                     int rows, int T, float scale) {
+  if (rows <= 0 || T <= 0) return;
+  const char* op = "softmax_backward";
+  const size_t n = size_t(rows) * T * 4;
+  const Ref ds = impl_->resolve(op, "dscores", dscores, n),
+            pr = impl_->resolve(op, "probs", probs, n),
+            dp = impl_->resolve(op, "dprobs", dprobs, n);
+  vk::SoftmaxBackwardPush p{uint32_t(rows), uint32_t(T), ds.offset, pr.offset, dp.offset, scale, 0};
+  uint32_t gx, gy;
+  row_grid(size_t(rows), &gx, &gy);
+  p.groups_x = gx;
+  Pipeline& pl = impl_->pipeline(op, vk::shader_softmax_backward(), 3, sizeof p, {impl_->group});
+  impl_->dispatch(pl, {ds, pr, dp}, &p, sizeof p, gx, gy, 1);
+}
+
+// The tables' row counts are not arguments: the first row is resolved, the window reaches the
+// block's end (ids were checked against the vocabulary on the host before the upload).
+void VulkanBackend::embedding_forward(float* out, const int32_t* ids, const float* table, int n,
+                                      int C) {
+  if (n <= 0 || C <= 0) return;
+  const char* op = "embedding_forward";
+  rows_op(*impl_, 0, impl_->resolve(op, "out", out, size_t(n) * C * 4),
+          impl_->resolve_to_end(op, "table", table), impl_->resolve(op, "ids", ids, size_t(n) * 4),
+          n, C);
+}
+
+void VulkanBackend::gather_rows(float* out, const float* src, const int32_t* rows, int n, int C) {
+  if (n <= 0 || C <= 0) return;
+  const char* op = "gather_rows";
+  rows_op(*impl_, 1, impl_->resolve(op, "out", out, size_t(n) * C * 4),
+          impl_->resolve_to_end(op, "src", src), impl_->resolve(op, "rows", rows, size_t(n) * 4), n,
+          C);
+}
+
+void VulkanBackend::copy_2d(float* dst, int ldd, const float* src, int lds, int rows, int cols) {
+  if (rows <= 0 || cols <= 0) return;
+  const size_t d = (size_t(rows - 1) * ldd + cols) * 4, s = (size_t(rows - 1) * lds + cols) * 4;
+  const Ref sr = impl_->resolve("copy_2d", "src", src, s);
+  rows_op(*impl_, 2, impl_->resolve("copy_2d", "dst", dst, d), sr, sr, rows, cols, ldd, lds);
+}
+
 // --- the cpu fallback ----------------------------------------------------------------------------
 
 void VulkanBackend::on_cpu(const char* op,
@@ -579,14 +696,6 @@ void VulkanBackend::on_cpu(const char* op,
 
 #define CPU(op, ...) on_cpu(#op, {__VA_ARGS__})
 
-void VulkanBackend::copy_2d(float* dst, int ldd, const float* src, int lds, int rows, int cols) {
-  CPU(copy_2d, {"dst", dst}, {"src", src});
-  cpu_.copy_2d(dst, ldd, src, lds, rows, cols);
-}
-void VulkanBackend::gather_rows(float* out, const float* src, const int32_t* rows, int n, int C) {
-  CPU(gather_rows, {"out", out}, {"src", src}, {"rows", rows});
-  cpu_.gather_rows(out, src, rows, n, C);
-}
 void VulkanBackend::sum_squares(double* out, const float* x, size_t n) {
   CPU(sum_squares, {"out", out}, {"x", x});
   cpu_.sum_squares(out, x, n);
@@ -600,39 +709,12 @@ void VulkanBackend::mse_loss(float* dpred, double* loss_sum, const float* pred, 
   CPU(mse_loss, {"dpred", dpred}, {"loss_sum", loss_sum}, {"pred", pred}, {"target", target});
   cpu_.mse_loss(dpred, loss_sum, pred, target, n, weight);
 }
-void VulkanBackend::bias_backward(float* dbias, const float* dout, int rows, int cols) {
-  CPU(bias_backward, {"dbias", dbias}, {"dout", dout});
-  cpu_.bias_backward(dbias, dout, rows, cols);
-}
-void VulkanBackend::gelu_backward(float* dinp, const float* inp, const float* dout, size_t n,
-                                  Gelu kind) {
-  CPU(gelu_backward, {"dinp", dinp}, {"inp", inp}, {"dout", dout});
-  cpu_.gelu_backward(dinp, inp, dout, n, kind);
-}
-void VulkanBackend::tanh_forward(float* out, const float* inp, size_t n) {
-  CPU(tanh_forward, {"out", out}, {"inp", inp});
-  cpu_.tanh_forward(out, inp, n);
-}
-void VulkanBackend::tanh_backward(float* dinp, const float* out, const float* dout, size_t n) {
-  CPU(tanh_backward, {"dinp", dinp}, {"out", out}, {"dout", dout});
-  cpu_.tanh_backward(dinp, out, dout, n);
-}
 void VulkanBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                        const float* inp, const float* weight, const float* mean,
                                        const float* rstd, int rows, int C) {
   CPU(layernorm_backward, {"dinp", dinp}, {"dweight", dweight}, {"dbias", dbias}, {"dout", dout},
       {"inp", inp}, {"weight", weight}, {"mean", mean}, {"rstd", rstd});
   cpu_.layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, rows, C);
-}
-void VulkanBackend::softmax_backward(float* dscores, const float* probs, const float* dprobs,
-                                     int rows, int T, float scale) {
-  CPU(softmax_backward, {"dscores", dscores}, {"probs", probs}, {"dprobs", dprobs});
-  cpu_.softmax_backward(dscores, probs, dprobs, rows, T, scale);
-}
-void VulkanBackend::embedding_forward(float* out, const int32_t* ids, const float* table, int n,
-                                      int C) {
-  CPU(embedding_forward, {"out", out}, {"ids", ids}, {"table", table});
-  cpu_.embedding_forward(out, ids, table, n, C);
 }
 void VulkanBackend::embedding_backward(float* dtable, const int32_t* ids, const float* dout, int n,
                                        int C) {

@@ -65,25 +65,27 @@ class VulkanBackend : public Backend {
   void adamw_step(float* param, float* m, float* v, const float* grad, size_t n,
                   const AdamWHyper& h, int64_t t) override;
 
-  // --- on the cpu, over the mapped memory ----------------------------------------------------
-  void copy(void* dst, const void* src, size_t bytes) override;
   void copy_2d(float* dst, int ldd, const float* src, int lds, int rows, int cols) override;
   void gather_rows(float* out, const float* src, const int32_t* rows, int n, int C) override;
-  void sum_squares(double* out, const float* x, size_t n) override;
-  void argmax_rows(int32_t* out, const float* x, int rows, int cols) override;
-  void mse_loss(float* dpred, double* loss_sum, const float* pred, const float* target, int n,
-                float weight) override;
   void bias_backward(float* dbias, const float* dout, int rows, int cols) override;
   void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n,
                      Gelu kind) override;
   void tanh_forward(float* out, const float* inp, size_t n) override;
   void tanh_backward(float* dinp, const float* out, const float* dout, size_t n) override;
-  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                          const float* inp, const float* weight, const float* mean,
-                          const float* rstd, int rows, int C) override;
   void softmax_backward(float* dscores, const float* probs, const float* dprobs, int rows, int T,
                         float scale) override;
   void embedding_forward(float* out, const int32_t* ids, const float* table, int n, int C) override;
+
+  void copy(void* dst, const void* src, size_t bytes) override;  // vkCmdCopyBuffer
+
+  // --- on the cpu, over the mapped memory ----------------------------------------------------
+  void sum_squares(double* out, const float* x, size_t n) override;
+  void argmax_rows(int32_t* out, const float* x, int rows, int cols) override;
+  void mse_loss(float* dpred, double* loss_sum, const float* pred, const float* target, int n,
+                float weight) override;
+  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                          const float* inp, const float* weight, const float* mean,
+                          const float* rstd, int rows, int C) override;
   void embedding_backward(float* dtable, const int32_t* ids, const float* dout, int n,
                           int C) override;
   void cross_entropy(float* dlogits, double* loss_sum, const float* logits, const int32_t* targets,

@@ -29,18 +29,29 @@ TEST(Vulkan, NotBuilt) { GTEST_SKIP() << "this build has no Vulkan backend (BERT
 
 using test::randn;
 
-// One backend for the whole suite (pipelines are created once); nullptr when no device.
+// One backend for the whole suite (pipelines are created once), made and destroyed by a gtest
+// environment: a Vulkan device torn down by a static destructor at exit may outlive the loader's
+// and the validation layer's own state. nullptr when there is no device.
+std::unique_ptr<VulkanBackend> g_backend;
+bool g_tried = false;
+
 VulkanBackend* device() {
-  static std::unique_ptr<VulkanBackend> be = []() -> std::unique_ptr<VulkanBackend> {
+  if (!g_tried) {
+    g_tried = true;
     try {
-      return std::make_unique<VulkanBackend>();
+      g_backend = std::make_unique<VulkanBackend>();
     } catch (const Error& e) {
       std::fprintf(stderr, "no Vulkan device: %s\n", e.what());
-      return nullptr;
     }
-  }();
-  return be.get();
+  }
+  return g_backend.get();
 }
+
+class VulkanEnvironment : public ::testing::Environment {
+ public:
+  void TearDown() override { g_backend.reset(); }
+};
+const auto* const kEnvironment = ::testing::AddGlobalTestEnvironment(new VulkanEnvironment);
 
 class Vulkan : public ::testing::Test {
  protected:
@@ -276,6 +287,113 @@ TEST_F(Vulkan, AdamWMatchesTheCpuBackend) {
       EXPECT_TRUE(test::all_close(p, get(dp, n), tp)) << "param";
       EXPECT_TRUE(test::all_close(m, get(dm, n), tm)) << "m";
     }
+}
+
+// The backward activations and tanh: the same fit / device tanh as the forwards (bounds there),
+// times dout, accumulated into a non-zero dinp (one more rounding of |dinp|).
+TEST_F(Vulkan, ActivationBackwardsAndTanhWithinTheirBounds) {
+  ReferenceBackend ref;
+  const size_t n = 3001;
+  const auto x = randn(n, 60, 3.0f), dout = randn(n, 61), dinp0 = randn(n, 62);
+  DeviceArray<float> dx, dd, dg;
+  put(dx, x), put(dd, dout);
+  for (Gelu kind : {Gelu::kErf, Gelu::kTanh}) {
+    put(dg, dinp0);
+    be_->gelu_backward(dg.data(), dx.data(), dd.data(), n, kind);
+    std::vector<float> want = dinp0;
+    ref.gelu_backward(want.data(), x.data(), dout.data(), n, kind);
+    std::vector<double> tol(n);
+    for (size_t i = 0; i < n; ++i)
+      tol[i] =
+          2e-6 * std::fabs(dout[i]) * (1 + std::fabs(x[i])) + 2 * test::kEps * std::fabs(want[i]);
+    EXPECT_TRUE(test::all_close(want, get(dg, n), tol)) << "gelu_backward";
+  }
+  DeviceArray<float> dy;
+  dy.ensure(*be_, n);
+  be_->tanh_forward(dy.data(), dx.data(), n);
+  std::vector<float> y(n);
+  ref.tanh_forward(y.data(), x.data(), n);
+  EXPECT_TRUE(test::all_close(y, get(dy, n), {4 * test::kEps})) << "tanh_forward";
+  put(dg, dinp0);
+  put(dy, y);
+  be_->tanh_backward(dg.data(), dy.data(), dd.data(), n);
+  std::vector<float> want = dinp0;
+  ref.tanh_backward(want.data(), y.data(), dout.data(), n);
+  std::vector<double> tol(n);
+  for (size_t i = 0; i < n; ++i)
+    tol[i] = 4 * test::kEps * (std::fabs(dout[i]) + std::fabs(want[i]));
+  EXPECT_TRUE(test::all_close(want, get(dg, n), tol)) << "tanh_backward";
+}
+
+// bias_backward: a float sum of `rows` terms in order (γ_rows·Σ|dout|) against double sums;
+// softmax_backward: the dot product's tree sum and three roundings, relative to p·(|dp| + Σ|p dp|).
+TEST_F(Vulkan, ReductionBackwardsWithinTheFloatBound) {
+  ReferenceBackend ref;
+  for (int rows : {1, 7, 300})
+    for (int cols : {1, 17, 257}) {
+      const auto dout = randn(size_t(rows) * cols, 70), db0 = randn(cols, 71);
+      DeviceArray<float> dd, db;
+      put(dd, dout), put(db, db0);
+      be_->bias_backward(db.data(), dd.data(), rows, cols);
+      std::vector<float> want = db0;
+      ref.bias_backward(want.data(), dout.data(), rows, cols);
+      std::vector<double> tol(cols);
+      for (int c = 0; c < cols; ++c) {
+        double a = std::fabs(db0[c]);
+        for (int r = 0; r < rows; ++r) a += std::fabs(dout[size_t(r) * cols + c]);
+        tol[c] = (rows + 2) * test::kEps * a;
+      }
+      EXPECT_TRUE(test::all_close(want, get(db, cols), tol)) << rows << "x" << cols;
+    }
+  for (int T : {1, 5, 128, 300}) {
+    const int rows = 9;
+    std::vector<float> probs = test::uniform(size_t(rows) * T, 80, 0.01f, 1.0f);
+    for (int r = 0; r < rows; ++r) {  // rows of probabilities
+      double sum = 0;
+      for (int j = 0; j < T; ++j) sum += probs[r * T + j];
+      for (int j = 0; j < T; ++j) probs[r * T + j] = float(probs[r * T + j] / sum);
+    }
+    const auto dprobs = randn(probs.size(), 81), ds0 = randn(probs.size(), 82);
+    DeviceArray<float> dp, ddp, dds;
+    put(dp, probs), put(ddp, dprobs), put(dds, ds0);
+    be_->softmax_backward(dds.data(), dp.data(), ddp.data(), rows, T, 0.125f);
+    std::vector<float> want = ds0;
+    ref.softmax_backward(want.data(), probs.data(), dprobs.data(), rows, T, 0.125f);
+    std::vector<double> tol(probs.size());
+    for (int r = 0; r < rows; ++r) {
+      double dot = 0;
+      for (int j = 0; j < T; ++j) dot += std::fabs(double(probs[r * T + j]) * dprobs[r * T + j]);
+      for (int j = 0; j < T; ++j) {
+        const size_t i = size_t(r) * T + j;
+        tol[i] = (8 + std::log2(double(T))) * test::kEps *
+                     (0.125 * probs[i] * (std::fabs(dprobs[i]) + dot) + std::fabs(want[i])) +
+                 1e-30;
+      }
+    }
+    EXPECT_TRUE(test::all_close(want, get(dds, probs.size()), tol)) << "softmax_backward " << T;
+  }
+}
+
+// Row moves: exact (one add for embedding_forward, copies for the others).
+TEST_F(Vulkan, RowMovesAreExact) {
+  ReferenceBackend ref;
+  const int V = 13, C = 37, n = 6;
+  const auto table = randn(size_t(V) * C, 90), out0 = randn(size_t(n) * C, 91);
+  const std::vector<int32_t> ids = {11, 0, 5, 5, 3, 11};  // < V − 1: gathered from row 1 on
+  DeviceArray<float> dt, dout;
+  DeviceArray<int32_t> di(*be_, ids.size());
+  be_->upload(di.data(), ids.data(), ids.size() * 4);
+  put(dt, table), put(dout, out0);
+  be_->embedding_forward(dout.data(), di.data(), dt.data(), n, C);
+  std::vector<float> want = out0;
+  ref.embedding_forward(want.data(), ids.data(), table.data(), n, C);
+  EXPECT_EQ(get(dout, want.size()), want) << "embedding_forward";
+  be_->gather_rows(dout.data(), dt.data() + C, di.data(), n - 1, C);  // an interior source
+  ref.gather_rows(want.data(), table.data() + C, ids.data(), n - 1, C);
+  EXPECT_EQ(get(dout, want.size()), want) << "gather_rows";
+  be_->copy_2d(dout.data() + 1, 7, dt.data() + 2, 11, 4, 5);
+  ref.copy_2d(want.data() + 1, 7, table.data() + 2, 11, 4, 5);
+  EXPECT_EQ(get(dout, want.size()), want) << "copy_2d";
 }
 
 TEST_F(Vulkan, AnArgumentOutsideItsMemoryIsAnErrorNamingOpAndArgument) {

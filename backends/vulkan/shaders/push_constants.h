@@ -72,6 +72,39 @@ struct AdamWPush {
   uint groups_x;
 };
 
+// Elementwise backward and tanh: dinp += f'(inp) · dout (gelu: inp the pre-activation; tanh:
+// inp the forward's OUTPUT), or out = tanh(inp).
+struct ActivationPush {
+  uint n;
+  uint out_offset, inp_offset, dout_offset;
+  uint kind;  // gelu: 0 erf, 1 tanh form
+  uint groups_x;
+};
+
+// dbias[c] += Σ_r dout[r, c]: one thread per column, rows summed in order.
+struct BiasBackwardPush {
+  uint rows, cols;
+  uint dbias_offset, dout_offset;
+  uint groups_x;
+};
+
+// dscores += scale · p ⊙ (dp − Σ p ⊙ dp), one workgroup per row of T.
+struct SoftmaxBackwardPush {
+  uint rows, T;
+  uint dscores_offset, probs_offset, dprobs_offset;
+  float scale;
+  uint groups_x;
+};
+
+// Row moves of n rows of C: embedding_forward (out[i] += table[ids[i]]), gather_rows
+// (out[i] = src[rows[i]]), copy_2d (dst[r·ldd + c] = src[r·lds + c]).
+struct RowsPush {
+  uint n, C;
+  uint out_offset, src_offset, ids_offset;
+  uint ldd, lds;
+  uint groups_x;
+};
+
 #ifdef __cplusplus
 }  // namespace bertrt::vk
 #endif
