@@ -40,6 +40,10 @@ const uint32_t kRows[] =
 #include "shaders/rows.spv.inc"
     ;
 
+const uint32_t kLayerNormBackward[] =
+#include "shaders/layernorm_backward.spv.inc"
+    ;
+
 }  // namespace
 
 Spirv shader_gelu_forward() { return {kGeluForward, sizeof kGeluForward / 4}; }
@@ -50,6 +54,7 @@ Spirv shader_activation_backward() { return {kActivationBackward, sizeof kActiva
 Spirv shader_bias_backward() { return {kBiasBackward, sizeof kBiasBackward / 4}; }
 Spirv shader_softmax_backward() { return {kSoftmaxBackward, sizeof kSoftmaxBackward / 4}; }
 Spirv shader_rows() { return {kRows, sizeof kRows / 4}; }
+Spirv shader_layernorm_backward() { return {kLayerNormBackward, sizeof kLayerNormBackward / 4}; }
 Spirv shader_elementwise() { return {kElementwise, sizeof kElementwise / 4}; }
 Spirv shader_bias_add() { return {kBiasAdd, sizeof kBiasAdd / 4}; }
 Spirv shader_gemm() { return {kGemm, sizeof kGemm / 4}; }

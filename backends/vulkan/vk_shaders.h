@@ -19,6 +19,7 @@ Spirv shader_gelu_forward();
 Spirv shader_layernorm_forward();
 Spirv shader_softmax_forward();
 Spirv shader_adamw_step();
+Spirv shader_layernorm_backward();
 Spirv shader_activation_backward();
 Spirv shader_bias_backward();
 Spirv shader_softmax_backward();

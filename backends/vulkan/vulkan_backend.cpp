@@ -19,7 +19,7 @@ using vk::check;
 namespace {
 
 constexpr int kMaxBatch = 64;    // dispatches per submission (drivers kill endless ones)
-constexpr int kMaxBindings = 6;  // storage buffers per dispatch (LayerNorm: 6)
+constexpr int kMaxBindings = 8;  // storage buffers per dispatch (layernorm_backward: 8)
 constexpr uint64_t kFenceTimeoutNs = 120ull * 1000 * 1000 * 1000;
 
 struct Block {
@@ -170,6 +170,12 @@ struct VulkanBackend::Impl {
     }
     fail("vulkan: {}: argument '{}' ({} bytes at {}) is not memory of the vulkan backend", op, arg,
          bytes, p);
+  }
+
+  // Whether the device binds this many storage buffers in one shader (Vulkan guarantees 4;
+  // the ops that need more run on the cpu where it does not).
+  bool binds(int n) const {
+    return uint32_t(n) <= ctx.limits().maxPerStageDescriptorStorageBuffers;
   }
 
   // From p to the end of its block (tables indexed by ids in backend memory).
@@ -519,6 +525,11 @@ void VulkanBackend::layernorm_forward(float* out, float* mean, float* rstd, cons
                                       float eps) {
   if (rows <= 0 || C <= 0) return;
   const char* op = "layernorm_forward";
+  if (!impl_->binds(6)) {
+    on_cpu(op, {{"out", out}, {"inp", inp}});
+    cpu_.layernorm_forward(out, mean, rstd, inp, weight, bias, rows, C, eps);
+    return;
+  }
   const size_t n = size_t(rows) * C * 4;
   const Ref o = impl_->resolve(op, "out", out, n), mu = impl_->resolve(op, "mean", mean, rows * 4),
             rs = impl_->resolve(op, "rstd", rstd, rows * 4), x = impl_->resolve(op, "inp", inp, n),
@@ -531,6 +542,39 @@ void VulkanBackend::layernorm_forward(float* out, float* mean, float* rstd, cons
   p.groups_x = gx;
   Pipeline& pl = impl_->pipeline(op, vk::shader_layernorm_forward(), 6, sizeof p, {impl_->group});
   impl_->dispatch(pl, {o, mu, rs, x, w, b}, &p, sizeof p, gx, gy, 1);
+}
+
+void VulkanBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                       const float* inp, const float* weight, const float* mean,
+                                       const float* rstd, int rows, int C) {
+  if (rows <= 0 || C <= 0) return;
+  const char* op = "layernorm_backward";
+  if (!impl_->binds(8)) {
+    on_cpu(op, {{"dinp", dinp}, {"dout", dout}});
+    cpu_.layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, rows, C);
+    return;
+  }
+  const size_t n = size_t(rows) * C * 4;
+  const Ref di = impl_->resolve(op, "dinp", dinp, n),
+            dw = impl_->resolve(op, "dweight", dweight, C * 4),
+            db = impl_->resolve(op, "dbias", dbias, C * 4), d = impl_->resolve(op, "dout", dout, n),
+            x = impl_->resolve(op, "inp", inp, n), w = impl_->resolve(op, "weight", weight, C * 4),
+            mu = impl_->resolve(op, "mean", mean, rows * 4),
+            rs = impl_->resolve(op, "rstd", rstd, rows * 4);
+  vk::LayerNormBackwardPush p{uint32_t(rows), uint32_t(C), di.offset, dw.offset,
+                              db.offset,      d.offset,    x.offset,  w.offset,
+                              mu.offset,      rs.offset,   0};
+  for (uint32_t pass : {0u, 1u}) {
+    uint32_t gx, gy;
+    if (pass == 0)
+      row_grid(size_t(rows), &gx, &gy);
+    else
+      impl_->grid(size_t(C), &gx, &gy);
+    p.groups_x = gx;
+    Pipeline& pl =
+        impl_->pipeline(op, vk::shader_layernorm_backward(), 8, sizeof p, {impl_->group, pass});
+    impl_->dispatch(pl, {di, dw, db, d, x, w, mu, rs}, &p, sizeof p, gx, gy, 1);
+  }
 }
 
 void VulkanBackend::softmax_forward(float* probs, const float* scores, const float* mask, int B,
@@ -708,13 +752,6 @@ void VulkanBackend::mse_loss(float* dpred, double* loss_sum, const float* pred, 
                              int n, float weight) {
   CPU(mse_loss, {"dpred", dpred}, {"loss_sum", loss_sum}, {"pred", pred}, {"target", target});
   cpu_.mse_loss(dpred, loss_sum, pred, target, n, weight);
-}
-void VulkanBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                       const float* inp, const float* weight, const float* mean,
-                                       const float* rstd, int rows, int C) {
-  CPU(layernorm_backward, {"dinp", dinp}, {"dweight", dweight}, {"dbias", dbias}, {"dout", dout},
-      {"inp", inp}, {"weight", weight}, {"mean", mean}, {"rstd", rstd});
-  cpu_.layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, rows, C);
 }
 void VulkanBackend::embedding_backward(float* dtable, const int32_t* ids, const float* dout, int n,
                                        int C) {

@@ -76,6 +76,9 @@ class VulkanBackend : public Backend {
                         float scale) override;
   void embedding_forward(float* out, const int32_t* ids, const float* table, int n, int C) override;
 
+  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                          const float* inp, const float* weight, const float* mean,
+                          const float* rstd, int rows, int C) override;
   void copy(void* dst, const void* src, size_t bytes) override;  // vkCmdCopyBuffer
 
   // --- on the cpu, over the mapped memory ----------------------------------------------------
@@ -83,9 +86,6 @@ class VulkanBackend : public Backend {
   void argmax_rows(int32_t* out, const float* x, int rows, int cols) override;
   void mse_loss(float* dpred, double* loss_sum, const float* pred, const float* target, int n,
                 float weight) override;
-  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                          const float* inp, const float* weight, const float* mean,
-                          const float* rstd, int rows, int C) override;
   void embedding_backward(float* dtable, const int32_t* ids, const float* dout, int n,
                           int C) override;
   void cross_entropy(float* dlogits, double* loss_sum, const float* logits, const int32_t* targets,

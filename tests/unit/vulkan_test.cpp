@@ -396,6 +396,58 @@ TEST_F(Vulkan, RowMovesAreExact) {
   EXPECT_EQ(get(dout, want.size()), want) << "copy_2d";
 }
 
+// LayerNorm backward: fp32 tree sums of C terms per row (dinp) and in-order sums of `rows` terms
+// per column (dweight, dbias) against double sums: (log2 C + 8)·eps of rstd·(|dn| + mean|dn| +
+// |n|·mean|dn n|) for dinp, (rows + 4)·eps of Σ|n·dout| (Σ|dout|) for the parameters.
+TEST_F(Vulkan, LayerNormBackwardWithinTheFloatBound) {
+  ReferenceBackend ref;
+  for (int C : {1, 7, 256, 1000})
+    for (int rows : {1, 9}) {
+      SCOPED_TRACE(::testing::Message() << rows << "x" << C);
+      const auto x = randn(size_t(rows) * C, 100, 2.0f), w = randn(C, 101), b = randn(C, 102);
+      std::vector<float> y(x.size()), mean(rows), rstd(rows);
+      ref.layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), rows,
+                            C, 1e-5f);
+      const auto dout = randn(x.size(), 103), di0 = randn(x.size(), 104), dw0 = randn(C, 105),
+                 db0 = randn(C, 106);
+      DeviceArray<float> dx, dw, dmean, drstd, dd, ddi, ddw, ddb;
+      put(dx, x), put(dw, w), put(dmean, mean), put(drstd, rstd), put(dd, dout);
+      put(ddi, di0), put(ddw, dw0), put(ddb, db0);
+      be_->layernorm_backward(ddi.data(), ddw.data(), ddb.data(), dd.data(), dx.data(), dw.data(),
+                              dmean.data(), drstd.data(), rows, C);
+      std::vector<float> di = di0, dwt = dw0, dbt = db0;
+      ref.layernorm_backward(di.data(), dwt.data(), dbt.data(), dout.data(), x.data(), w.data(),
+                             mean.data(), rstd.data(), rows, C);
+      std::vector<double> ti(x.size()), tw(C), tb(C);
+      for (int r = 0; r < rows; ++r) {
+        double a = 0, bb = 0;
+        for (int c = 0; c < C; ++c) {
+          const double xn = (x[r * C + c] - mean[r]) * rstd[r], dn = double(w[c]) * dout[r * C + c];
+          a += std::fabs(dn), bb += std::fabs(dn * xn);
+        }
+        for (int c = 0; c < C; ++c) {
+          const size_t i = size_t(r) * C + c;
+          const double xn = (x[i] - mean[r]) * rstd[r], dn = double(w[c]) * dout[i];
+          ti[i] =
+              (std::log2(double(C)) + 8) * test::kEps *
+                  (rstd[r] * (std::fabs(dn) + a / C + std::fabs(xn) * bb / C) + std::fabs(di[i])) +
+              1e-30;
+        }
+      }
+      for (int c = 0; c < C; ++c) {
+        double sw = std::fabs(dw0[c]), sb = std::fabs(db0[c]);
+        for (int r = 0; r < rows; ++r) {
+          const double xn = (x[r * C + c] - mean[r]) * rstd[r];
+          sw += std::fabs(xn * dout[r * C + c]), sb += std::fabs(dout[r * C + c]);
+        }
+        tw[c] = (rows + 4) * test::kEps * sw, tb[c] = (rows + 4) * test::kEps * sb;
+      }
+      EXPECT_TRUE(test::all_close(di, get(ddi, x.size()), ti)) << "dinp";
+      EXPECT_TRUE(test::all_close(dwt, get(ddw, C), tw)) << "dweight";
+      EXPECT_TRUE(test::all_close(dbt, get(ddb, C), tb)) << "dbias";
+    }
+}
+
 TEST_F(Vulkan, AnArgumentOutsideItsMemoryIsAnErrorNamingOpAndArgument) {
   DeviceArray<float> x(*be_, 8);
   std::vector<float> host(8);

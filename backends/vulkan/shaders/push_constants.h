@@ -105,6 +105,16 @@ struct RowsPush {
   uint groups_x;
 };
 
+// LayerNorm backward, two dispatches reading the same inputs: PASS 0 one workgroup per row,
+// dinp += rstd·(dn − mean(dn) − n·mean(dn ⊙ n)) with n = (x − μ)·rstd, dn = w ⊙ dout; PASS 1
+// one thread per column, dweight += Σ_r n·dout, dbias += Σ_r dout (rows in order, no atomics).
+struct LayerNormBackwardPush {
+  uint rows, C;
+  uint dinp_offset, dweight_offset, dbias_offset, dout_offset, inp_offset, weight_offset,
+      mean_offset, rstd_offset;
+  uint groups_x;
+};
+
 #ifdef __cplusplus
 }  // namespace bertrt::vk
 #endif
