@@ -17,7 +17,9 @@ board picks its own core's) and other qemu versions. A real defect (a wrong NEON
 signedness bug from ARM's unsigned char, another data order or initialisation) moves losses by
 1e-3 or more from the first steps. Eval accuracy may differ by at most one example (a near-tie
 between two logits can flip with a rounding difference).
-Usage: compare_runs.py ARM_DIR X86_DIR
+--rtol R replaces RTOL (e.g. for QAT runs: a fake-quant input that lands on the other side of a
+rounding tie moves by one quantization step, which moves the loss by ~1e-4, not ~1e-7).
+Usage: compare_runs.py [--rtol R] A_DIR B_DIR   (labelled aarch64 / x86-64: any two runs)
 """
 import json
 import sys
@@ -53,7 +55,11 @@ def compare(name, a, b):
 
 
 def main():
-    arm, x86 = sys.argv[1], sys.argv[2]
+    global RTOL
+    args = sys.argv[1:]
+    if args[:1] == ["--rtol"]:
+        RTOL, args = float(args[1]), args[2:]
+    arm, x86 = args[0], args[1]
     bad = []
     for phase in ("pretrain", "finetune"):
         bad += compare(phase, steps(f"{arm}/{phase}.jsonl"), steps(f"{x86}/{phase}.jsonl"))

@@ -16,3 +16,8 @@ if(TARGET bertrt_convert_cli)
            $<TARGET_FILE:bertrt_convert_cli> ${E2E_DATA})
   set_tests_properties(twin_e2e PROPERTIES TIMEOUT 600 LABELS e2e)
 endif()
+# The Vulkan backend end to end against the cpu one (tests/e2e/vulkan_test.sh, issue #12).
+if(BERTRT_VULKAN)
+  add_test(NAME vulkan_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/vulkan_test.sh $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
+  set_tests_properties(vulkan_e2e PROPERTIES TIMEOUT 600 LABELS e2e)
+endif()
