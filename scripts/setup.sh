@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PKGS=(cmake g++ make pkg-config libopenblas-dev libpthreadpool-dev libflatbuffers-dev flatbuffers-compiler
       libutf8proc-dev nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev python3-torch
-      libzip-dev libsnappy-dev)
+      libzip-dev libsnappy-dev time)
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then

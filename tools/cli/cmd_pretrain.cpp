@@ -12,6 +12,7 @@
 
 #include "common.h"
 #include "core/error.h"
+#include "interrupt.h"
 #include "io/model_io.h"
 #include "progress.h"
 #include "train/checkpoint.h"
@@ -387,6 +388,7 @@ void warn_stale_temp_files(const std::string& out) {
 
 void run(const Flags& o) {
   validate(o);
+  catch_stop_signals();
   const std::vector<std::string> corpus_files = expand_corpus_paths(o.data.corpus);
   warn_stale_temp_files(o.out);
   const bool resuming = !o.resume.empty();
@@ -471,6 +473,17 @@ void run(const Flags& o) {
       if (o.eval_steps > 0 && log.step % o.eval_steps == 0 && log.step != o.max_steps)
         evaluate("periodic", log.step);
       if (o.save_steps > 0 && log.step % o.save_steps == 0 && log.step != o.max_steps) save();
+      // SIGINT/SIGTERM (interrupt.h): a checkpoint of this step, then out. At the last step the
+      // run finishes instead: its final save is the same file.
+      if (const int sig = stop_signal(); sig && log.step != o.max_steps) {
+        if (last_saved != log.step) save();
+        bar.finish(signal_name(sig));
+        throw Interrupted(
+            sig,
+            fmt::format("{} at step {} of {}: wrote the resumable checkpoint {} (continue with "
+                        "--resume {} and the same flags)",
+                        signal_name(sig), log.step, o.max_steps, o.out, o.out));
+      }
     });
   } catch (const Error& e) {
     if (last_saved >= 0)

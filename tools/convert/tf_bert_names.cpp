@@ -8,6 +8,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "io/config_check.h"
 #include "model/params.h"
 
 namespace bertrt::convert {
@@ -189,6 +190,24 @@ TfBertCheckpoint map_tf_bert(const CheckpointReader& reader, const BertConfig& c
       if (c.m.hf_name == "classifier.bias")
         fail("{}: '{}' is present without output_weights", ts[c.index].location, ts[c.index].name);
 
+  // Before the layout (proportional to num_hidden_layers): the config must fit the variables.
+  {
+    std::map<std::string, std::vector<int64_t>> shapes;  // HF names, PyTorch layout
+    TensorsPresent present;
+    for (const Candidate& c : weights) {
+      std::vector<int64_t> shape = ts[c.index].shape;
+      if (c.m.transpose && shape.size() == 2) std::swap(shape[0], shape[1]);
+      const uint64_t n = shape_numel_saturating(shape);
+      present.values = n > UINT64_MAX - present.values ? UINT64_MAX : present.values + n;
+      shapes[c.m.hf_name] = std::move(shape);
+    }
+    present.count = weights.size();
+    present.shape_of = [&](const std::string& name) -> const std::vector<int64_t>* {
+      const auto it = shapes.find(name);
+      return it == shapes.end() ? nullptr : &it->second;
+    };
+    check_config_against_tensors(config, present, "TF checkpoint (bert_config.json)");
+  }
   const ParamLayout layout = bert_param_layout(config, out.heads);
   std::map<std::string, const Candidate*> by_hf;
   for (const Candidate& c : weights) {
