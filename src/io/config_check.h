@@ -25,26 +25,26 @@ struct ConfigLimits {
   int64_t max_type_vocab_size = int64_t(1) << 16;
 };
 
-// What the weights hold, looked up by Hugging Face state-dict name (PyTorch layout: nn.Linear
-// weights [out, in]).
+// What the weights hold, looked up by Hugging Face state-dict name.
 struct TensorsPresent {
   // The tensor's shape, or nullptr when the weights have no tensor of that name.
   std::function<const std::vector<int64_t>*(const std::string& hf_name)> shape_of;
-  uint64_t count = 0;   // number of tensors
-  uint64_t values = 0;  // total element count over all tensors
+  uint64_t count = 0;  // number of tensors
 };
 
-// Element count of `shape`, saturating at UINT64_MAX (negative dimensions count as 0): for summing
-// sizes that a hostile header may have made absurd.
-uint64_t shape_numel_saturating(const std::vector<int64_t>& shape);
-
-// Throws bertrt::Error prefixed by `where` when a dimension exceeds `limits` or disagrees with the
-// weights: the embedding tables must be [vocab_size, H], [max_position_embeddings, H],
-// [type_vocab_size, H]; every layer index below num_hidden_layers must be backed by tensors, the
-// last layer's shapes must be those of hidden_size / intermediate_size, and the encoder's
-// parameter count must not exceed the values present. Costs O(layers present), allocates nothing
-// proportional to the config.
+// Throws bertrt::Error prefixed by `where` when a dimension exceeds `limits` or num_hidden_layers
+// is not backed by the weights (every layer index below it must have its query weight, and the
+// weights must hold at least 16 tensors a layer). Costs O(layers present) and allocates nothing
+// proportional to the config, so a parameter layout (one entry per tensor of every layer) built
+// after it is bounded by the weights. Shapes are left to the callers, whose messages name the
+// source tensor.
 void check_config_against_tensors(const BertConfig& config, const TensorsPresent& tensors,
                                   const std::string& where, const ConfigLimits& limits = {});
+
+// Throws bertrt::Error prefixed by `where` when the weights hold fewer values than the config's
+// embedding tables and encoder matrices need: run before allocating a model of the config's size
+// from `values` stored weights.
+void check_config_against_values(const BertConfig& config, uint64_t values,
+                                 const std::string& where);
 
 }  // namespace bertrt

@@ -84,7 +84,8 @@ trial() {
   local kind=$1 fault=$2 dir=$T/$1-$2
   mkdir -p "$dir"
   if [ "$fault" != fsize ] && [ $can_mount = 1 ]; then
-    mount -t tmpfs -o size=48M tmpfs "$dir" || { bad "$kind/$fault: mount"; return; }
+    # 96 MB: room for the previous pretrain checkpoint (tiny model + moments, 53 MB), then filled.
+    mount -t tmpfs -o size=96M tmpfs "$dir" || { bad "$kind/$fault: mount"; return; }
     MOUNTS+=("$dir")
   fi
   if [ "$fault" = enospc ] && [ $can_mount = 0 ]; then echo "SKIP: $kind/$fault (needs root for a tmpfs)"; return; fi

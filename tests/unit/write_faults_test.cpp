@@ -32,28 +32,29 @@ std::string read_bytes(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// Runs `write` under a file-size limit of `limit` bytes in a child; the child exits 0 when it threw
-// a bertrt::Error whose message holds `needle`, and prints what went wrong otherwise.
+// In the death-test child: runs `write` under a file-size limit of `limit` bytes and exits 0 when
+// it threw a bertrt::Error whose message holds `needle` (otherwise says what went wrong).
+[[noreturn]] void write_under_limit(const std::function<void()>& write, rlim_t limit,
+                                    const std::string& needle) {
+  std::signal(SIGXFSZ, SIG_IGN);
+  const rlimit r{limit, limit};
+  if (setrlimit(RLIMIT_FSIZE, &r) != 0) _exit(3);
+  try {
+    write();
+    std::fprintf(stderr, "no error\n");
+    _exit(1);
+  } catch (const Error& e) {
+    if (std::string(e.what()).find(needle) == std::string::npos) {
+      std::fprintf(stderr, "message: %s\n", e.what());
+      _exit(2);
+    }
+    _exit(0);
+  }
+}
+
 void expect_write_fails_under_limit(const std::function<void()>& write, rlim_t limit,
                                     const std::string& needle) {
-  EXPECT_EXIT(
-      {
-        std::signal(SIGXFSZ, SIG_IGN);
-        rlimit r{limit, limit};
-        if (setrlimit(RLIMIT_FSIZE, &r) != 0) _exit(3);
-        try {
-          write();
-          std::fprintf(stderr, "no error\n");
-          _exit(1);
-        } catch (const Error& e) {
-          if (std::string(e.what()).find(needle) == std::string::npos) {
-            std::fprintf(stderr, "message: %s\n", e.what());
-            _exit(2);
-          }
-          _exit(0);
-        }
-      },
-      ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(write_under_limit(write, limit, needle), ::testing::ExitedWithCode(0), "");
 }
 
 size_t entries(const std::string& dir) {

@@ -128,8 +128,6 @@ ConvertedModel import_hf(const InputPaths& in, const ConvertOptions& opts) {
     for (const auto& e : names.tensors) {
       const std::vector<int64_t>& shape = r.tensors()[e.source].shape;
       shapes[e.name] = &shape;
-      const uint64_t n = shape_numel_saturating(shape);
-      present.values = n > UINT64_MAX - present.values ? UINT64_MAX : present.values + n;
     }
     present.count = names.tensors.size();
     present.shape_of = [&](const std::string& name) -> const std::vector<int64_t>* {

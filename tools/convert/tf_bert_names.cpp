@@ -156,7 +156,8 @@ BertConfig read_bert_config_json(const std::string& path) {
   return c;
 }
 
-TfBertCheckpoint map_tf_bert(const CheckpointReader& reader, const BertConfig& config) {
+TfBertCheckpoint map_tf_bert(const CheckpointReader& reader, const BertConfig& config,
+                             const std::string& where) {
   const std::vector<CheckpointTensor>& ts = reader.tensors();
   TfBertCheckpoint out;
   out.config = config;
@@ -192,21 +193,15 @@ TfBertCheckpoint map_tf_bert(const CheckpointReader& reader, const BertConfig& c
 
   // Before the layout (proportional to num_hidden_layers): the config must fit the variables.
   {
-    std::map<std::string, std::vector<int64_t>> shapes;  // HF names, PyTorch layout
+    std::map<std::string, const std::vector<int64_t>*> shapes;  // by HF name
     TensorsPresent present;
-    for (const Candidate& c : weights) {
-      std::vector<int64_t> shape = ts[c.index].shape;
-      if (c.m.transpose && shape.size() == 2) std::swap(shape[0], shape[1]);
-      const uint64_t n = shape_numel_saturating(shape);
-      present.values = n > UINT64_MAX - present.values ? UINT64_MAX : present.values + n;
-      shapes[c.m.hf_name] = std::move(shape);
-    }
+    for (const Candidate& c : weights) shapes[c.m.hf_name] = &ts[c.index].shape;
     present.count = weights.size();
     present.shape_of = [&](const std::string& name) -> const std::vector<int64_t>* {
       const auto it = shapes.find(name);
-      return it == shapes.end() ? nullptr : &it->second;
+      return it == shapes.end() ? nullptr : it->second;
     };
-    check_config_against_tensors(config, present, "TF checkpoint (bert_config.json)");
+    check_config_against_tensors(config, present, where);
   }
   const ParamLayout layout = bert_param_layout(config, out.heads);
   std::map<std::string, const Candidate*> by_hf;
@@ -249,7 +244,7 @@ TfBertCheckpoint map_tf_bert(const CheckpointReader& reader, const BertConfig& c
 }
 
 TfBertCheckpoint map_tf_bert(const CheckpointReader& reader, const std::string& bert_config_json) {
-  return map_tf_bert(reader, read_bert_config_json(bert_config_json));
+  return map_tf_bert(reader, read_bert_config_json(bert_config_json), bert_config_json);
 }
 
 std::vector<float> read_mapped_f32(const CheckpointReader& reader, const MappedTensor& t) {
