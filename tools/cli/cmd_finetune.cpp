@@ -200,8 +200,8 @@ void add_finetune(CLI::App& app) {
     meta["finetune_task"] = task.name;
     meta["finetune_steps"] = std::to_string(total);
     meta["task"] = task_definition_json(task);
-    meta.erase(
-        kRunKey);  // only in checkpoints: the finished model is the same as an uninterrupted run's
+    // The run record is for checkpoints only: the finished model equals an uninterrupted run's.
+    meta.erase(kRunKey);
     catch_stop_signals();
     auto evaluate = [&](int64_t step) {
       if (!dev) return;
