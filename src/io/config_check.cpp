@@ -1,7 +1,6 @@
 #include "io/config_check.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "core/error.h"
 
@@ -41,10 +40,9 @@ void check_config_against_tensors(const BertConfig& c, const TensorsPresent& t,
   int64_t present = 0;
   while (present < L && t.shape_of(layer_tensor(present, "attention.self.query.weight"))) ++present;
   if (present < L)
-    fail(
-        "{}: config num_hidden_layers = {}, but the weights have {} layer(s): tensor '{}' is "
-        "missing",
-        where, L, present, layer_tensor(present, "attention.self.query.weight"));
+    fail("{}: config num_hidden_layers = {}, but the weights have {} layer(s): tensor '{}' is "
+         "missing",
+         where, L, present, layer_tensor(present, "attention.self.query.weight"));
   // 16 tensors a layer (q, k, v, attention output, intermediate, output: weight and bias each, two
   // LayerNorms) plus 5 for the embeddings: a count the weights must at least hold.
   const uint64_t needed_tensors = 16 * uint64_t(L) + 5;
@@ -63,11 +61,9 @@ void check_config_against_values(const BertConfig& c, uint64_t values, const std
       (uint64_t(c.vocab_size) + uint64_t(c.max_position_embeddings) + uint64_t(c.type_vocab_size)) *
           H;
   if (values < needed)
-    fail(
-        "{}: config (vocab_size {}, hidden_size {}, intermediate_size {}, max_position_embeddings "
-        "{}, {} "
-        "layers) needs at least {} weights, the tensors hold {}",
-        where, c.vocab_size, H, I, c.max_position_embeddings, c.num_hidden_layers, needed, values);
+    fail("{}: config (vocab_size {}, hidden_size {}, intermediate_size {}, "
+         "max_position_embeddings {}, {} layers) needs at least {} weights, the tensors hold {}",
+         where, c.vocab_size, H, I, c.max_position_embeddings, c.num_hidden_layers, needed, values);
 }
 
 }  // namespace bertrt

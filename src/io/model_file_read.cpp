@@ -83,11 +83,9 @@ TensorRecord read_tensor(const Layout& l, const fb::Tensor& t) {
     if (l.verify_checksums) {
       const uint32_t actual = crc32c::value(r.data, r.nbytes);
       if (actual != *stored)
-        fail(
-            "{}: tensor '{}': checksum mismatch (CRC-32C of its {} bytes at offset {} is {:#010x}, "
-            "the file "
-            "stores {:#010x}): the file is corrupted; copy it again",
-            l.path, r.name, r.nbytes, offset, actual, *stored);
+        fail("{}: tensor '{}': checksum mismatch (CRC-32C of its {} bytes at offset {} is "
+             "{:#010x}, the file stores {:#010x}): the file is corrupted; copy it again",
+             l.path, r.name, r.nbytes, offset, actual, *stored);
     }
   }
   return r;
