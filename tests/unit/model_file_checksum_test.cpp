@@ -4,6 +4,7 @@
 // says they carry none). Expected CRCs come from the bit-at-a-time definition of CRC-32C, not from
 // core/crc32c.h.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -197,6 +198,32 @@ TEST(ModelFileChecksum, OldFilesWithoutChecksumsLoadAndSaySo) {
               std::string::npos)
         << read_bytes(out);
   }
+}
+
+TEST(ModelFileChecksum, CliRefusesACorruptFileUnlessTold) {
+  const std::string cli = test::build_dir() + "/bertrt";
+  if (!std::ifstream(cli).good()) GTEST_SKIP() << "no " << cli;
+  TempDir dir;
+  const Small s;
+  const std::string path = dir.file("m.brt");
+  write_model_file(path, s.c);
+  std::string bytes = read_bytes(path);
+  const std::string seg(reinterpret_cast<const char*>(s.b.data()), s.b.size() * 4);
+  const size_t at = bytes.find(seg);
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + 5] = static_cast<char>(bytes[at + 5] ^ 0x01);
+  write_bytes(path, bytes);
+  const std::string out = dir.file("out.txt");
+  auto run = [&](const std::string& cmd) {
+    const int rc = std::system((cmd + " > " + out + " 2>&1").c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  };
+  EXPECT_EQ(run(cli + " info " + path), 1);
+  EXPECT_NE(read_bytes(out).find("tensor 'classifier.bias': checksum mismatch"), std::string::npos)
+      << read_bytes(out);
+  EXPECT_EQ(run(cli + " info --no-verify-checksums " + path), 0) << read_bytes(out);
+  EXPECT_NE(read_bytes(out).find("not verified (checks skipped)"), std::string::npos);
+  EXPECT_EQ(run("BERTRT_VERIFY_CHECKSUMS=0 " + cli + " info " + path), 0) << read_bytes(out);
 }
 
 }  // namespace

@@ -123,7 +123,7 @@ void add_info(CLI::App& app) {
           "checksums  none (written before bertrt stored checksums): tensor bytes not verified\n");
     else
       fmt::print("checksums  CRC-32C on {} of {} segments, {}\n", summed, segs,
-                 verified ? "all verified" : "not verified (--no-verify-checksums)");
+                 verified ? "all verified" : "not verified (checks skipped)");
     for (const auto& [k, v] : m.metadata) fmt::print("metadata   {} = {}\n", k, v);
     if (m.training_state) fmt::print("training   step {}\n", m.training_state->step);
     // Quantized files: one line per integer tensor and per activation range.
