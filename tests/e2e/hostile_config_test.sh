@@ -19,9 +19,9 @@ bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 # Peak memory bound. Before the checks, num_hidden_layers = 100000 on inference-server_tiny_bert
 # made the converter build a 1.6 M-entry parameter layout before it reached the weights (measured:
 # 1.19 GB, 6.3 s on a loaded machine); the model itself would need 100000 × (4·H² + 2·H·I) floats
-# = 3.3 GB for H 32, I 64. The honest conversion of that folder peaks at 7 MB (ASan builds add
-# shadow memory), so 200 MB is far below what the bad dimension implies and far above an honest
-# run.
+# = 3.3 GB for H 32, I 64. The refusals peak at 7 MB (37 MB in the ASan build: shadow memory), as
+# the honest conversion of that folder does, so 200 MB is far below what the bad dimension implies
+# and far above an honest run.
 MAX_KB=$((200 * 1024))
 
 # hostile NAME SRC_DIR CONFIG_FILE PYTHON_EDIT PATTERN [EXTRA ARGS...]: copy SRC_DIR, apply the
