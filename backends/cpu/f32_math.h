@@ -15,7 +15,9 @@ namespace bertrt::cpu {
 // e^z for z ≤ 0 (Cephes expf: Cody–Waite reduction z = n·ln2 + r, degree-7 polynomial in r,
 // then scaling by 2^n built in the exponent bits). Returns 0 for z < −87.3 (and −inf).
 inline float exp_nonpos_f32(float z) {
-  const float zc = z < -87.3f ? -87.3f : z;                   // keeps 2^n a normal float
+  // Clamped below (keeps 2^n a normal float); NaN (a diverged run) is kept out of the int
+  // conversion, whose result would be undefined (UBSan), and returned as NaN at the end.
+  const float zc = z < -87.3f ? -87.3f : (z == z && z < 88.0f ? z : 0.0f);
   const int n = -static_cast<int>(-zc * 1.44269504088896341f + 0.5f);  // round(z / ln2), z ≤ 0
   const float fn = static_cast<float>(n);
   float r = zc - fn * 0.693359375f;  // ln2 split in a short high part and a correction
@@ -27,7 +29,7 @@ inline float exp_nonpos_f32(float z) {
   const int32_t bits = (n + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
-  return z < -87.3f ? 0.0f : p * scale;
+  return z < -87.3f ? 0.0f : (z == z ? p * scale : z);
 }
 
 // erf(x) for a double argument, accurate to float precision (see above). Cephes ndtr.c double

@@ -61,13 +61,16 @@ void AtomicFile::write_zeros(size_t n) {
   }
 }
 
-void AtomicFile::commit() {
+void AtomicFile::sync() {
+  if (fd_ < 0) return;
   if (::fsync(fd_) != 0) fail("{}: fsync failed: {}", path_, std::strerror(errno));
-  if (::close(fd_) != 0) {
-    fd_ = -1;
-    fail("{}: close failed: {}", path_, std::strerror(errno));
-  }
+  const int rc = ::close(fd_);
   fd_ = -1;
+  if (rc != 0) fail("{}: close failed: {}", path_, std::strerror(errno));
+}
+
+void AtomicFile::commit() {
+  sync();
   if (::rename(temp_path_.c_str(), path_.c_str()) != 0)
     fail("{}: cannot rename temp file into place: {}", path_, std::strerror(errno));
   committed_ = true;

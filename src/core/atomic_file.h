@@ -19,7 +19,13 @@ class AtomicFile {
   void write(const void* data, size_t n);
   void write_zeros(size_t n);
   size_t written() const { return written_; }
-  // fsync + rename onto the final path + fsync of the folder; throws on failure.
+  const std::string& path() const { return path_; }
+  // fsync + close of the temp file; throws on failure (a full disk may only show here). For
+  // outputs of several files: sync() them all, then commit() them all, so that no write error
+  // leaves a mix of new and old files.
+  void sync();
+  // sync() if not done yet, then rename onto the final path + fsync of the folder; throws on
+  // failure.
   void commit();
 
  private:

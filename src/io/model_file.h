@@ -32,6 +32,9 @@ struct TensorRecord {
   int axis = -1;
   const uint8_t* data = nullptr;  // reader: into the mapping; writer: caller memory
   size_t nbytes = 0;              // numel * dtype_size(dtype)
+  // Reader: the CRC-32C the file stores for the segment (absent in files written before
+  // checksums). The writer ignores it and computes the checksum from `data`.
+  std::optional<uint32_t> crc32c;
 
   int64_t numel() const;
 };
@@ -76,25 +79,45 @@ constexpr size_t kSegmentAlignment = 64;
 // bertrt::Error (e.g. a missing folder is named).
 void write_model_file(const std::string& path, const ModelContents& m);
 
+// How ModelFile::open treats the per-segment CRC-32C checksums.
+struct OpenOptions {
+  // Recompute every stored checksum and fail on a mismatch (one pass over the tensor bytes, about
+  // 0.1 s for a BERT-base file). Off only for trusted files: see default_verify_checksums().
+  bool verify_checksums = true;
+};
+// The process-wide default of OpenOptions::verify_checksums: true unless the environment sets
+// BERTRT_VERIFY_CHECKSUMS=0 or set_default_verify_checksums(false) was called (the CLI's
+// --no-verify-checksums).
+bool default_verify_checksums();
+void set_default_verify_checksums(bool verify);
+
 // A memory-mapped model file; tensors' data point into the mapping and stay valid while the
 // ModelFile lives (moving it keeps them valid).
 class ModelFile {
  public:
   // Verifies size, identifier "BRT1", format version, the FlatBuffer (flatbuffers::Verifier),
   // every segment (64-byte aligned, inside the file, after the FlatBuffer, nbytes == numel *
-  // itemsize), dtypes, quantization records, config (BertConfig::validate) and a non-empty vocab.
-  // Throws bertrt::Error saying what is wrong; a truncated or foreign file never crashes.
+  // itemsize, its CRC-32C when stored and options.verify_checksums), dtypes, quantization records,
+  // config (BertConfig::validate) and a non-empty vocab. Throws bertrt::Error saying what is
+  // wrong (a checksum mismatch names the file and the tensor); a truncated or foreign file never
+  // crashes.
   static ModelFile open(const std::string& path);
+  static ModelFile open(const std::string& path, const OpenOptions& options);
 
   const ModelContents& contents() const { return contents_; }
   const std::string& path() const { return file_.path(); }
   const TensorRecord* find(const std::string& name) const;  // nullptr if absent
   const TensorRecord& at(const std::string& name) const;    // throws naming file + tensor
+  // Segments (weights and optimizer moments) that carry a checksum, of all segments.
+  size_t checksummed_segments() const;
+  size_t segments() const;
+  bool checksums_verified() const { return checksums_verified_; }
 
  private:
   MappedFile file_;
   ModelContents contents_;
   std::unordered_map<std::string, size_t> index_;
+  bool checksums_verified_ = false;
 };
 
 // f32/f16/bf16 -> f32; i8/i32 with scales -> dequantized f32 (per tensor or per `axis`).

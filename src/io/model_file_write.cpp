@@ -3,6 +3,7 @@
 
 #include "bertrt_generated.h"
 #include "core/atomic_file.h"
+#include "core/crc32c.h"
 #include "core/error.h"
 #include "io/model_file.h"
 
@@ -58,16 +59,26 @@ fb::DType to_fb(DType d) {
   fail("invalid dtype {}", static_cast<int>(d));
 }
 
-Offset<fb::Tensor> build_tensor(FlatBufferBuilder& b, const TensorRecord& t, uint64_t offset) {
+// Where segment i goes and the CRC-32C of its bytes (one per all_segments entry).
+struct SegmentPlan {
+  std::vector<uint64_t> offsets;
+  std::vector<uint32_t> crcs;
+};
+
+Offset<fb::Tensor> build_tensor(FlatBufferBuilder& b, const TensorRecord& t, uint64_t offset,
+                                uint32_t crc) {
   Offset<fb::Quantization> q = 0;
   if (!t.scales.empty()) q = fb::CreateQuantizationDirect(b, &t.scales, &t.zero_points, t.axis);
-  return fb::CreateTensorDirect(b, t.name.c_str(), &t.shape, to_fb(t.dtype), offset, t.nbytes, q);
+  return fb::CreateTensorDirect(b, t.name.c_str(), &t.shape, to_fb(t.dtype), offset, t.nbytes, q,
+                                crc);
 }
 
-std::vector<Offset<fb::Tensor>> build_tensors(FlatBufferBuilder& b, const std::vector<TensorRecord>& ts,
-                                              const std::vector<uint64_t>& offsets, size_t first) {
+std::vector<Offset<fb::Tensor>> build_tensors(FlatBufferBuilder& b,
+                                              const std::vector<TensorRecord>& ts,
+                                              const SegmentPlan& plan, size_t first) {
   std::vector<Offset<fb::Tensor>> out;
-  for (size_t i = 0; i < ts.size(); ++i) out.push_back(build_tensor(b, ts[i], offsets[first + i]));
+  for (size_t i = 0; i < ts.size(); ++i)
+    out.push_back(build_tensor(b, ts[i], plan.offsets[first + i], plan.crcs[first + i]));
   return out;
 }
 
@@ -102,13 +113,13 @@ Offset<fb::Tokenizer> build_tokenizer(FlatBufferBuilder& b, const TokenizerSpec&
 }
 
 Offset<fb::TrainingState> build_training_state(FlatBufferBuilder& b, const TrainingState& s,
-                                               const std::vector<uint64_t>& offsets, size_t first) {
+                                               const SegmentPlan& plan, size_t first) {
   std::vector<Offset<fb::KeyNumber>> hyper;
   for (const auto& [k, v] : s.hyper) hyper.push_back(fb::CreateKeyNumberDirect(b, k.c_str(), v));
   const auto schedule = build_pairs(b, s.schedule);
-  const auto moments = build_tensors(b, s.optimizer_tensors, offsets, first);
-  return fb::CreateTrainingStateDirect(b, s.step, s.optimizer.c_str(), &hyper, &schedule, &s.rng_state,
-                                       s.data_cursor, &moments);
+  const auto moments = build_tensors(b, s.optimizer_tensors, plan, first);
+  return fb::CreateTrainingStateDirect(b, s.step, s.optimizer.c_str(), &hyper, &schedule,
+                                       &s.rng_state, s.data_cursor, &moments);
 }
 
 fb::HeadKind head_kind(HeadKind k) {
@@ -122,19 +133,19 @@ fb::HeadKind head_kind(HeadKind k) {
   return fb::HeadKind::none;
 }
 
-// The size-prefixed FlatBuffer for `m` with segment offsets `offsets` (one per all_segments entry).
-flatbuffers::DetachedBuffer build_buffer(const ModelContents& m, const std::vector<uint64_t>& offsets) {
+// The size-prefixed FlatBuffer for `m` with the segments placed as `plan` says.
+flatbuffers::DetachedBuffer build_buffer(const ModelContents& m, const SegmentPlan& plan) {
   FlatBufferBuilder b(1 << 16);
   b.ForceDefaults(true);  // every scalar stored: the buffer size does not depend on the offsets' values
   const auto config = build_config(b, m.config);
   const auto tokenizer = build_tokenizer(b, m.tokenizer);
-  const auto tensors = build_tensors(b, m.tensors, offsets, 0);
+  const auto tensors = build_tensors(b, m.tensors, plan, 0);
   const auto task = b.CreateString(m.heads.task);  // one a statement: see build_tokenizer
   const auto labels = b.CreateVectorOfStrings(m.heads.labels);
   const auto heads = fb::CreateHeads(b, m.heads.mlm, m.heads.nsp, task, labels,
                                      head_kind(m.heads.resolved_kind()));
   Offset<fb::TrainingState> state = 0;
-  if (m.training_state) state = build_training_state(b, *m.training_state, offsets, m.tensors.size());
+  if (m.training_state) state = build_training_state(b, *m.training_state, plan, m.tensors.size());
   const auto metadata = build_pairs(b, m.metadata);
   const auto root = fb::CreateModelDirect(b, kModelFormatVersion, config, tokenizer, &tensors, heads, state, &metadata);
   fb::FinishSizePrefixedModelBuffer(b, root);
@@ -157,13 +168,17 @@ std::vector<uint64_t> plan_segments(const std::vector<const TensorRecord*>& segs
 void write_model_file(const std::string& path, const ModelContents& m) {
   validate_contents(path, m);
   const std::vector<const TensorRecord*> segs = all_segments(m);
+  // Every segment's checksum is stored (the loader verifies it); computed from the caller's bytes,
+  // never copied from a record read elsewhere, so a corrupted input is not blessed.
+  SegmentPlan plan;
+  plan.offsets.assign(segs.size(), 0);
+  for (const TensorRecord* t : segs) plan.crcs.push_back(crc32c::value(t->data, t->nbytes));
   // Two passes: the buffer's size fixes where the segments start, and (with ForceDefaults) the
   // offsets' values do not change that size; loop in case they ever do.
-  std::vector<uint64_t> offsets(segs.size(), 0);
-  flatbuffers::DetachedBuffer buf = build_buffer(m, offsets);
+  flatbuffers::DetachedBuffer buf = build_buffer(m, plan);
   for (int pass = 0;; ++pass) {
-    offsets = plan_segments(segs, buf.size());
-    flatbuffers::DetachedBuffer next = build_buffer(m, offsets);
+    plan.offsets = plan_segments(segs, buf.size());
+    flatbuffers::DetachedBuffer next = build_buffer(m, plan);
     const bool stable = next.size() == buf.size();
     buf = std::move(next);
     if (stable) break;
@@ -173,7 +188,7 @@ void write_model_file(const std::string& path, const ModelContents& m) {
   AtomicFile out(path);
   out.write(buf.data(), buf.size());
   for (size_t i = 0; i < segs.size(); ++i) {
-    out.write_zeros(offsets[i] - out.written());
+    out.write_zeros(plan.offsets[i] - out.written());
     out.write(segs[i]->data, segs[i]->nbytes);
   }
   out.commit();

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "io/config_check.h"
 #include "io/quant_io.h"
 
 namespace bertrt {
@@ -42,6 +43,17 @@ LoadedModel load_model(const std::string& path) {
   if (int(c.tokenizer.vocab.size()) > c.config.vocab_size)
     fail("{}: tokenizer vocab has {} tokens but config.vocab_size is only {}", path,
          c.tokenizer.vocab.size(), c.config.vocab_size);
+  // The model below allocates what the config says: first make sure the file's tensors back it.
+  TensorsPresent present;
+  uint64_t values = 0;
+  for (const TensorRecord& t : c.tensors) values += static_cast<uint64_t>(t.numel());  // verified sizes
+  present.count = c.tensors.size();
+  present.shape_of = [&](const std::string& name) -> const std::vector<int64_t>* {
+    const TensorRecord* t = m.file.find(name);
+    return t ? &t->shape : nullptr;
+  };
+  check_config_against_tensors(c.config, present, path);
+  check_config_against_values(c.config, values, path);
   m.model = std::make_unique<BertModel>(c.config, c.heads);
   for (const ParamInfo& p : m.model->layout().params()) {
     const TensorRecord* t = m.file.find(p.name);

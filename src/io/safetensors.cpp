@@ -252,6 +252,14 @@ std::vector<int64_t> SafetensorsFile::to_i64(const std::string& name) const {
 
 void write_safetensors(const std::string& path, const std::vector<SafetensorsTensor>& tensors,
                        const std::map<std::string, std::string>& metadata) {
+  AtomicFile out(path);
+  write_safetensors(out, tensors, metadata);
+  out.commit();
+}
+
+void write_safetensors(AtomicFile& out, const std::vector<SafetensorsTensor>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  const std::string& path = out.path();
   // Validate and build the header before touching the filesystem.
   json header = json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
@@ -276,11 +284,9 @@ void write_safetensors(const std::string& path, const std::vector<SafetensorsTen
   text.append((8 - (8 + text.size()) % 8) % 8, ' ');  // data starts 8-byte aligned
   const uint64_t n = text.size();
 
-  AtomicFile out(path);
   out.write(&n, sizeof n);
   out.write(text.data(), text.size());
   for (const SafetensorsTensor& t : tensors) out.write(t.data, t.nbytes);
-  out.commit();
 }
 
 }  // namespace bertrt

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "core/mapped_file.h"
 
 namespace bertrt {
@@ -57,6 +58,9 @@ class SafetensorsFile {
 // the safetensors library does, so data starts 8-byte aligned. Throws bertrt::Error for a
 // duplicate or empty name, an unknown dtype, nbytes != numel * itemsize, or a missing folder.
 void write_safetensors(const std::string& path, const std::vector<SafetensorsTensor>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+// The same into `out` (named by out.path()), without committing it: for outputs of several files.
+void write_safetensors(AtomicFile& out, const std::vector<SafetensorsTensor>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 
 }  // namespace bertrt

@@ -94,7 +94,11 @@ static std::vector<float> dequantize(const TensorRecord& t) {
   for (size_t i = 0; i < n; ++i) {
     const size_t c = channels == 1 ? 0 : (i / inner) % channels;
     const int64_t zp = t.zero_points.empty() ? 0 : t.zero_points[t.zero_points.size() == 1 ? 0 : c];
-    out[i] = static_cast<float>(static_cast<int64_t>(load<Q>(t.data + i * sizeof(Q))) - zp) * t.scales[c];
+    // In double: a corrupted zero point (e.g. INT64_MIN) must not overflow int64 (UBSan); exact for
+    // every |q − zp| < 2^53, so real files give the same floats as an integer difference.
+    out[i] = static_cast<float>(static_cast<double>(load<Q>(t.data + i * sizeof(Q))) -
+                                static_cast<double>(zp)) *
+             t.scales[c];
   }
   return out;
 }

@@ -32,6 +32,21 @@ void finetune(Trainer& trainer, const TaskData& train, int batch_size, int64_t t
   std::vector<size_t> order;
   size_t cursor = 0;
   int64_t epoch = 0;
+  // A resumed run (trainer restored at step s): replay the epoch shuffles the first s steps drew
+  // and stand where they stopped, so the batches that follow are those of the uninterrupted run.
+  // Every epoch has ceil(N / B) steps (the last one partial).
+  if (const int64_t done = trainer.steps_done(); done > 0) {
+    const int64_t per_epoch = int64_t((train.size() + size_t(batch_size) - 1) / size_t(batch_size));
+    const int64_t full = done / per_epoch, within = done % per_epoch;
+    for (int64_t e = 0; e < full; ++e) order = epoch_order(train, batch_size, group_by_length, rng);
+    epoch = full;
+    cursor = order.size();  // at an epoch's end: the loop draws the next order
+    if (within > 0) {
+      order = epoch_order(train, batch_size, group_by_length, rng);
+      cursor = size_t(within) * size_t(batch_size);
+      epoch = full + 1;
+    }
+  }
   StepClock clock;
   while (trainer.steps_done() < total_steps) {
     if (cursor >= order.size()) {

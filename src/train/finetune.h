@@ -20,7 +20,9 @@ struct FinetuneStepLog {
 };
 
 // Shuffles the rows of `train` each epoch with `seed` and runs full and last-partial batches
-// until trainer.steps_done() == total_steps; on_step after each update.
+// until trainer.steps_done() == total_steps; on_step after each update. A trainer restored at
+// step s > 0 (restore_training_state) continues with the batch the uninterrupted run would have
+// taken at step s + 1.
 //
 // group_by_length (Hugging Face TrainingArguments.group_by_length, LengthGroupedSampler): after
 // the shuffle, each run of 50 batches' worth of rows is sorted by length (longest first), so a

@@ -6,13 +6,19 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <filesystem>
 
 #include "common.h"
 #include "core/error.h"
+#include "interrupt.h"
 #include "io/model_io.h"
 #include "progress.h"
 #include "qat_flags.h"
 #include "task_flags.h"
+<<<<<<< HEAD
+=======
+#include "train/checkpoint.h"
+>>>>>>> holes
 #include "train/finetune.h"
 #include "train/metrics_log.h"
 #include "train/metrics_report.h"
@@ -20,9 +26,39 @@
 
 namespace bertrt::cli {
 
+namespace {
+
+// The flags that decide the batches and updates of a run, stored in a resumable checkpoint
+// (interrupted by SIGINT/SIGTERM) so --resume refuses a run that would not continue it.
+constexpr const char* kRunKey = "finetune_run";
+
+void check_resumable(const std::string& path, const LoadedModel& m, const nlohmann::json& now) {
+  if (!m.training_state)
+    fail(
+        "--resume {}: the file has no training state (only an interrupted `bertrt finetune` writes "
+        "one)",
+        path);
+  const auto it = m.metadata.find(kRunKey);
+  if (it == m.metadata.end())
+    fail("--resume {}: the file lacks the '{}' record of an interrupted `bertrt finetune`", path,
+         kRunKey);
+  const nlohmann::json then = nlohmann::json::parse(it->second, nullptr, false);
+  if (then.is_discarded()) fail("--resume {}: the '{}' record is not JSON", path, kRunKey);
+  std::string diff;
+  for (const auto& [flag, value] : now.items()) {
+    const std::string was = then.contains(flag) ? then[flag].dump() : "(absent)";
+    if (was != value.dump())
+      diff += fmt::format("{}{}: checkpoint {}, now {}", diff.empty() ? "" : "; ", flag, was,
+                          value.dump());
+  }
+  if (!diff.empty()) fail("--resume {}: the run was started with other settings ({})", path, diff);
+}
+
+}  // namespace
+
 void add_finetune(CLI::App& app) {
   struct Opts {
-    std::string model, train, dev, out, metrics, train_articles, dev_articles;
+    std::string model, resume, train, dev, out, metrics, train_articles, dev_articles;
     TaskFlags task;
     int epochs = 3;
     int64_t max_steps = 0;
@@ -41,10 +77,17 @@ void add_finetune(CLI::App& app) {
       "  bertrt finetune --model pre.brt --task sst2 --train SST-2/train.tsv --dev SST-2/dev.tsv -o sst2.brt\n"
       "  bertrt finetune --model pre.brt --task tsv --text-column sentence --label-column label \\\n"
       "      --labels neg,pos --train t.tsv --dev d.tsv -o mine.brt\n"
-      "  bertrt finetune --model pre.brt --task conll2003 --train eng.train --dev eng.testa -o ner.brt\n"
-      "  bertrt finetune --model pre.brt --task squad --train dev-v1.1.json --train-articles 0-29 \\\n"
-      "      --dev dev-v1.1.json --dev-articles 30-39 --max-seq-length 128 --doc-stride 64 -o qa.brt");
-  c->add_option("--model", o->model, "pre-trained model (.brt)")->required();
+      "  bertrt finetune --model pre.brt --task conll2003 --train eng.train --dev eng.testa -o "
+      "ner.brt\n"
+      "  bertrt finetune --model pre.brt --task squad --train dev-v1.1.json --train-articles 0-29 "
+      "\\\n"
+      "      --dev dev-v1.1.json --dev-articles 30-39 --max-seq-length 128 --doc-stride 64 -o "
+      "qa.brt");
+  auto* model_opt = c->add_option("--model", o->model, "pre-trained model (.brt); or --resume");
+  c->add_option("--resume", o->resume,
+                "continue the interrupted (SIGINT/SIGTERM) run that wrote this checkpoint, with "
+                "the same flags")
+      ->excludes(model_opt);
   add_task_flags(c, o->task);
   c->add_option("--train", o->train, "training data (TSV, CoNLL file, SQuAD JSON)")->required();
   c->add_option("--dev", o->dev, "dev data: metrics after every epoch and at the end");
@@ -74,7 +117,12 @@ void add_finetune(CLI::App& app) {
   c->callback([o] {
     check_qat_options(o->qat);
     check_output_path("-o", o->out);
-    check_input_file("--model", o->model);
+    if (o->model.empty() && o->resume.empty()) fail("--model or --resume is required");
+    const bool resuming = !o->resume.empty();
+    const std::string& model_path = resuming ? o->resume : o->model;
+    check_input_file(resuming ? "--resume" : "--model", model_path);
+    if (resuming && o->qat.enabled())
+      fail("--resume with --qat int8: resuming quantization-aware runs is not supported yet");
     check_input_file("--train", o->train);
     if (!o->dev.empty()) check_input_file("--dev", o->dev);
     if (!o->metrics.empty()) check_output_path("--metrics", o->metrics);
@@ -89,8 +137,9 @@ void add_finetune(CLI::App& app) {
     const ArticleRange train_articles = o->train_articles.empty()
         ? ArticleRange{} : parse_article_range(o->train_articles, "--train-articles");
     const ArticleRange dev_articles = o->dev_articles.empty()
-        ? ArticleRange{} : parse_article_range(o->dev_articles, "--dev-articles");
-    LoadedModel m = load_model(o->model);
+                                          ? ArticleRange{}
+                                          : parse_article_range(o->dev_articles, "--dev-articles");
+    LoadedModel m = load_model(model_path);
     BertModel& model = *m.model;
     const Tokenizer& tok = *m.tokenizer;
     check_max_seq_length("--max-seq-length", task.max_seq_length,
@@ -103,10 +152,11 @@ void add_finetune(CLI::App& app) {
                    "smaller --doc-stride (e.g. {})\n", task.squad.doc_stride, window,
                    task.max_seq_length, task.max_seq_length / 2);
     }
-    if (model.heads().resolved_kind() != HeadKind::kNone)
-      fmt::print(stderr, "note: {} already has a {} head ({}); it is kept when kind and shape "
-                 "match, replaced otherwise\n", o->model, head_kind_name(model.heads().resolved_kind()),
-                 model.heads().task);
+    if (!resuming && model.heads().resolved_kind() != HeadKind::kNone)
+      fmt::print(stderr,
+                 "note: {} already has a {} head ({}); it is kept when kind and shape "
+                 "match, replaced otherwise\n",
+                 o->model, head_kind_name(model.heads().resolved_kind()), model.heads().task);
 
     const auto train = load_task_data(task, tok, o->train, train_articles);
     fmt::print("train {}: {}\n", o->train, train->summary());
@@ -117,9 +167,8 @@ void add_finetune(CLI::App& app) {
     }
     std::fflush(stdout);
     model.set_heads(task.heads(), o->seed);
-    apply_qat(model, o->qat, o->model);
+    apply_qat(model, o->qat, model_path);
     auto be = o->backend.make();
-    MetricsLog metrics = o->metrics.empty() ? MetricsLog() : MetricsLog(o->metrics);
 
     const int64_t steps_per_epoch = int64_t((train->size() + o->batch_size - 1) / o->batch_size);
     const int64_t total = o->max_steps > 0 ? o->max_steps : steps_per_epoch * o->epochs;
@@ -129,6 +178,35 @@ void add_finetune(CLI::App& app) {
     oo.warmup_steps = warmup_steps_from_ratio(total, o->warmup_ratio);
     oo.weight_decay = o->weight_decay;
     Trainer trainer(model, *be, oo);
+    std::error_code ec;
+    const nlohmann::json run = {{"task", task_definition_json(task)},
+                                {"train", o->train},
+                                {"train_bytes", std::filesystem::file_size(o->train, ec)},
+                                {"train_articles", o->train_articles},
+                                {"batch_size", o->batch_size},
+                                {"total_steps", total},
+                                {"learning_rate", o->lr},
+                                {"warmup_ratio", o->warmup_ratio},
+                                {"weight_decay", o->weight_decay},
+                                {"seed", o->seed},
+                                {"group_by_length", o->group_by_length},
+                                {"backend", o->backend.name}};
+    if (resuming) {
+      check_resumable(o->resume, m, run);
+      restore_training_state(trainer, *m.training_state, o->resume);  // copies the moments
+      fmt::print("resuming {} at step {} of {}\n", o->resume, trainer.steps_done(), total);
+    }
+    MetricsLog metrics = o->metrics.empty() ? MetricsLog()
+                         : resuming         ? MetricsLog(o->metrics, trainer.steps_done())
+                                            : MetricsLog(o->metrics);
+    auto meta = m.metadata;
+    meta["source"] = "bertrt finetune";
+    meta["finetune_task"] = task.name;
+    meta["finetune_steps"] = std::to_string(total);
+    meta["task"] = task_definition_json(task);
+    // The run record is for checkpoints only: the finished model equals an uninterrupted run's.
+    meta.erase(kRunKey);
+    catch_stop_signals();
     auto evaluate = [&](int64_t step) {
       if (!dev) return;
       const TaskMetrics ev = dev->evaluate(model, *be, o->eval_batch_size);
@@ -140,27 +218,47 @@ void add_finetune(CLI::App& app) {
       metrics.write(j);
     };
     ProgressBar bar("finetune " + task.name, total);
-    finetune(trainer, *train, o->batch_size, total, o->seed, [&](const FinetuneStepLog& log) {
-      const ForwardResult& f = log.result.fwd;
-      nlohmann::json j{{"step", log.step}, {"epoch", log.epoch}, {"loss", f.loss},
-                       {"learning_rate", log.result.learning_rate},
-                       {"grad_norm", log.result.grad_norm},
-                       {"tokens_per_second", log.tokens_per_second},
-                       {"elapsed_seconds", log.elapsed_seconds}};
-      if (task.family() == TaskFamily::kSequence && !task.regression())
-        j["accuracy"] = f.cls.count ? double(f.cls.correct) / f.cls.count : 0;
-      metrics.write(j);
-      bar.update(log.step, fmt::format("epoch {} loss {:.4f} | {:.0f} tok/s", log.epoch, f.loss,
-                                       log.tokens_per_second));
-      if (log.step % steps_per_epoch == 0 && log.step != total) evaluate(log.step);
-    }, o->group_by_length);
+    finetune(
+        trainer, *train, o->batch_size, total, o->seed,
+        [&](const FinetuneStepLog& log) {
+          const ForwardResult& f = log.result.fwd;
+          nlohmann::json j{{"step", log.step},
+                           {"epoch", log.epoch},
+                           {"loss", f.loss},
+                           {"learning_rate", log.result.learning_rate},
+                           {"grad_norm", log.result.grad_norm},
+                           {"tokens_per_second", log.tokens_per_second},
+                           {"elapsed_seconds", log.elapsed_seconds}};
+          if (task.family() == TaskFamily::kSequence && !task.regression())
+            j["accuracy"] = f.cls.count ? double(f.cls.correct) / f.cls.count : 0;
+          metrics.write(j);
+          bar.update(log.step, fmt::format("epoch {} loss {:.4f} | {:.0f} tok/s", log.epoch, f.loss,
+                                           log.tokens_per_second));
+          if (log.step % steps_per_epoch == 0 && log.step != total) evaluate(log.step);
+          // SIGINT/SIGTERM (interrupt.h): checkpoint this step with its training state, then out.
+          if (const int sig = stop_signal(); sig && log.step != total) {
+            bar.finish(signal_name(sig));
+            if (o->qat.enabled())
+              throw Interrupted(
+                  sig,
+                  fmt::format("{} at step {} of {}: no checkpoint written (--qat int8 runs cannot "
+                              "resume yet); {} is unchanged",
+                              signal_name(sig), log.step, total, o->out));
+            auto ckpt_meta = meta;
+            ckpt_meta[kRunKey] = run.dump();
+            save_model(
+                o->out, model, tok, ckpt_meta,
+                capture_training_state(trainer, {}, uint64_t(log.step) * uint64_t(o->batch_size)));
+            throw Interrupted(
+                sig,
+                fmt::format("{} at step {} of {}: wrote the resumable checkpoint {} (continue with "
+                            "--resume {} and the same flags)",
+                            signal_name(sig), log.step, total, o->out, o->out));
+          }
+        },
+        o->group_by_length);
     bar.finish();
     evaluate(total);
-    auto meta = m.metadata;
-    meta["source"] = "bertrt finetune";
-    meta["finetune_task"] = task.name;
-    meta["finetune_steps"] = std::to_string(total);
-    meta["task"] = task_definition_json(task);
     save_finetuned(o->out, model, tok, meta, o->qat);  // int8 with --qat int8
     fmt::print("wrote {}\n", o->out);
   });

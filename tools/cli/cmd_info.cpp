@@ -102,10 +102,22 @@ void add_info(CLI::App& app) {
                           {"max_input_chars_per_word", m.tokenizer.max_input_chars_per_word}};
     tok["strip_accents"] = m.tokenizer.strip_accents ? nlohmann::json(*m.tokenizer.strip_accents)
                                                      : nlohmann::json(nullptr);
+    // Files written before checksums existed carry none: said so, since nothing vouches for
+    // their tensor bytes.
+    const size_t segs = f.segments(), summed = f.checksummed_segments();
+    const bool verified = summed > 0 && f.checksums_verified();
+    nlohmann::json checksums = {{"algorithm", "crc32c"},
+                                {"segments", segs},
+                                {"checksummed", summed},
+                                {"verified", verified}};
     if (o->json) {
-      nlohmann::json j = {{"config", config_json(m.config)}, {"heads", heads},
-                          {"tokenizer", tok}, {"num_parameters", params},
-                          {"tensor_bytes", bytes}, {"metadata", m.metadata},
+      nlohmann::json j = {{"config", config_json(m.config)},
+                          {"heads", heads},
+                          {"checksums", checksums},
+                          {"tokenizer", tok},
+                          {"num_parameters", params},
+                          {"tensor_bytes", bytes},
+                          {"metadata", m.metadata},
                           {"tensors", tensors},
                           {"training_state", m.training_state.has_value()}};
       fmt::print("{}\n", j.dump(2));
@@ -117,6 +129,12 @@ void add_info(CLI::App& app) {
     fmt::print("tokenizer  {}\n", tok.dump());
     fmt::print("parameters {:.3f} M in {} tensors, {:.1f} MB\n", params / 1e6, m.tensors.size(),
                bytes / 1e6);
+    if (summed == 0)
+      fmt::print(
+          "checksums  none (written before bertrt stored checksums): tensor bytes not verified\n");
+    else
+      fmt::print("checksums  CRC-32C on {} of {} segments, {}\n", summed, segs,
+                 verified ? "all verified" : "not verified (checks skipped)");
     for (const auto& [k, v] : m.metadata) fmt::print("metadata   {} = {}\n", k, v);
     if (m.training_state) fmt::print("training   step {}\n", m.training_state->step);
     // Quantized files: one line per integer tensor and per activation range.

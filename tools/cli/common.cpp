@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "core/error.h"
+#include "io/model_file.h"
 
 namespace bertrt::cli {
 
@@ -54,6 +55,19 @@ void for_each_stdin_line(const std::function<void(const std::string&, size_t)>& 
   while (std::getline(std::cin, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     fn(line, ++n);
+  }
+}
+
+void add_checksum_flag(CLI::App& app) {
+  for (CLI::App* sub : app.get_subcommands({})) {
+    const std::string name = sub->get_name();
+    if (name == "init" || name == "plot") continue;  // they read no .brt
+    // Triggered while parsing, so the setting is in place before the subcommand's callback runs.
+    sub->add_flag_callback(
+           "--no-verify-checksums", [] { set_default_verify_checksums(false); },
+           "skip the CRC-32C check of the model's tensor bytes on load (trusted files only; also "
+           "BERTRT_VERIFY_CHECKSUMS=0)")
+        ->trigger_on_parse();
   }
 }
 

@@ -35,6 +35,10 @@ nlohmann::json config_json(const BertConfig& config);
 // Reads stdin line by line (a trailing \r dropped); calls fn(line, 1-based line number).
 void for_each_stdin_line(const std::function<void(const std::string&, size_t)>& fn);
 
+// --no-verify-checksums on every subcommand that reads a .brt (skip the CRC-32C check of the tensor
+// bytes: trusted files only). Call after the subcommands are registered.
+void add_checksum_flag(CLI::App& app);
+
 // Registration of each subcommand (one file each).
 void add_init(CLI::App& app);
 void add_info(CLI::App& app);

@@ -2,10 +2,17 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <csignal>
+
 #include "common.h"
 #include "core/error.h"
+#include "interrupt.h"
 
 int main(int argc, char** argv) {
+  // Past RLIMIT_FSIZE (ulimit -f) the kernel sends SIGXFSZ, whose default action kills the process
+  // before AtomicFile can remove its temp file; ignored, write() fails with EFBIG and the error
+  // path cleans up like any other write error.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{
       "bertrt: BERT on small devices: inference, MLM+NSP pre-training and fine-tuning.\n"
       "Models are .brt files (see `bertrt init`, `bertrt info`)."};
@@ -23,11 +30,15 @@ int main(int argc, char** argv) {
   bertrt::cli::add_plot(app);
   bertrt::cli::add_quantize(app);
   bertrt::cli::add_bench(app);
+  bertrt::cli::add_checksum_flag(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);  // prints help or the parse error
     return rc == 0 ? 0 : 2;      // usage errors: 2; runtime errors: 1
+  } catch (const bertrt::cli::Interrupted& e) {
+    fmt::print(stderr, "bertrt: interrupted: {}\n", e.what());
+    return e.exit_code();  // 130 (SIGINT) / 143 (SIGTERM), as shells report a signal
   } catch (const bertrt::Error& e) {
     fmt::print(stderr, "bertrt: error: {}\n", e.what());
     return 1;

@@ -19,10 +19,12 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-void write_text(const std::string& path, const std::string& text) {
-  AtomicFile f(path);
+// One file of the exported folder, written to its temp file (committed with the others).
+AtomicFile& add_text(std::deque<AtomicFile>& files, const std::string& path,
+                     const std::string& text) {
+  AtomicFile& f = files.emplace_back(path);
   f.write(text.data(), text.size());
-  f.commit();
+  return f;
 }
 
 std::string meta_or(const ModelContents& c, const std::string& key, const std::string& fallback) {
@@ -97,6 +99,34 @@ bool belongs(const std::string& arch, const std::string& name) {
   return false;
 }
 
+// The folder's files, all written and synced to temp files before any is renamed into place: a
+// full disk or an I/O error leaves the folder as it was (a previous export stays whole).
+void write_folder(const std::string& dir, const ModelContents& c,
+                  const std::vector<SafetensorsTensor>& out, const std::string& arch,
+                  const std::vector<std::string>& labels, const std::string& torch_dtype) {
+  const fs::path d(dir);
+  std::deque<AtomicFile> files;
+  // transformers refuses safetensors without metadata format "pt" (modeling_utils.load_state_dict).
+  write_safetensors(files.emplace_back((d / "model.safetensors").string()), out,
+                    {{"format", "pt"}});
+  std::string vocab;
+  for (const std::string& tok : c.tokenizer.vocab) vocab += tok + "\n";
+  add_text(files, (d / "vocab.txt").string(), vocab);
+  add_text(files, (d / "tokenizer_config.json").string(), tokenizer_config_json(c).dump(2) + "\n");
+  const TokenizerSpec& t = c.tokenizer;
+  const json special = {{"unk_token", t.unk_token},
+                        {"sep_token", t.sep_token},
+                        {"pad_token", t.pad_token},
+                        {"cls_token", t.cls_token},
+                        {"mask_token", t.mask_token}};
+  add_text(files, (d / "special_tokens_map.json").string(), special.dump(2) + "\n");
+  // config.json last: a folder with a config is a complete one.
+  add_text(files, (d / "config.json").string(),
+           config_json(c, arch, labels, torch_dtype).dump(2) + "\n");
+  for (AtomicFile& f : files) f.sync();
+  for (AtomicFile& f : files) f.commit();
+}
+
 }  // namespace
 
 std::vector<std::string> export_hf(const std::string& brt_path, const std::string& dir) {
@@ -146,26 +176,22 @@ std::vector<std::string> export_hf(const std::string& brt_path, const std::strin
   if (c.training_state) warnings.push_back(brt_path + ": optimizer state is not exported (Hugging Face has no place for it)");
 
   if (fs::exists(dir) && !fs::is_directory(dir)) fail("{}: exists and is not a folder", dir);
+  bool created = false;
   if (!fs::exists(dir)) {
     const fs::path parent = fs::absolute(dir).parent_path();
     if (!fs::is_directory(parent)) fail("{}: cannot create the folder: {} does not exist", dir, parent.string());
     std::error_code ec;
     fs::create_directory(dir, ec);
     if (ec) fail("{}: cannot create the folder: {}", dir, ec.message());
+    created = true;
   }
-  const fs::path d(dir);
-  // transformers refuses safetensors without metadata format "pt" (modeling_utils.load_state_dict).
-  write_safetensors((d / "model.safetensors").string(), out, {{"format", "pt"}});
-  std::string vocab;
-  for (const std::string& tok : c.tokenizer.vocab) vocab += tok + "\n";
-  write_text((d / "vocab.txt").string(), vocab);
-  write_text((d / "tokenizer_config.json").string(), tokenizer_config_json(c).dump(2) + "\n");
-  const TokenizerSpec& t = c.tokenizer;
-  const json special = {{"unk_token", t.unk_token}, {"sep_token", t.sep_token}, {"pad_token", t.pad_token},
-                        {"cls_token", t.cls_token}, {"mask_token", t.mask_token}};
-  write_text((d / "special_tokens_map.json").string(), special.dump(2) + "\n");
-  // config.json last: a folder with a config is a complete one.
-  write_text((d / "config.json").string(), config_json(c, arch, labels, torch_dtype).dump(2) + "\n");
+  try {
+    write_folder(dir, c, out, arch, labels, torch_dtype);
+  } catch (...) {
+    std::error_code ec;
+    if (created) fs::remove(dir, ec);  // empty again: the temp files are gone
+    throw;
+  }
   return warnings;
 }
 

@@ -57,6 +57,8 @@ std::string get_string(const std::string& path, const json& j, const char* key, 
   return j[key].get<std::string>();
 }
 
+constexpr int kMaxNumLabels = 100000;
+
 // id2label {"0": "O", "1": "B-PER", ...} → labels ordered by id; the ids must be exactly 0..n-1.
 std::vector<std::string> labels_by_id(const std::string& path, const json& id2label) {
   if (!id2label.is_object()) fail("{}: field 'id2label' must be an object of id → label", path);
@@ -137,6 +139,10 @@ HfConfig read_hf_config(const std::string& path) {
     // PretrainedConfig: num_labels (older files: _num_labels) → LABEL_0..LABEL_{n-1}; default 2.
     int n = get_int(path, j, "num_labels", get_int(path, j, "_num_labels", 2));
     if (n < 1) fail("{}: field 'num_labels' must be positive, got {}", path, n);
+    // Checked before the LABEL_i names are made (2^31 of them would take tens of GB); the TF
+    // reader caps the classifier rows the same way.
+    if (n > kMaxNumLabels)
+      fail("{}: field 'num_labels' = {} exceeds the supported maximum {}", path, n, kMaxNumLabels);
     for (int i = 0; i < n; ++i) h.id2label.push_back("LABEL_" + std::to_string(i));
   }
   return h;

@@ -18,6 +18,7 @@
 #include "convert/convert_input.h"
 #include "core/error.h"
 #include "core/random.h"
+#include "io/config_check.h"
 #include "model/params.h"
 
 namespace bertrt::convert {
@@ -120,6 +121,22 @@ ConvertedModel import_hf(const InputPaths& in, const ConvertOptions& opts) {
   const HfNameMap names = map_hf_names(r.tensors(), in.weights);
   std::set<std::string> canonical;
   for (const auto& e : names.tensors) canonical.insert(e.name);
+  // Before the layout below (proportional to num_hidden_layers): the config must fit the weights.
+  {
+    std::map<std::string, const std::vector<int64_t>*> shapes;
+    TensorsPresent present;
+    for (const auto& e : names.tensors) {
+      const std::vector<int64_t>& shape = r.tensors()[e.source].shape;
+      shapes[e.name] = &shape;
+    }
+    present.count = names.tensors.size();
+    present.shape_of = [&](const std::string& name) -> const std::vector<int64_t>* {
+      const auto it = shapes.find(name);
+      return it == shapes.end() ? nullptr : it->second;
+    };
+    check_config_against_tensors(cfg.config, present,
+                                 fmt::format("{} (weights {})", in.config, in.weights));
+  }
   const HfHeads heads = hf_heads(cfg, canonical, in.config);
   m.warnings.insert(m.warnings.end(), heads.warnings.begin(), heads.warnings.end());
   m.contents.config = cfg.config;

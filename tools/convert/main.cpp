@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 
 #include "convert/export_hf.h"
@@ -22,7 +23,8 @@ using namespace bertrt::convert;
 
 struct Options {
   std::string input, output, to = "brt", dtype = "f32", vocab;
-  bool inspect = false, json = false, drop_unknown = false, quiet = false;
+  bool inspect = false, json = false, drop_unknown = false, quiet = false,
+       no_verify_checksums = false;
 };
 
 struct UsageError : std::runtime_error {
@@ -96,6 +98,10 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Past RLIMIT_FSIZE (ulimit -f) the kernel sends SIGXFSZ, whose default action kills the process
+  // before AtomicFile can remove its temp file; ignored, write() fails with EFBIG and the error
+  // path cleans up like any other write error.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{
       "bertrt-convert: BERT checkpoints trained elsewhere -> one .brt model file, and back.\n\n"
       "  bertrt-convert INPUT -o OUT.brt [--dtype f32|f16|bf16]\n"
@@ -124,10 +130,16 @@ int main(int argc, char** argv) {
                "Drop tensors the architecture does not use (with a warning) instead of failing");
   app.add_flag("--inspect", o.inspect, "List the tensors of INPUT (name, dtype, shape, bytes); writes nothing");
   app.add_flag("--json", o.json, "With --inspect: print JSON");
-  app.add_flag("-q,--quiet", o.quiet, "No summary line or progress (warnings and errors still go to stderr)");
+  app.add_flag("-q,--quiet", o.quiet,
+               "No summary line or progress (warnings and errors still go to stderr)");
+  app.add_flag("--no-verify-checksums", o.no_verify_checksums,
+               "Reading a .brt (--to hf, --inspect): skip the CRC-32C check of its tensor bytes "
+               "(trusted files "
+               "only; also BERTRT_VERIFY_CHECKSUMS=0)");
   app.set_version_flag("--version", bertrt::convert::kConverterVersion);
   try {
     app.parse(argc, argv);
+    if (o.no_verify_checksums) set_default_verify_checksums(false);
     return run(o);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);

@@ -2,7 +2,7 @@
 
 #include <snappy.h>
 
-#include "convert/crc32c.h"
+#include "core/crc32c.h"
 #include "convert/varint.h"
 #include "core/error.h"
 #include "core/mapped_file.h"

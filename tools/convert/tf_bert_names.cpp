@@ -8,6 +8,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "io/config_check.h"
 #include "model/params.h"
 
 namespace bertrt::convert {
@@ -163,7 +164,8 @@ BertConfig read_bert_config_json(const std::string& path) {
   return c;
 }
 
-TfBertCheckpoint map_tf_bert(const CheckpointReader& reader, const BertConfig& config) {
+TfBertCheckpoint map_tf_bert(const CheckpointReader& reader, const BertConfig& config,
+                             const std::string& where) {
   const std::vector<CheckpointTensor>& ts = reader.tensors();
   TfBertCheckpoint out;
   out.config = config;
@@ -206,6 +208,18 @@ TfBertCheckpoint map_tf_bert(const CheckpointReader& reader, const BertConfig& c
     out.heads.kind = HeadKind::kQuestionAnswering;
   }
 
+  // Before the layout (proportional to num_hidden_layers): the config must fit the variables.
+  {
+    std::map<std::string, const std::vector<int64_t>*> shapes;  // by HF name
+    TensorsPresent present;
+    for (const Candidate& c : weights) shapes[c.m.hf_name] = &ts[c.index].shape;
+    present.count = weights.size();
+    present.shape_of = [&](const std::string& name) -> const std::vector<int64_t>* {
+      const auto it = shapes.find(name);
+      return it == shapes.end() ? nullptr : it->second;
+    };
+    check_config_against_tensors(config, present, where);
+  }
   const ParamLayout layout = bert_param_layout(config, out.heads);
   std::map<std::string, const Candidate*> by_hf;
   for (const Candidate& c : weights) {
@@ -247,7 +261,7 @@ TfBertCheckpoint map_tf_bert(const CheckpointReader& reader, const BertConfig& c
 }
 
 TfBertCheckpoint map_tf_bert(const CheckpointReader& reader, const std::string& bert_config_json) {
-  return map_tf_bert(reader, read_bert_config_json(bert_config_json));
+  return map_tf_bert(reader, read_bert_config_json(bert_config_json), bert_config_json);
 }
 
 std::vector<float> read_mapped_f32(const CheckpointReader& reader, const MappedTensor& t) {

@@ -64,8 +64,10 @@ BertConfig read_bert_config_json(const std::string& path);
 // "0".."n-1" when output_weights [n, H] / output_bias [n] are, the span head (question answering)
 // when cls/squad/* are (not together with a classifier). Throws bertrt::Error naming the
 // variable for an unknown name, a wrong shape (both shapes), a non-float dtype, or a weight the
-// config requires that is absent (except the pooler, listed in `absent`).
-TfBertCheckpoint map_tf_bert(const CheckpointReader& reader, const BertConfig& config);
+// config requires that is absent (except the pooler, listed in `absent`). The config is first
+// checked against the variables present (io/config_check.h); `where` names it in those errors.
+TfBertCheckpoint map_tf_bert(const CheckpointReader& reader, const BertConfig& config,
+                             const std::string& where = "bert_config.json");
 TfBertCheckpoint map_tf_bert(const CheckpointReader& reader, const std::string& bert_config_json);
 
 // Tensor `t` as f32 in the HF layout (read, converted, transposed when t.transpose).

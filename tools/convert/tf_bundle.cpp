@@ -6,7 +6,7 @@
 #include <mutex>
 #include <optional>
 
-#include "convert/crc32c.h"
+#include "core/crc32c.h"
 #include "convert/sstable.h"
 #include "convert/varint.h"
 #include "core/error.h"

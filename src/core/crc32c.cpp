@@ -1,4 +1,4 @@
-#include "convert/crc32c.h"
+#include "core/crc32c.h"
 
 #include <array>
 #include <cstring>
@@ -8,7 +8,7 @@
 #define BERTRT_CRC32C_SSE42 1
 #endif
 
-namespace bertrt::convert::crc32c {
+namespace bertrt::crc32c {
 namespace {
 
 // Slicing-by-8 tables (Intel's method): table[k][b] is the crc of byte b followed by k zero
@@ -77,4 +77,4 @@ uint32_t extend_portable(uint32_t crc, const void* data, size_t n) {
   return ~c;
 }
 
-}  // namespace bertrt::convert::crc32c
+}  // namespace bertrt::crc32c

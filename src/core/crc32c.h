@@ -1,11 +1,13 @@
 // CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), as leveldb and TensorFlow use it to
-// check table blocks and tensor bytes, plus their "mask" of stored checksums.
+// check table blocks and tensor bytes, plus their "mask" of stored checksums. One implementation
+// for the whole project: the converter checks TF bundles with it, the .brt writer and loader
+// checksum every tensor segment with it (io/model_file.h).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-namespace bertrt::convert::crc32c {
+namespace bertrt::crc32c {
 
 // crc32c of data[0, n) continued from `crc` (the crc32c of the bytes before them; 0 to start).
 uint32_t extend(uint32_t crc, const void* data, size_t n);
@@ -22,4 +24,4 @@ inline uint32_t unmask(uint32_t masked) {
   return (rot >> 17) | (rot << 15);
 }
 
-}  // namespace bertrt::convert::crc32c
+}  // namespace bertrt::crc32c
