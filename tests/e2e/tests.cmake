@@ -10,7 +10,6 @@ set_tests_properties(pretrain_e2e PROPERTIES TIMEOUT 900 LABELS e2e)
 # Quantization in the CLI (tests/e2e/qat_cli_test.sh).
 add_test(NAME qat_cli_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/qat_cli_test.sh $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
 set_tests_properties(qat_cli_e2e PROPERTIES TIMEOUT 600 LABELS e2e)
-<<<<<<< HEAD
 # The PyTorch twin of a pre-training run and the data statistics (tests/e2e/twin_test.sh, issue #16).
 if(TARGET bertrt_convert_cli)
   add_test(NAME twin_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/twin_test.sh $<TARGET_FILE:bertrt_cli>
@@ -22,7 +21,6 @@ if(BERTRT_VULKAN)
   add_test(NAME vulkan_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/vulkan_test.sh $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
   set_tests_properties(vulkan_e2e PROPERTIES TIMEOUT 600 LABELS e2e)
 endif()
-=======
 # Disk full, file-size limit and read-only folders while writing every kind of output
 # (tests/e2e/io_faults_test.sh).
 if(TARGET bertrt_convert_cli)
@@ -35,4 +33,3 @@ endif()
 # uninterrupted run (tests/e2e/signal_test.sh).
 add_test(NAME signal_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/signal_test.sh $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
 set_tests_properties(signal_e2e PROPERTIES TIMEOUT 600 LABELS e2e)
->>>>>>> holes

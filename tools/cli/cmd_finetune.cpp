@@ -15,10 +15,7 @@
 #include "progress.h"
 #include "qat_flags.h"
 #include "task_flags.h"
-<<<<<<< HEAD
-=======
 #include "train/checkpoint.h"
->>>>>>> holes
 #include "train/finetune.h"
 #include "train/metrics_log.h"
 #include "train/metrics_report.h"

@@ -486,7 +486,6 @@ void run(const Flags& o) {
 
   ProgressBar bar("pretrain", o.max_steps);
   try {
-<<<<<<< HEAD
     pretrain(
         trainer, stream, o.max_steps,
         [&](const PretrainStepLog& log) {
@@ -501,33 +500,19 @@ void run(const Flags& o) {
           if (o.eval_steps > 0 && log.step % o.eval_steps == 0 && log.step != o.max_steps)
             evaluate("periodic", log.step);
           if (o.save_steps > 0 && log.step % o.save_steps == 0 && log.step != o.max_steps) save();
+          // SIGINT/SIGTERM (interrupt.h): a checkpoint of this step, then out. At the last step
+          // the run finishes instead: its final save is the same file.
+          if (const int sig = stop_signal(); sig && log.step != o.max_steps) {
+            if (last_saved != log.step) save();
+            bar.finish(signal_name(sig));
+            throw Interrupted(
+                sig,
+                fmt::format("{} at step {} of {}: wrote the resumable checkpoint {} (continue "
+                            "with --resume {} and the same flags)",
+                            signal_name(sig), log.step, o.max_steps, o.out, o.out));
+          }
         },
         on_micro_batch);
-=======
-    pretrain(trainer, stream, o.max_steps, [&](const PretrainStepLog& log) {
-      metrics.write(step_json(log, trainer.skipped_steps()));
-      const ForwardResult& f = log.result.fwd;
-      bar.update(log.step, fmt::format("loss {:.3f} mlm {:.3f} nsp {:.3f} | {:.0f} tok/s{}", f.loss,
-                                       f.mlm.loss, f.nsp.loss, log.tokens_per_second,
-                                       trainer.skipped_steps()
-                                           ? fmt::format(" | {} skipped", trainer.skipped_steps())
-                                           : ""));
-      if (o.eval_steps > 0 && log.step % o.eval_steps == 0 && log.step != o.max_steps)
-        evaluate("periodic", log.step);
-      if (o.save_steps > 0 && log.step % o.save_steps == 0 && log.step != o.max_steps) save();
-      // SIGINT/SIGTERM (interrupt.h): a checkpoint of this step, then out. At the last step the
-      // run finishes instead: its final save is the same file.
-      if (const int sig = stop_signal(); sig && log.step != o.max_steps) {
-        if (last_saved != log.step) save();
-        bar.finish(signal_name(sig));
-        throw Interrupted(
-            sig,
-            fmt::format("{} at step {} of {}: wrote the resumable checkpoint {} (continue with "
-                        "--resume {} and the same flags)",
-                        signal_name(sig), log.step, o.max_steps, o.out, o.out));
-      }
-    });
->>>>>>> holes
   } catch (const Error& e) {
     if (last_saved >= 0)
       fail("{}\n{} keeps the checkpoint of step {} (continue with --resume {})", e.what(), o.out,
