@@ -8,18 +8,12 @@
 #include <cstring>
 #include <vector>
 
+#include "test_util.h"
+
 namespace bertrt {
 namespace {
 
-// Bit-at-a-time crc32c straight from the definition (reflected poly 0x82F63B78).
-uint32_t crc32c_bitwise(const uint8_t* p, size_t n) {
-  uint32_t c = ~0u;
-  for (size_t i = 0; i < n; ++i) {
-    c ^= p[i];
-    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
-  }
-  return ~c;
-}
+using test::crc32c_bitwise;
 
 TEST(Crc32c, PublishedVectors) {
   // RFC 3720 (iSCSI) appendix B.4 and leveldb util/crc32c_test.cc.

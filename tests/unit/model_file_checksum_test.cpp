@@ -19,26 +19,11 @@
 namespace bertrt {
 namespace {
 
+using test::crc32c_bitwise;
+using test::read_bytes;
+using test::write_bytes;
+
 using test::TempDir;
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary)
-      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-uint32_t crc32c_bitwise(const uint8_t* p, size_t n) {
-  uint32_t c = ~0u;
-  for (size_t i = 0; i < n; ++i) {
-    c ^= p[i];
-    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
-  }
-  return ~c;
-}
 
 // A minimal valid model: config, vocab, two weights and one optimizer moment.
 struct Small {

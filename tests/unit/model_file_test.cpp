@@ -19,18 +19,12 @@
 namespace bertrt {
 namespace {
 
+using test::read_bytes;
+using test::write_bytes;
+
 namespace fs = std::filesystem;
 
 using test::TempDir;
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 template <typename T>
 TensorRecord record(const std::string& name, std::vector<int64_t> shape, DType dtype, const std::vector<T>& v) {

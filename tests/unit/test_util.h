@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -42,6 +45,26 @@ inline ::testing::AssertionResult rel_close(const float* got, const std::vector<
   return ::testing::AssertionFailure()
          << "relative error " << max_diff / max_want << " > " << tol << ", worst at [" << worst
          << "] got " << got[worst] << " want " << want[worst] << " (max |want| " << max_want << ")";
+}
+
+// A whole file as bytes, and bytes written to a file (corruption and truncation tests).
+inline std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+inline void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78) bit by bit, as RFC 3720 B.4 defines it:
+// the oracle of the table-driven and SSE4.2 implementations.
+inline uint32_t crc32c_bitwise(const uint8_t* p, size_t n) {
+  uint32_t c = ~0u;
+  for (size_t i = 0; i < n; ++i) {
+    c ^= p[i];
+    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
+  }
+  return ~c;
 }
 
 // A fresh folder per test under the system temp dir, removed with everything in it afterwards.

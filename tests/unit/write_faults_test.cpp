@@ -24,13 +24,10 @@
 namespace bertrt {
 namespace {
 
+using test::read_bytes;
+
 namespace fs = std::filesystem;
 using test::TempDir;
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 // In the death-test child: runs `write` under a file-size limit of `limit` bytes and exits 0 when
 // it threw a bertrt::Error whose message holds `needle` (otherwise says what went wrong).
