@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "test_util.h"
 
 namespace bertrt::test {
 
@@ -35,14 +36,6 @@ inline double ce_sum(Backend& be, float* dlogits, const float* logits, const int
 }
 
 constexpr double kEps = FLT_EPSILON;  // 2^-23: one float ulp at 1
-
-// True under an instruction-set emulator: the aarch64/armhf test presets set BERTRT_TEST_EMULATED=1
-// (qemu-user runs this code ~40x slower). The exhaustive sweeps and the thread-count tests then
-// take a sparser sample or smaller sizes: the same code paths and checks, fewer points.
-inline bool emulated() {
-  const char* e = std::getenv("BERTRT_TEST_EMULATED");
-  return e != nullptr && *e != '\0' && std::string(e) != "0";
-}
 
 // Stride of a sweep over float bit patterns: `stride` natively, 8x sparser when emulated (kept
 // odd, so the sample still covers every value of the low mantissa bits).

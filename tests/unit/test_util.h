@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -45,6 +46,22 @@ inline ::testing::AssertionResult rel_close(const float* got, const std::vector<
   return ::testing::AssertionFailure()
          << "relative error " << max_diff / max_want << " > " << tol << ", worst at [" << worst
          << "] got " << got[worst] << " want " << want[worst] << " (max |want| " << max_want << ")";
+}
+
+// True under an instruction-set emulator: the aarch64/armhf test presets set BERTRT_TEST_EMULATED=1
+// (qemu-user runs this code ~40x slower). The exhaustive sweeps and the thread-count tests then
+// take a sparser sample or smaller sizes: the same code paths and checks, fewer points.
+inline bool emulated() {
+  const char* e = std::getenv("BERTRT_TEST_EMULATED");
+  return e != nullptr && *e != '\0' && std::string(e) != "0";
+}
+
+// The `bertrt` CLI built beside the tests, or "" where it cannot run here: not built, or an
+// emulated test run (qemu-user runs the test binaries; the CLI's own ARM run is ci_arm.sh's).
+inline std::string cli_binary() {
+  const std::string cli = build_dir() + "/bertrt";
+  if (emulated() || !std::ifstream(cli).good()) return "";
+  return cli;
 }
 
 // A whole file as bytes, and bytes written to a file (corruption and truncation tests).
