@@ -11,6 +11,7 @@ foreach(src ${BERTRT_SHADERS})
     COMMAND ${GLSLC} --target-env=vulkan1.1 -O -mfmt=c -I${CMAKE_SOURCE_DIR}/backends/vulkan/shaders
             ${src} -o ${out}
     DEPENDS ${src} ${CMAKE_SOURCE_DIR}/backends/vulkan/shaders/push_constants.h
+            ${CMAKE_SOURCE_DIR}/backends/vulkan/shaders/util.glsl
     COMMENT "glslc ${name}.comp")
   list(APPEND BERTRT_SPIRV ${out})
 endforeach()

@@ -44,6 +44,31 @@ const uint32_t kLayerNormBackward[] =
 #include "shaders/layernorm_backward.spv.inc"
     ;
 
+const uint32_t kReduce[] =
+#include "shaders/reduce.spv.inc"
+    ;
+const uint32_t kRowReduce[] =
+#include "shaders/row_reduce.spv.inc"
+    ;
+const uint32_t kCrossEntropy[] =
+#include "shaders/cross_entropy.spv.inc"
+    ;
+const uint32_t kMseLoss[] =
+#include "shaders/mse_loss.spv.inc"
+    ;
+const uint32_t kEmbeddingBackward[] =
+#include "shaders/embedding_backward.spv.inc"
+    ;
+const uint32_t kFakeQuant[] =
+#include "shaders/fake_quant.spv.inc"
+    ;
+const uint32_t kGemmU8S8[] =
+#include "shaders/gemm_u8s8.spv.inc"
+    ;
+const uint32_t kEmbeddingS8[] =
+#include "shaders/embedding_s8.spv.inc"
+    ;
+
 }  // namespace
 
 Spirv shader_gelu_forward() { return {kGeluForward, sizeof kGeluForward / 4}; }
@@ -58,5 +83,14 @@ Spirv shader_layernorm_backward() { return {kLayerNormBackward, sizeof kLayerNor
 Spirv shader_elementwise() { return {kElementwise, sizeof kElementwise / 4}; }
 Spirv shader_bias_add() { return {kBiasAdd, sizeof kBiasAdd / 4}; }
 Spirv shader_gemm() { return {kGemm, sizeof kGemm / 4}; }
+
+Spirv shader_reduce() { return {kReduce, sizeof kReduce / 4}; }
+Spirv shader_row_reduce() { return {kRowReduce, sizeof kRowReduce / 4}; }
+Spirv shader_cross_entropy() { return {kCrossEntropy, sizeof kCrossEntropy / 4}; }
+Spirv shader_mse_loss() { return {kMseLoss, sizeof kMseLoss / 4}; }
+Spirv shader_embedding_backward() { return {kEmbeddingBackward, sizeof kEmbeddingBackward / 4}; }
+Spirv shader_fake_quant() { return {kFakeQuant, sizeof kFakeQuant / 4}; }
+Spirv shader_gemm_u8s8() { return {kGemmU8S8, sizeof kGemmU8S8 / 4}; }
+Spirv shader_embedding_s8() { return {kEmbeddingS8, sizeof kEmbeddingS8 / 4}; }
 
 }  // namespace bertrt::vk

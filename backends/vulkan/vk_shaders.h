@@ -24,5 +24,13 @@ Spirv shader_activation_backward();
 Spirv shader_bias_backward();
 Spirv shader_softmax_backward();
 Spirv shader_rows();
+Spirv shader_reduce();
+Spirv shader_row_reduce();
+Spirv shader_cross_entropy();
+Spirv shader_mse_loss();
+Spirv shader_embedding_backward();
+Spirv shader_fake_quant();
+Spirv shader_gemm_u8s8();
+Spirv shader_embedding_s8();
 
 }  // namespace bertrt::vk

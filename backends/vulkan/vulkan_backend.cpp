@@ -65,7 +65,12 @@ struct VulkanBackend::Impl {
     size_t bytes;
   };
   std::vector<Download> downloads;
-  std::vector<Block> staging;  // upload sources, freed after their submission
+  std::vector<Block> staging;  // upload sources (and outgrown scratch), freed after submission
+  // Errors found by shaders (push_constants.h BERTRT_VK_ERROR_*): 4 words, checked at sync().
+  Block status;
+  uint32_t* status_words = nullptr;
+  // Partial sums and per-row values of the reductions (grow-only).
+  Block scratch_block;
 
   explicit Impl(int device) : ctx(device), api(ctx.api()) {
     const VkPhysicalDeviceLimits& l = ctx.limits();
@@ -92,6 +97,10 @@ struct VulkanBackend::Impl {
     di.pPoolSizes = &size;
     check(api.vkCreateDescriptorPool(ctx.device(), &di, nullptr, &descriptors),
           "vkCreateDescriptorPool");
+    void* mapped = nullptr;
+    status = make_block(16, &mapped);
+    status_words = static_cast<uint32_t*>(mapped);
+    std::memset(status_words, 0, 16);
   }
 
   ~Impl() {
@@ -103,6 +112,8 @@ struct VulkanBackend::Impl {
     }
     for (auto& [start, b] : blocks) free_block(b);
     for (Block& b : staging) free_block(b);
+    free_block(status);
+    if (scratch_block.buffer) free_block(scratch_block);
     api.vkDestroyDescriptorPool(d, descriptors, nullptr);
     api.vkDestroyFence(d, fence, nullptr);
     api.vkDestroyCommandPool(d, pool, nullptr);
@@ -114,7 +125,7 @@ struct VulkanBackend::Impl {
     Block b;
     b.bytes = bytes;
     VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-    bi.size = std::max<size_t>(bytes, 4);
+    bi.size = (std::max<size_t>(bytes, 4) + 3) / 4 * 4;  // byte arrays bind as 32-bit words
     bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                VK_BUFFER_USAGE_TRANSFER_DST_BIT;
     bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
@@ -146,16 +157,17 @@ struct VulkanBackend::Impl {
     api.vkFreeMemory(ctx.device(), b.memory, nullptr);
   }
 
-  // The block holding [p, p + bytes), or an error naming the op and the argument.
-  Ref resolve(const char* op, const char* arg, const void* p, size_t bytes) {
+  // The block holding [p, p + bytes), or an error naming the op and the argument; the Ref's
+  // offset counts `unit`-byte elements (4: float/int arrays, 1: the byte arrays of int8 ops).
+  Ref resolve(const char* op, const char* arg, const void* p, size_t bytes, uint32_t unit = 4) {
     const auto a = reinterpret_cast<uintptr_t>(p);
     auto it = blocks.upper_bound(a);
     if (it != blocks.begin()) {
       --it;
       if (a >= it->first && a + bytes <= it->first + it->second.bytes) {
         const uintptr_t off = a - it->first;
-        if (off % 4)
-          fail("vulkan: {}: argument '{}' is not 4-byte aligned inside its block", op, arg);
+        if (off % unit)
+          fail("vulkan: {}: argument '{}' is not {}-byte aligned inside its block", op, arg, unit);
         const VkDeviceSize align =
             std::max<VkDeviceSize>(4, ctx.limits().minStorageBufferOffsetAlignment);
         const VkDeviceSize start = off / align * align;
@@ -165,7 +177,7 @@ struct VulkanBackend::Impl {
               "vulkan: {}: argument '{}' spans {} bytes, more than device '{}' binds at once "
               "({} bytes, maxStorageBufferRange)",
               op, arg, bytes, ctx.info().name, ctx.limits().maxStorageBufferRange);
-        return {it->second.buffer, uint32_t((off - start) / 4), start, range};
+        return {it->second.buffer, uint32_t((off - start) / unit), start, range};
       }
     }
     fail("vulkan: {}: argument '{}' ({} bytes at {}) is not memory of the vulkan backend", op, arg,
@@ -327,6 +339,64 @@ struct VulkanBackend::Impl {
     downloads.clear();
   }
 
+  // At least `floats` of scratch, bound whole; a block it outgrows lives until its submission.
+  Ref scratch(size_t floats) {
+    const size_t bytes = std::max<size_t>(floats, 64) * 4;
+    if (scratch_block.bytes < bytes) {
+      if (scratch_block.buffer) staging.push_back(scratch_block);
+      void* mapped = nullptr;
+      scratch_block = make_block(std::max(bytes, 2 * scratch_block.bytes), &mapped);
+    }
+    return {scratch_block.buffer, 0, 0, VK_WHOLE_SIZE};
+  }
+  Ref status_ref() const { return {status.buffer, 0, 0, VK_WHOLE_SIZE}; }
+
+  // The first error a shader reported since the last sync, as the cpu backend words it.
+  void check_status() {
+    const uint32_t code = status_words[0], a = status_words[1], b = status_words[2],
+                   bound = status_words[3];
+    if (!code) return;
+    std::memset(status_words, 0, 16);
+    if (code == BERTRT_VK_ERROR_TARGET)
+      fail("cross_entropy: row {}: target {} is outside the vocabulary [0, {})", a, int32_t(b),
+           bound);
+    if (code == BERTRT_VK_ERROR_ID)
+      fail("embedding_forward_s8: position {}: id {} is outside the table [0, {})", a, int32_t(b),
+           bound);
+    float scale;
+    std::memcpy(&scale, &b, 4);
+    fail("fake_quant_per_row: row {}: scale {} must be positive and finite", a, scale);
+  }
+
+  // Partials a reduction of n elements needs in scratch.
+  size_t reduce_partials(size_t n) const { return 2 * ((n + group * 16 - 1) / (group * 16) + 1); }
+
+  // OP 0 Σx², 1 Σx (into the double at `out`), 2 min and max (floats at out, out2) of n floats
+  // at x: two dispatches, the partials in scratch `s` from element `partial_at` on (the caller
+  // sized it: reduce_partials).
+  void reduce(uint32_t op, Ref x, size_t n, Ref out, Ref out2, Ref s, uint32_t partial_at) {
+    const uint32_t chunk = group * 16;
+    const size_t groups = std::max<size_t>(1, (n + chunk - 1) / chunk);
+    vk::ReducePush p{uint32_t(n), x.offset, s.offset + partial_at, out.offset, out2.offset,
+                     chunk, 0};
+    uint32_t gx, gy;
+    fold(groups, &gx, &gy);
+    p.groups_x = gx;
+    Pipeline& p0 = pipeline("reduce", vk::shader_reduce(), 4, sizeof p, {group, op, 0});
+    dispatch(p0, {x, s, out, out2}, &p, sizeof p, gx, gy, 1);
+    p.n = uint32_t(groups);
+    p.groups_x = 1;
+    Pipeline& p1 = pipeline("reduce", vk::shader_reduce(), 4, sizeof p, {group, op, 1});
+    dispatch(p1, {x, s, out, out2}, &p, sizeof p, 1, 1, 1);
+  }
+
+  // `groups` workgroups folded into x and y (65535 each).
+  static void fold(size_t groups, uint32_t* gx, uint32_t* gy) {
+    groups = std::max<size_t>(groups, 1);
+    *gx = uint32_t(std::min<size_t>(groups, 65535));
+    *gy = uint32_t((groups + *gx - 1) / *gx);
+  }
+
   // A 1-D grid of `n` threads in workgroups of `group`, folded into y beyond 65535 groups.
   void grid(size_t n, uint32_t* gx, uint32_t* gy) const {
     const size_t groups = std::max<size_t>(1, (n + group - 1) / group);
@@ -339,18 +409,25 @@ VulkanBackend::VulkanBackend(int device) : impl_(std::make_unique<Impl>(device))
 
 VulkanBackend::~VulkanBackend() = default;
 
+// Every op has a shader; those binding more storage buffers than the device allows in one
+// shader (Vulkan guarantees 4) run on the cpu fallback instead.
 bool VulkanBackend::supports(Op op) const {
   switch (op) {
-    case Op::kFill:
-    case Op::kCopy:
-    case Op::kScale:
-    case Op::kAdd:
-    case Op::kBiasAdd:
-    case Op::kGemm:
-    case Op::kGemmBatched:
-      return true;
+    case Op::kLayerNormBackward:
+      return impl_->binds(8);
+    case Op::kLayerNormForward:
+    case Op::kGemmU8S8:
+    case Op::kLinearU8S8:
+      return impl_->binds(6);
+    case Op::kCrossEntropy:
+    case Op::kFakeQuantPerTensor:
+    case Op::kFakeQuantPerRow:
+    case Op::kQuantizeU8:
+    case Op::kFakeQuantBackward:
+    case Op::kEmbeddingForwardS8:
+      return impl_->binds(5);
     default:
-      return false;
+      return op != Op::kCount;
   }
 }
 
@@ -372,7 +449,10 @@ void VulkanBackend::release(void* p) {
   impl_->blocks.erase(it);
 }
 
-void VulkanBackend::sync() { impl_->finish(); }
+void VulkanBackend::sync() {
+  impl_->finish();
+  impl_->check_status();
+}
 
 void VulkanBackend::upload(void* dst, const void* src, size_t bytes) {
   if (!bytes) return;
@@ -738,83 +818,294 @@ void VulkanBackend::on_cpu(const char* op,
     std::fprintf(stderr, "bertrt: vulkan: %s runs on the cpu backend (no Vulkan shader yet)\n", op);
 }
 
-#define CPU(op, ...) on_cpu(#op, {__VA_ARGS__})
+// --- reductions and losses ----------------------------------------------------------------------
 
 void VulkanBackend::sum_squares(double* out, const float* x, size_t n) {
-  CPU(sum_squares, {"out", out}, {"x", x});
-  cpu_.sum_squares(out, x, n);
+  const char* op = "sum_squares";
+  const Ref o = impl_->resolve(op, "out", out, 8);
+  const Ref xs = n ? impl_->resolve(op, "x", x, n * 4) : o;
+  impl_->reduce(0, xs, n, o, o, impl_->scratch(impl_->reduce_partials(n)), 0);
 }
-void VulkanBackend::argmax_rows(int32_t* out, const float* x, int rows, int cols) {
-  CPU(argmax_rows, {"out", out}, {"x", x});
-  cpu_.argmax_rows(out, x, rows, cols);
-}
-void VulkanBackend::mse_loss(float* dpred, double* loss_sum, const float* pred, const float* target,
-                             int n, float weight) {
-  CPU(mse_loss, {"dpred", dpred}, {"loss_sum", loss_sum}, {"pred", pred}, {"target", target});
-  cpu_.mse_loss(dpred, loss_sum, pred, target, n, weight);
-}
-void VulkanBackend::embedding_backward(float* dtable, const int32_t* ids, const float* dout, int n,
-                                       int C) {
-  CPU(embedding_backward, {"dtable", dtable}, {"ids", ids}, {"dout", dout});
-  cpu_.embedding_backward(dtable, ids, dout, n, C);
-}
-void VulkanBackend::cross_entropy(float* dlogits, double* loss_sum, const float* logits,
-                                  const int32_t* targets, int rows, int V, float grad_scale) {
-  CPU(cross_entropy, {"dlogits", dlogits}, {"loss_sum", loss_sum}, {"logits", logits},
-      {"targets", targets});
-  cpu_.cross_entropy(dlogits, loss_sum, logits, targets, rows, V, grad_scale);
-}
+
 void VulkanBackend::min_max(float* mn, float* mx, const float* x, size_t n) {
-  CPU(min_max, {"mn", mn}, {"mx", mx}, {"x", x});
-  cpu_.min_max(mn, mx, x, n);
+  if (n == 0) fail("min_max: empty input");
+  const char* op = "min_max";
+  const Ref lo = impl_->resolve(op, "mn", mn, 4), hi = impl_->resolve(op, "mx", mx, 4);
+  impl_->reduce(2, impl_->resolve(op, "x", x, n * 4), n, lo, hi,
+                impl_->scratch(impl_->reduce_partials(n)), 0);
 }
+
+namespace {
+
+void row_reduce(VulkanBackend::Impl& im, uint32_t op, Ref out, Ref x, int rows, int cols,
+                float half_range) {
+  vk::RowReducePush p{uint32_t(rows), uint32_t(cols), out.offset, x.offset, half_range, 0};
+  uint32_t gx, gy;
+  VulkanBackend::Impl::fold(size_t(rows), &gx, &gy);
+  p.groups_x = gx;
+  Pipeline& pl =
+      im.pipeline("row_reduce", vk::shader_row_reduce(), 2, sizeof p, {im.group, op});
+  im.dispatch(pl, {out, x}, &p, sizeof p, gx, gy, 1);
+}
+
+}  // namespace
+
+void VulkanBackend::argmax_rows(int32_t* out, const float* x, int rows, int cols) {
+  if (rows <= 0) return;
+  const char* op = "argmax_rows";
+  const Ref o = impl_->resolve(op, "out", out, size_t(rows) * 4);
+  row_reduce(*impl_, 0, o, cols > 0 ? impl_->resolve(op, "x", x, size_t(rows) * cols * 4) : o,
+             rows, cols, 0);
+}
+
 void VulkanBackend::absmax_rows(float* out, const float* x, int rows, int cols) {
-  CPU(absmax_rows, {"out", out}, {"x", x});
-  cpu_.absmax_rows(out, x, rows, cols);
+  if (rows <= 0) return;
+  const char* op = "absmax_rows";
+  const Ref o = impl_->resolve(op, "out", out, size_t(rows) * 4);
+  row_reduce(*impl_, 1, o, cols > 0 ? impl_->resolve(op, "x", x, size_t(rows) * cols * 4) : o,
+             rows, cols, 0);
 }
+
 void VulkanBackend::symmetric_scale_rows(float* scale, const float* x, int rows, int cols, int qmin,
                                          int qmax) {
-  CPU(symmetric_scale_rows, {"scale", scale}, {"x", x});
-  cpu_.symmetric_scale_rows(scale, x, rows, cols, qmin, qmax);
+  if (rows <= 0) return;
+  const char* op = "symmetric_scale_rows";
+  const Ref o = impl_->resolve(op, "scale", scale, size_t(rows) * 4);
+  row_reduce(*impl_, 2, o, cols > 0 ? impl_->resolve(op, "x", x, size_t(rows) * cols * 4) : o,
+             rows, cols, static_cast<float>(qmax - qmin) / 2.0f);  // as symmetric_scale_rule
 }
+
+void VulkanBackend::cross_entropy(float* dlogits, double* loss_sum, const float* logits,
+                                  const int32_t* targets, int rows, int V, float grad_scale) {
+  const char* op = "cross_entropy";
+  const Ref sum = impl_->resolve(op, "loss_sum", loss_sum, 8);
+  if (rows <= 0 || V <= 0 || !impl_->binds(5)) {
+    on_cpu(op, {{"dlogits", dlogits}, {"loss_sum", loss_sum}, {"logits", logits}});
+    cpu_.cross_entropy(dlogits, loss_sum, logits, targets, rows, V, grad_scale);
+    return;
+  }
+  const size_t n = size_t(rows) * V * 4;
+  const Ref z = impl_->resolve(op, "logits", logits, n),
+            t = impl_->resolve(op, "targets", targets, size_t(rows) * 4);
+  const Ref dz = dlogits ? impl_->resolve(op, "dlogits", dlogits, n) : z;
+  // Scratch: the row losses, then the reduction's partials.
+  const Ref s = impl_->scratch(size_t(rows) + impl_->reduce_partials(size_t(rows)));
+  vk::CrossEntropyPush p{uint32_t(rows), uint32_t(V), dz.offset, z.offset, t.offset, s.offset,
+                         dlogits ? 1u : 0u,           grad_scale, 0};
+  uint32_t gx, gy;
+  Impl::fold(size_t(rows), &gx, &gy);
+  p.groups_x = gx;
+  Pipeline& pl = impl_->pipeline(op, vk::shader_cross_entropy(), 5, sizeof p, {impl_->group});
+  impl_->dispatch(pl, {dz, z, t, s, impl_->status_ref()}, &p, sizeof p, gx, gy, 1);
+  impl_->reduce(1, s, size_t(rows), sum, sum, s, uint32_t(rows));
+}
+
+void VulkanBackend::mse_loss(float* dpred, double* loss_sum, const float* pred, const float* target,
+                             int n, float weight) {
+  const char* op = "mse_loss";
+  const Ref sum = impl_->resolve(op, "loss_sum", loss_sum, 8);
+  const Ref s = impl_->scratch(size_t(std::max(n, 0)) + impl_->reduce_partials(size_t(std::max(n, 0))));
+  if (n > 0) {
+    const Ref pr = impl_->resolve(op, "pred", pred, size_t(n) * 4),
+              tg = impl_->resolve(op, "target", target, size_t(n) * 4);
+    const Ref dp = dpred ? impl_->resolve(op, "dpred", dpred, size_t(n) * 4) : pr;
+    vk::MsePush p{uint32_t(n), dp.offset, pr.offset, tg.offset, s.offset, dpred ? 1u : 0u,
+                  weight,      0};
+    uint32_t gx, gy;
+    impl_->grid(size_t(n), &gx, &gy);
+    p.groups_x = gx;
+    Pipeline& pl = impl_->pipeline(op, vk::shader_mse_loss(), 4, sizeof p, {impl_->group});
+    impl_->dispatch(pl, {dp, pr, tg, s}, &p, sizeof p, gx, gy, 1);
+  }
+  impl_->reduce(1, s, size_t(std::max(n, 0)), sum, sum, s, uint32_t(std::max(n, 0)));
+}
+
+void VulkanBackend::embedding_backward(float* dtable, const int32_t* ids, const float* dout, int n,
+                                       int C) {
+  if (n <= 0 || C <= 0) return;
+  const char* op = "embedding_backward";
+  const Ref dt = impl_->resolve_to_end(op, "dtable", dtable),
+            id = impl_->resolve(op, "ids", ids, size_t(n) * 4),
+            d = impl_->resolve(op, "dout", dout, size_t(n) * C * 4);
+  vk::EmbeddingBackwardPush p{uint32_t(n), uint32_t(C), dt.offset, id.offset, d.offset, 0};
+  uint32_t gx, gy;
+  Impl::fold(size_t(n), &gx, &gy);
+  p.groups_x = gx;
+  Pipeline& pl =
+      impl_->pipeline(op, vk::shader_embedding_backward(), 3, sizeof p, {impl_->group});
+  impl_->dispatch(pl, {dt, id, d}, &p, sizeof p, gx, gy, 1);
+}
+
+// --- quantization ----------------------------------------------------------------------------
+
+namespace {
+
+void check_scale(const char* op, float scale) {
+  if (!(scale > 0.0f) || !std::isfinite(scale))
+    fail("{}: row 0: scale {} must be positive and finite", op, scale);
+}
+
+void check_k(const char* op, int K) {
+  if (K > kMaxQ8K)
+    fail("{}: K = {} exceeds {} (an int32 sum of u8·s8 products could overflow)", op, K,
+         kMaxQ8K);
+}
+
+// OP 0–2 run one thread per 32-bit word of the byte output (mask or q), OP 3 one per element.
+void fake_quant_op(VulkanBackend::Impl& im, uint32_t op, vk::FakeQuantPush p, Ref out, Ref bytes,
+                   Ref x, Ref scale) {
+  const bool words = op != 3;
+  const size_t threads = words ? ((p.has_mask || op == 2 ? p.bytes_offset % 4 : 0) + p.n + 3) / 4
+                               : p.n;
+  uint32_t gx, gy;
+  im.grid(threads, &gx, &gy);
+  p.groups_x = gx;
+  Pipeline& pl = im.pipeline("fake_quant", vk::shader_fake_quant(), 5, sizeof p, {im.group, op});
+  im.dispatch(pl, {out, bytes, x, scale, im.status_ref()}, &p, sizeof p, gx, gy, 1);
+}
+
+}  // namespace
+
 void VulkanBackend::fake_quant_per_tensor(float* out, uint8_t* mask, const float* x, size_t n,
                                           float scale, int zero_point, int qmin, int qmax) {
-  CPU(fake_quant_per_tensor, {"out", out}, {"mask", mask}, {"x", x});
-  cpu_.fake_quant_per_tensor(out, mask, x, n, scale, zero_point, qmin, qmax);
+  const char* op = "fake_quant_per_tensor";
+  check_scale(op, scale);
+  if (!n) return;
+  if (!impl_->binds(5)) {
+    on_cpu(op, {{"out", out}, {"mask", mask}, {"x", x}});
+    cpu_.fake_quant_per_tensor(out, mask, x, n, scale, zero_point, qmin, qmax);
+    return;
+  }
+  const Ref o = impl_->resolve(op, "out", out, n * 4), xs = impl_->resolve(op, "x", x, n * 4);
+  const Ref m = mask ? impl_->resolve(op, "mask", mask, n, 1) : o;
+  vk::FakeQuantPush p{uint32_t(n), 1,     o.offset,   mask ? m.offset : 0u, xs.offset,
+                      0,           mask ? 1u : 0u, scale, zero_point, qmin, qmax, 0};
+  fake_quant_op(*impl_, 0, p, o, m, xs, xs);
 }
+
 void VulkanBackend::fake_quant_per_row(float* out, uint8_t* mask, const float* x,
                                        const float* scale, int rows, int cols, int qmin, int qmax) {
-  CPU(fake_quant_per_row, {"out", out}, {"mask", mask}, {"x", x}, {"scale", scale});
-  cpu_.fake_quant_per_row(out, mask, x, scale, rows, cols, qmin, qmax);
+  if (rows <= 0 || cols <= 0) return;
+  const char* op = "fake_quant_per_row";
+  if (!impl_->binds(5)) {
+    on_cpu(op, {{"out", out}, {"mask", mask}, {"x", x}, {"scale", scale}});
+    cpu_.fake_quant_per_row(out, mask, x, scale, rows, cols, qmin, qmax);
+    return;
+  }
+  const size_t n = size_t(rows) * cols;
+  const Ref o = impl_->resolve(op, "out", out, n * 4), xs = impl_->resolve(op, "x", x, n * 4),
+            sc = impl_->resolve(op, "scale", scale, size_t(rows) * 4);
+  const Ref m = mask ? impl_->resolve(op, "mask", mask, n, 1) : o;
+  vk::FakeQuantPush p{uint32_t(n), uint32_t(cols), o.offset, mask ? m.offset : 0u, xs.offset,
+                      sc.offset,   mask ? 1u : 0u, 1.0f,     0,     qmin,      qmax, 0};
+  fake_quant_op(*impl_, 1, p, o, m, xs, sc);
 }
+
 void VulkanBackend::fake_quant_backward(float* dinp, const uint8_t* mask, const float* dout,
                                         size_t n) {
-  CPU(fake_quant_backward, {"dinp", dinp}, {"mask", mask}, {"dout", dout});
-  cpu_.fake_quant_backward(dinp, mask, dout, n);
+  if (!n) return;
+  const char* op = "fake_quant_backward";
+  if (!impl_->binds(5)) {
+    on_cpu(op, {{"dinp", dinp}, {"mask", mask}, {"dout", dout}});
+    cpu_.fake_quant_backward(dinp, mask, dout, n);
+    return;
+  }
+  const Ref di = impl_->resolve(op, "dinp", dinp, n * 4), d = impl_->resolve(op, "dout", dout, n * 4),
+            m = impl_->resolve(op, "mask", mask, n, 1);
+  vk::FakeQuantPush p{uint32_t(n), 1, di.offset, m.offset, d.offset, 0, 1, 1.0f, 0, 0, 0, 0};
+  fake_quant_op(*impl_, 3, p, di, m, d, d);
 }
+
 void VulkanBackend::quantize_u8(uint8_t* q, const float* x, size_t n, float scale, int zero_point) {
-  CPU(quantize_u8, {"q", q}, {"x", x});
-  cpu_.quantize_u8(q, x, n, scale, zero_point);
+  const char* op = "quantize_u8";
+  check_scale(op, scale);
+  if (!n) return;
+  if (!impl_->binds(5)) {
+    on_cpu(op, {{"q", q}, {"x", x}});
+    cpu_.quantize_u8(q, x, n, scale, zero_point);
+    return;
+  }
+  const Ref qs = impl_->resolve(op, "q", q, n, 1), xs = impl_->resolve(op, "x", x, n * 4);
+  vk::FakeQuantPush p{uint32_t(n), 1, xs.offset, qs.offset, xs.offset, 0, 0, scale, zero_point,
+                      0,           255, 0};
+  fake_quant_op(*impl_, 2, p, xs, qs, xs, xs);
 }
+
+namespace {
+
+void q8_gemm(VulkanBackend::Impl& im, uint32_t op, vk::Q8GemmPush p, Ref a, Ref b, Ref c, Ref ws,
+             Ref wsum, Ref bias) {
+  const uint32_t T = im.tile;
+  Pipeline& pl = im.pipeline("gemm_u8s8", vk::shader_gemm_u8s8(), 6, sizeof p, {T, op});
+  im.dispatch(pl, {a, b, c, ws, wsum, bias}, &p, sizeof p, (p.N + T - 1) / T, (p.M + T - 1) / T,
+              1);
+}
+
+}  // namespace
+
 void VulkanBackend::gemm_u8s8_s32(int M, int N, int K, const uint8_t* A, int lda, const int8_t* B,
                                   int ldb, int32_t* C, int ldc) {
-  CPU(gemm_u8s8_s32, {"A", A}, {"B", B}, {"C", C});
-  cpu_.gemm_u8s8_s32(M, N, K, A, lda, B, ldb, C, ldc);
+  const char* op = "gemm_u8s8_s32";
+  check_k(op, K);
+  if (M <= 0 || N <= 0) return;
+  if (!impl_->binds(6)) {
+    on_cpu(op, {{"A", A}, {"B", B}, {"C", C}});
+    cpu_.gemm_u8s8_s32(M, N, K, A, lda, B, ldb, C, ldc);
+    return;
+  }
+  const Ref c = impl_->resolve(op, "C", C, span(M, N, ldc) * 4);
+  const Ref a = K > 0 ? impl_->resolve(op, "A", A, span(M, K, lda), 1) : c;
+  const Ref b = K > 0 ? impl_->resolve(op, "B", B, span(N, K, ldb), 1) : c;
+  vk::Q8GemmPush p{uint32_t(M), uint32_t(N), uint32_t(K), uint32_t(lda), uint32_t(ldb),
+                   uint32_t(ldc), a.offset, b.offset, c.offset, 0, 0, 0, 0, 0.0f, 0};
+  q8_gemm(*impl_, 0, p, a, b, c, c, c, c);
 }
+
 void VulkanBackend::linear_u8s8(float* out, int ldo, const uint8_t* A, int lda, float a_scale,
                                 int a_zero_point, const int8_t* W, const float* w_scale,
                                 const int32_t* w_sum, const float* bias, int M, int N, int K) {
-  CPU(linear_u8s8, {"out", out}, {"A", A}, {"W", W}, {"w_scale", w_scale}, {"w_sum", w_sum},
-      {"bias", bias});
-  cpu_.linear_u8s8(out, ldo, A, lda, a_scale, a_zero_point, W, w_scale, w_sum, bias, M, N, K);
-}
-void VulkanBackend::embedding_forward_s8(float* out, const int32_t* ids, const int8_t* q,
-                                         const float* scale, int n, int C, int V) {
-  CPU(embedding_forward_s8, {"out", out}, {"ids", ids}, {"q", q}, {"scale", scale});
-  cpu_.embedding_forward_s8(out, ids, q, scale, n, C, V);
+  const char* op = "linear_u8s8";
+  check_k(op, K);
+  if (M <= 0 || N <= 0) return;
+  if (!impl_->binds(6)) {
+    on_cpu(op, {{"out", out}, {"A", A}, {"W", W}, {"w_scale", w_scale}, {"w_sum", w_sum},
+                {"bias", bias}});
+    cpu_.linear_u8s8(out, ldo, A, lda, a_scale, a_zero_point, W, w_scale, w_sum, bias, M, N, K);
+    return;
+  }
+  const Ref o = impl_->resolve(op, "out", out, span(M, N, ldo) * 4);
+  const Ref a = K > 0 ? impl_->resolve(op, "A", A, span(M, K, lda), 1) : o;
+  const Ref w = K > 0 ? impl_->resolve(op, "W", W, size_t(N) * K, 1) : o;
+  const Ref ws = impl_->resolve(op, "w_scale", w_scale, size_t(N) * 4),
+            wsum = impl_->resolve(op, "w_sum", w_sum, size_t(N) * 4);
+  const Ref b = bias ? impl_->resolve(op, "bias", bias, size_t(N) * 4) : ws;
+  vk::Q8GemmPush p{uint32_t(M), uint32_t(N), uint32_t(K), uint32_t(lda), uint32_t(K),
+                   uint32_t(ldo), a.offset, w.offset, o.offset, ws.offset, wsum.offset,
+                   b.offset, bias ? 1u : 0u, a_scale, a_zero_point};
+  q8_gemm(*impl_, 1, p, a, w, o, ws, wsum, b);
 }
 
-#undef CPU
+void VulkanBackend::embedding_forward_s8(float* out, const int32_t* ids, const int8_t* q,
+                                         const float* scale, int n, int C, int V) {
+  if (n <= 0 || C <= 0) return;
+  const char* op = "embedding_forward_s8";
+  if (!impl_->binds(5)) {
+    on_cpu(op, {{"out", out}, {"ids", ids}, {"q", q}, {"scale", scale}});
+    cpu_.embedding_forward_s8(out, ids, q, scale, n, C, V);
+    return;
+  }
+  const Ref o = impl_->resolve(op, "out", out, size_t(n) * C * 4),
+            id = impl_->resolve(op, "ids", ids, size_t(n) * 4),
+            qs = impl_->resolve(op, "q", q, size_t(V) * C, 1),
+            sc = impl_->resolve(op, "scale", scale, size_t(V) * 4);
+  vk::EmbeddingS8Push p{uint32_t(n), uint32_t(C), uint32_t(V), o.offset, id.offset,
+                        qs.offset,   sc.offset,   0};
+  uint32_t gx, gy;
+  impl_->grid(size_t(n) * C, &gx, &gy);
+  p.groups_x = gx;
+  Pipeline& pl = impl_->pipeline(op, vk::shader_embedding_s8(), 5, sizeof p, {impl_->group});
+  impl_->dispatch(pl, {o, id, qs, sc, impl_->status_ref()}, &p, sizeof p, gx, gy, 1);
+}
 
 std::vector<std::string> vulkan_device_lines() {
   std::vector<std::string> out;

@@ -8,11 +8,13 @@
 // with a barrier after each dispatch, and submitted every kMaxBatch dispatches or at sync()
 // (bounded, so drivers never see one endless submission); downloads land after the fence wait.
 //
-// Ops with a shader: fill, copy, scale, add, bias_add, gemm, gemm_batched, gelu_forward,
-// layernorm_forward, softmax_forward, adamw_step. Every other op runs on the
-// cpu backend over the mapped memory after a sync, with a one-line notice the first time (so the
-// whole model, training included, runs, and the supported set grows one shader at a time). A
-// device without a host-visible memory type (none known) is refused at start-up.
+// Every op has a shader (shaders/*.comp), forward, backward, optimizer, losses, reductions and the
+// int8 ops; fp32 accumulation, reductions as fp32 trees into the double outputs, the quantization
+// rules bit for bit (correctly rounded division, no fused multiply-add). Errors a shader finds (a
+// target or id out of range, a bad scale) surface at sync(). An op whose shader binds more
+// storage buffers than the device allows runs on the cpu backend over the mapped memory, with a
+// one-line notice the first time. A device without a host-visible memory type (none known) is
+// refused at start-up.
 #pragma once
 
 #include <map>
@@ -81,7 +83,7 @@ class VulkanBackend : public Backend {
                           const float* rstd, int rows, int C) override;
   void copy(void* dst, const void* src, size_t bytes) override;  // vkCmdCopyBuffer
 
-  // --- on the cpu, over the mapped memory ----------------------------------------------------
+  // --- reductions, losses and quantization ------------------------------------------------------
   void sum_squares(double* out, const float* x, size_t n) override;
   void argmax_rows(int32_t* out, const float* x, int rows, int cols) override;
   void mse_loss(float* dpred, double* loss_sum, const float* pred, const float* target, int n,

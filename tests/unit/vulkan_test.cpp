@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "model_runs.h"
 #include "op_test_util.h"
+#include "quant_op_cases.h"
 #endif
 
 namespace bertrt {
@@ -72,13 +73,24 @@ class Vulkan : public ::testing::Test {
     }
   }
   // Host data into backend memory and back.
-  float* put(DeviceArray<float>& d, const std::vector<float>& h) {
+  template <class T>
+  T* put(DeviceArray<T>& d, const std::vector<T>& h) {
     d.ensure(*be_, h.size());
-    be_->upload(d.data(), h.data(), h.size() * sizeof(float));
+    be_->upload(d.data(), h.data(), h.size() * sizeof(T));
     return d.data();
   }
-  std::vector<float> get(const DeviceArray<float>& d, size_t n) {
+  template <class T>
+  std::vector<T> get(const DeviceArray<T>& d, size_t n) {
     return read_back(*be_, d.data(), n);
+  }
+  // The message of the bertrt::Error that sync() raises ("" when it raises none).
+  std::string sync_error() {
+    try {
+      be_->sync();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
   }
   VulkanBackend* be_ = nullptr;
   int64_t messages_ = 0;
@@ -448,6 +460,309 @@ TEST_F(Vulkan, LayerNormBackwardWithinTheFloatBound) {
     }
 }
 
+// sum_squares and the loss sums: fp32 pairwise sums (reduce.comp: 16 terms per thread, a tree of
+// ≤ 8 levels, the partials ≤ n/(16·64²) per thread, a tree again) against the reference's double
+// sum: ≤ (33 + n/65536 + 1)·u·Σx². min_max: exact.
+TEST_F(Vulkan, SumSquaresAndMinMaxOfOddSizes) {
+  ReferenceBackend ref;
+  for (size_t n : {0, 1, 3, 255, 4097, 70001, 1000003}) {
+    SCOPED_TRACE(n);
+    const auto x = randn(std::max<size_t>(n, 1), uint32_t(100 + n), 2.0f);
+    DeviceArray<float> dx;
+    put(dx, x);
+    DeviceArray<double> out(*be_, 1);
+    be_->sum_squares(out.data(), dx.data(), n);
+    double want = 0;
+    ref.sum_squares(&want, x.data(), n);
+    const double got = get(out, 1)[0];
+    EXPECT_NEAR(got, want, (34 + n / 65536.0) * test::kEps / 2 * want);
+    if (n == 0) continue;
+    DeviceArray<float> mm(*be_, 2);
+    be_->min_max(mm.data(), mm.data() + 1, dx.data(), n);
+    float lo, hi;
+    ref.min_max(&lo, &hi, x.data(), n);
+    EXPECT_EQ(get(mm, 2), (std::vector<float>{lo, hi}));
+  }
+}
+
+// Per-row reductions are exact: argmax keeps the FIRST maximum (rows with repeated maxima),
+// symmetric scales divide correctly rounded (2000 rows of 3: many quotients), a zero row gives
+// FLT_EPSILON.
+TEST_F(Vulkan, ArgmaxAbsmaxAndSymmetricScalesAreExact) {
+  ReferenceBackend ref;
+  for (auto [rows, cols] : {std::pair{7, 1}, {7, 3}, {9, 300}, {5, 1000}, {2000, 3}}) {
+    SCOPED_TRACE(::testing::Message() << rows << "x" << cols);
+    auto x = randn(size_t(rows) * cols, uint32_t(rows * 7 + cols), 3.0f);
+    for (int r = 0; r < rows; r += 2) {  // repeated maxima, at odd and even columns
+      float* row = x.data() + size_t(r) * cols;
+      const float m = *std::max_element(row, row + cols) + 1.0f;
+      for (int c = cols / 3; c < cols; c += 1 + cols / 5) row[c] = r % 4 ? m : -m;
+    }
+    std::fill_n(x.data() + size_t(rows - 1) * cols, cols, 0.0f);
+    DeviceArray<float> dx, ds;
+    put(dx, x);
+    DeviceArray<int32_t> di(*be_, size_t(rows));
+    be_->argmax_rows(di.data(), dx.data(), rows, cols);
+    std::vector<int32_t> want_i(rows);
+    ref.argmax_rows(want_i.data(), x.data(), rows, cols);
+    EXPECT_TRUE(test::all_equal(want_i, get(di, rows))) << "argmax_rows";
+    ds.ensure(*be_, size_t(rows));
+    std::vector<float> want(rows);
+    be_->absmax_rows(ds.data(), dx.data(), rows, cols);
+    ref.absmax_rows(want.data(), x.data(), rows, cols);
+    EXPECT_EQ(get(ds, rows), want) << "absmax_rows";
+    for (auto [qmin, qmax] : {std::pair{-128, 127}, {-127, 127}}) {
+      be_->symmetric_scale_rows(ds.data(), dx.data(), rows, cols, qmin, qmax);
+      ref.symmetric_scale_rows(want.data(), x.data(), rows, cols, qmin, qmax);
+      EXPECT_EQ(get(ds, rows), want) << "symmetric_scale_rows " << qmin;
+    }
+  }
+}
+
+// Cross-entropy in fp32 against the reference's double: with u = 2^-23, Vulkan's exp within
+// (3 + 2|x|) ulp and log within 2^-21 absolute (its precision table), and a sum of V terms
+// ≤ (log2 V + V/64 + 1)·u: lse is off by δ ≤ 2^-21 + (3 + 2·range + log2 V + V/64 + 1)·u,
+// p = exp(z − lse) by p·(δ + (4 + 3|z − lse|)·u), dlogits by |g|·(that + u·|p − onehot|).
+TEST_F(Vulkan, CrossEntropyWithinTheFloatBoundAndItsErrors) {
+  ReferenceBackend ref;
+  for (int V : {1, 2, 7, 257, 3001}) {
+    SCOPED_TRACE(V);
+    const int rows = 9;
+    const auto z = randn(size_t(rows) * V, uint32_t(300 + V), 3.0f);
+    std::vector<int32_t> t(rows);
+    for (int r = 0; r < rows; ++r) t[r] = r % 4 == 1 ? -100 : (r * 7919) % V;
+    DeviceArray<float> dz, dd;
+    DeviceArray<int32_t> dt;
+    put(dz, z), put(dt, t);
+    dd.ensure(*be_, z.size());
+    DeviceArray<double> loss(*be_, 1);
+    const float g = 0.25f;
+    be_->cross_entropy(dd.data(), loss.data(), dz.data(), dt.data(), rows, V, g);
+    std::vector<float> want(z.size());
+    double want_loss = 0;
+    ref.cross_entropy(want.data(), &want_loss, z.data(), t.data(), rows, V, g);
+    std::vector<double> tol(z.size());
+    double loss_tol = 0;
+    for (int r = 0; r < rows; ++r) {
+      const float* zr = z.data() + size_t(r) * V;
+      const double mx = *std::max_element(zr, zr + V), mn = *std::min_element(zr, zr + V);
+      double sum = 0;
+      for (int j = 0; j < V; ++j) sum += std::exp(double(zr[j]) - mx);
+      const double lse = mx + std::log(sum), u = test::kEps;
+      const double delta =
+          std::ldexp(1.0, -21) + (3 + 2 * (mx - mn) + std::log2(double(V)) + V / 64.0 + 1) * u;
+      for (int j = 0; j < V; ++j) {
+        const double p = std::exp(zr[j] - lse), x = std::fabs(zr[j] - lse);
+        const double onehot = j == t[r] ? 1.0 : 0.0;
+        tol[size_t(r) * V + j] =
+            t[r] < 0 ? 0.0 : g * (p * (delta + (4 + 3 * x) * u) + u * std::fabs(p - onehot));
+      }
+      if (t[r] >= 0) loss_tol += delta + 2 * u * (std::fabs(lse) + std::fabs(zr[t[r]]));
+    }
+    EXPECT_TRUE(test::all_close(want, get(dd, z.size()), tol)) << "dlogits";
+    EXPECT_NEAR(get(loss, 1)[0], want_loss, loss_tol + 16 * test::kEps * want_loss) << "loss";
+    be_->cross_entropy(nullptr, loss.data(), dz.data(), dt.data(), rows, V, g);  // loss only
+    EXPECT_NEAR(get(loss, 1)[0], want_loss, loss_tol + 16 * test::kEps * want_loss) << "no grad";
+  }
+  // A target ≥ V is an error at sync, worded as the cpu backend words it; the backend goes on.
+  DeviceArray<float> dz;
+  put(dz, randn(12, 5));
+  DeviceArray<int32_t> dt;
+  put(dt, std::vector<int32_t>{1, 0, 4});
+  DeviceArray<double> loss(*be_, 1);
+  be_->cross_entropy(nullptr, loss.data(), dz.data(), dt.data(), 3, 4, 1.0f);
+  EXPECT_EQ(sync_error(), "cross_entropy: row 2: target 4 is outside the vocabulary [0, 4)");
+  EXPECT_EQ(sync_error(), "");
+}
+
+// MSE: the difference, square and scaling in float (the reference: double) — dpred within
+// 6 roundings (the division: 2.5 ulp), the sum within (36 + 2)·u/2 of Σ d².
+TEST_F(Vulkan, MseLossWithinTheFloatBound) {
+  ReferenceBackend ref;
+  for (int n : {1, 7, 300, 5000}) {
+    SCOPED_TRACE(n);
+    const auto pred = randn(n, uint32_t(400 + n)), target = randn(n, uint32_t(401 + n));
+    DeviceArray<float> dp, dt, dd;
+    put(dp, pred), put(dt, target);
+    dd.ensure(*be_, size_t(n));
+    DeviceArray<double> loss(*be_, 1);
+    be_->mse_loss(dd.data(), loss.data(), dp.data(), dt.data(), n, 0.7f);
+    std::vector<float> want(n);
+    double want_loss = 0;
+    ref.mse_loss(want.data(), &want_loss, pred.data(), target.data(), n, 0.7f);
+    std::vector<double> tol(n);
+    for (int i = 0; i < n; ++i) tol[i] = 6 * test::kEps / 2 * std::fabs(want[i]);
+    EXPECT_TRUE(test::all_close(want, get(dd, n), tol)) << "dpred";
+    EXPECT_NEAR(get(loss, 1)[0], want_loss, 38 * test::kEps / 2 * want_loss) << "loss";
+  }
+}
+
+// Embedding backward without atomics adds each id's rows in index order: the reference's bits,
+// with heavy repetition and more positions than a workgroup scans at once.
+TEST_F(Vulkan, EmbeddingBackwardIsExactWithRepeatedIds) {
+  ReferenceBackend ref;
+  const int V = 50;
+  for (int C : {1, 37, 300})
+    for (int n : {1, 6, 700}) {
+      SCOPED_TRACE(::testing::Message() << "C " << C << " n " << n);
+      std::vector<int32_t> ids(n);
+      for (int i = 0; i < n; ++i) ids[i] = (i * i * 7 + 3 * i) % (i % 3 ? V : 5);
+      const auto dout = randn(size_t(n) * C, uint32_t(500 + n)),
+                 table = randn(size_t(V) * C, uint32_t(501 + C));
+      DeviceArray<float> dt, dd;
+      DeviceArray<int32_t> di;
+      put(dt, table), put(dd, dout), put(di, ids);
+      be_->embedding_backward(dt.data(), di.data(), dd.data(), n, C);
+      std::vector<float> want = table;
+      ref.embedding_backward(want.data(), ids.data(), dout.data(), n, C);
+      EXPECT_EQ(get(dt, want.size()), want);
+    }
+}
+
+// The fake-quant ops round exactly as the reference (and PyTorch): ties, clamps, a scale whose
+// reciprocal needs the correctly rounded division; masks and q at every byte offset of a word,
+// the bytes around them untouched.
+TEST_F(Vulkan, FakeQuantOpsAreBitExactAtEveryByteOffset) {
+  ReferenceBackend ref;
+  constexpr uint8_t kSentinel = 0xab;
+  for (size_t n : {1, 3, 4, 5, 1001})
+    for (size_t lead : {0, 1, 2, 3}) {
+      SCOPED_TRACE(::testing::Message() << "n " << n << " lead " << lead);
+      const auto x = test::fake_quant_inputs(n, uint32_t(600 + n));
+      DeviceArray<float> dx, dout;
+      DeviceArray<uint8_t> bytes;
+      put(dx, x);
+      dout.ensure(*be_, n);
+      const std::vector<uint8_t> fence(n + 8, kSentinel);
+      for (auto [scale, zp, qmin, qmax] :
+           {std::tuple{0.0625f, 3, 0, 255}, {0.037f, 0, -128, 127}, {0.3f, 128, 0, 255}}) {
+        put(bytes, fence);
+        be_->fake_quant_per_tensor(dout.data(), bytes.data() + lead, dx.data(), n, scale, zp, qmin,
+                                   qmax);
+        std::vector<float> want(n);
+        std::vector<uint8_t> want_mask = fence;
+        ref.fake_quant_per_tensor(want.data(), want_mask.data() + lead, x.data(), n, scale, zp,
+                                  qmin, qmax);
+        EXPECT_EQ(get(dout, n), want) << "fake_quant_per_tensor " << scale;
+        EXPECT_TRUE(test::all_equal(want_mask, get(bytes, fence.size()))) << "mask " << scale;
+        put(bytes, fence);
+        be_->quantize_u8(bytes.data() + lead, dx.data(), n, scale, zp);
+        std::vector<uint8_t> want_q = fence;
+        ref.quantize_u8(want_q.data() + lead, x.data(), n, scale, zp);
+        EXPECT_TRUE(test::all_equal(want_q, get(bytes, fence.size()))) << "quantize_u8 " << scale;
+      }
+      // The STE backward from the last mask; dinp holds −0 where the mask drops dout.
+      put(bytes, fence);
+      be_->fake_quant_per_tensor(dout.data(), bytes.data() + lead, dx.data(), n, 0.0625f, 0, -8, 7);
+      std::vector<uint8_t> mask(n + 8, kSentinel);
+      std::vector<float> scratch(n);
+      ref.fake_quant_per_tensor(scratch.data(), mask.data() + lead, x.data(), n, 0.0625f, 0, -8, 7);
+      std::vector<float> d0(n, -0.0f);
+      const auto dy = randn(n, uint32_t(601 + n));
+      DeviceArray<float> dd, ddy;
+      put(dd, d0), put(ddy, dy);
+      be_->fake_quant_backward(dd.data(), bytes.data() + lead, ddy.data(), n);
+      ref.fake_quant_backward(d0.data(), mask.data() + lead, dy.data(), n);
+      const auto got = get(dd, n);
+      for (size_t i = 0; i < n; ++i)
+        ASSERT_EQ(std::signbit(got[i]), std::signbit(d0[i])) << i;
+      EXPECT_EQ(got, d0) << "fake_quant_backward";
+    }
+  // Per row: the scales of symmetric_scale_rows, masks at an odd offset.
+  for (auto [rows, cols] : {std::pair{1, 1}, {5, 7}, {33, 129}}) {
+    const auto x = test::fake_quant_inputs(size_t(rows) * cols, uint32_t(700 + cols));
+    std::vector<float> scale(rows);
+    ref.symmetric_scale_rows(scale.data(), x.data(), rows, cols, -128, 127);
+    DeviceArray<float> dx, ds, dout;
+    DeviceArray<uint8_t> bytes;
+    put(dx, x), put(ds, scale);
+    dout.ensure(*be_, x.size());
+    const std::vector<uint8_t> fence(x.size() + 4, kSentinel);
+    put(bytes, fence);
+    be_->fake_quant_per_row(dout.data(), bytes.data() + 1, dx.data(), ds.data(), rows, cols, -128,
+                            127);
+    std::vector<float> want(x.size());
+    std::vector<uint8_t> want_mask = fence;
+    ref.fake_quant_per_row(want.data(), want_mask.data() + 1, x.data(), scale.data(), rows, cols,
+                           -128, 127);
+    EXPECT_EQ(get(dout, x.size()), want) << "fake_quant_per_row " << rows;
+    EXPECT_TRUE(test::all_equal(want_mask, get(bytes, fence.size()))) << "mask " << rows;
+  }
+  // A scale the device finds invalid is an error at sync naming the row.
+  DeviceArray<float> dx, ds, dout(*be_, 6);
+  put(dx, randn(6, 9)), put(ds, std::vector<float>{0.1f, 0.1f, 0.0f});
+  be_->fake_quant_per_row(dout.data(), nullptr, dx.data(), ds.data(), 3, 2, -128, 127);
+  EXPECT_EQ(sync_error(), "fake_quant_per_row: row 2: scale 0 must be positive and finite");
+}
+
+// The int8 GEMM and Linear: integer sums and the float epilogue are the reference's bits, with
+// padded strides, A starting at an odd byte, C's padding untouched.
+TEST_F(Vulkan, Int8GemmAndLinearAreBitExact) {
+  ReferenceBackend ref;
+  struct Shape {
+    int M, N, K;
+  };
+  for (Shape s : {Shape{1, 1, 1}, Shape{3, 17, 31}, Shape{33, 5, 129}, Shape{17, 16, 0},
+                  Shape{65, 66, 300}}) {
+    SCOPED_TRACE(::testing::Message() << s.M << "x" << s.N << "x" << s.K);
+    const int lda = s.K + 3, ldb = s.K + 5, ldc = s.N + 2;
+    const auto A = test::random_u8(size_t(s.M) * lda + 1, uint32_t(s.M + s.K));
+    const auto B = test::random_s8(size_t(s.N) * ldb, uint32_t(s.N + s.K), -128, 127);
+    DeviceArray<uint8_t> da;
+    DeviceArray<int8_t> db, dw;
+    DeviceArray<int32_t> dc;
+    put(da, A), put(db, B);
+    const std::vector<int32_t> c0(size_t(s.M) * ldc, -7);
+    put(dc, c0);
+    be_->gemm_u8s8_s32(s.M, s.N, s.K, da.data() + 1, lda, db.data(), ldb, dc.data(), ldc);
+    std::vector<int32_t> want = c0;
+    ref.gemm_u8s8_s32(s.M, s.N, s.K, A.data() + 1, lda, B.data(), ldb, want.data(), ldc);
+    EXPECT_TRUE(test::all_equal(want, get(dc, want.size()))) << "gemm_u8s8_s32";
+    // The Linear: W [N, K] dense, its scales and sums, with and without bias.
+    const auto W = test::random_s8(size_t(s.N) * s.K, uint32_t(s.N * 3 + s.K));
+    const auto ws = test::uniform(s.N, uint32_t(s.N), 1e-3f, 2e-2f), bias = randn(s.N, 7);
+    std::vector<int32_t> wsum(s.N, 0);
+    for (int n = 0; n < s.N; ++n)
+      for (int k = 0; k < s.K; ++k) wsum[n] += W[size_t(n) * s.K + k];
+    DeviceArray<float> dws, dbias, dout;
+    DeviceArray<int32_t> dsum;
+    put(dw, W), put(dws, ws), put(dbias, bias), put(dsum, wsum);
+    for (bool with_bias : {true, false}) {
+      const std::vector<float> o0(size_t(s.M) * ldc, 3.5f);
+      put(dout, o0);
+      be_->linear_u8s8(dout.data(), ldc, da.data() + 1, lda, 0.021f, 131, dw.data(), dws.data(),
+                       dsum.data(), with_bias ? dbias.data() : nullptr, s.M, s.N, s.K);
+      std::vector<float> wo = o0;
+      ref.linear_u8s8(wo.data(), ldc, A.data() + 1, lda, 0.021f, 131, W.data(), ws.data(),
+                      wsum.data(), with_bias ? bias.data() : nullptr, s.M, s.N, s.K);
+      EXPECT_EQ(get(dout, wo.size()), wo) << "linear_u8s8 bias " << with_bias;
+    }
+  }
+}
+
+TEST_F(Vulkan, Int8EmbeddingIsExactAndAnIdOutsideTheTableIsAnError) {
+  ReferenceBackend ref;
+  for (int C : {1, 5, 129}) {
+    const int V = 9;
+    const auto q = test::random_s8(size_t(V) * C, uint32_t(800 + C));
+    const auto scale = test::uniform(V, uint32_t(801 + C), 1e-3f, 0.1f);
+    const std::vector<int32_t> ids = {8, 0, 3, 3, 7};
+    const auto out0 = randn(ids.size() * C, uint32_t(802 + C));
+    DeviceArray<int8_t> dq;
+    DeviceArray<float> ds, dout;
+    DeviceArray<int32_t> di;
+    put(dq, q), put(ds, scale), put(dout, out0), put(di, ids);
+    be_->embedding_forward_s8(dout.data(), di.data(), dq.data(), ds.data(), int(ids.size()), C, V);
+    std::vector<float> want = out0;
+    ref.embedding_forward_s8(want.data(), ids.data(), q.data(), scale.data(), int(ids.size()), C,
+                             V);
+    EXPECT_EQ(get(dout, want.size()), want) << C;
+    put(di, std::vector<int32_t>{0, 9, 1, 0, 0});
+    be_->embedding_forward_s8(dout.data(), di.data(), dq.data(), ds.data(), 5, C, V);
+    EXPECT_EQ(sync_error(), "embedding_forward_s8: position 1: id 9 is outside the table [0, 9)");
+  }
+}
+
 TEST_F(Vulkan, AnArgumentOutsideItsMemoryIsAnErrorNamingOpAndArgument) {
   DeviceArray<float> x(*be_, 8);
   std::vector<float> host(8);
@@ -475,6 +790,8 @@ TEST_P(VulkanModel, MatchesTheCpuBackend) {
   const double tol = mode == test::Mode::kFloat ? 1e-5 : 1e-2;
   test::expect_close(want, got, tol, tol);
   EXPECT_EQ(want.counts, got.counts);
+  // Every op of the model ran on the device: none fell back to the cpu.
+  EXPECT_TRUE(be_->fallbacks().empty()) << *be_->fallbacks().begin();
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -115,6 +115,88 @@ struct LayerNormBackwardPush {
   uint groups_x;
 };
 
+// A reduction of n floats to one value in two dispatches (fp32 pairwise sums, the workgroups'
+// partials in scratch): PASS 0 one workgroup per `chunk` elements, PASS 1 one workgroup over the
+// partials, which writes the result (a double's two words, or min and max).
+struct ReducePush {
+  uint n;  // elements (PASS 0) or partials (PASS 1)
+  uint x_offset, partial_offset, out_offset, out2_offset;
+  uint chunk;
+  uint groups_x;
+};
+
+// One workgroup per row of x [rows, cols]: argmax_rows (int out), absmax_rows and
+// symmetric_scale_rows (float out; half_range = (qmax − qmin) / 2 rounded as the host rounds it).
+struct RowReducePush {
+  uint rows, cols;
+  uint out_offset, x_offset;
+  float half_range;
+  uint groups_x;
+};
+
+// Softmax cross-entropy, one workgroup per row of logits [rows, V]; row losses to loss_offset
+// (scratch), summed afterwards by the reduction.
+struct CrossEntropyPush {
+  uint rows, V;
+  uint dlogits_offset, logits_offset, targets_offset, loss_offset;
+  uint has_dlogits;
+  float grad_scale;
+  uint groups_x;
+};
+
+// MSE pieces, one thread per prediction: squared differences to sq_offset (scratch), dpred.
+struct MsePush {
+  uint n;
+  uint dpred_offset, pred_offset, target_offset, sq_offset;
+  uint has_dpred;
+  float weight;
+  uint groups_x;
+};
+
+// dtable[ids[i]] += dout[i]: one workgroup per position; only the first position of each id
+// writes its row, adding every matching position in index order (no atomics, the reference's
+// order and bits).
+struct EmbeddingBackwardPush {
+  uint n, C;
+  uint dtable_offset, ids_offset, dout_offset;
+  uint groups_x;
+};
+
+// Fake-quant (per tensor / per row), quantize_u8 and the STE backward. Byte arrays (mask, q) are
+// addressed in bytes from their binding's start and written a 32-bit word per thread.
+struct FakeQuantPush {
+  uint n, cols;
+  uint out_offset, bytes_offset, x_offset, scale_offset;
+  uint has_mask;
+  float scale;
+  int zero_point, qmin, qmax;
+  uint groups_x;
+};
+
+// u8 × s8 GEMM with int32 accumulation: raw sums (OP 0) or the int8 Linear's dequantizing
+// epilogue (OP 1). a_offset / b_offset and lda / ldb are in bytes.
+struct Q8GemmPush {
+  uint M, N, K;
+  uint lda, ldb, ldc;
+  uint a_offset, b_offset, c_offset;
+  uint w_scale_offset, w_sum_offset, bias_offset, has_bias;
+  float a_scale;
+  int a_zero_point;
+};
+
+// out[i, :] += scale[ids[i]] · q[ids[i], :], q int8 [V, C] (q_offset in bytes).
+struct EmbeddingS8Push {
+  uint n, C, V;
+  uint out_offset, ids_offset, q_offset, scale_offset;
+  uint groups_x;
+};
+
+// Errors an op finds while it runs (read and cleared by the host at sync): code, then two
+// values that the host's message names, and the bound (V) where there is one.
+#define BERTRT_VK_ERROR_TARGET 1u  // cross_entropy: row, target
+#define BERTRT_VK_ERROR_ID 2u      // embedding_forward_s8: position, id
+#define BERTRT_VK_ERROR_SCALE 3u   // fake_quant_per_row: row, scale bits
+
 #ifdef __cplusplus
 }  // namespace bertrt::vk
 #endif
