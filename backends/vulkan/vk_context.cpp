@@ -1,5 +1,6 @@
 #include "backends/vulkan/vk_context.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -56,11 +57,27 @@ constexpr VkMemoryPropertyFlags kUma = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
 constexpr VkMemoryPropertyFlags kHost =
     VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
 
+constexpr VkMemoryPropertyFlags kDevice = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+
 int find_type(const VkPhysicalDeviceMemoryProperties& m, uint32_t bits,
               VkMemoryPropertyFlags want) {
   for (uint32_t i = 0; i < m.memoryTypeCount; ++i)
     if ((bits & (1u << i)) && (m.memoryTypes[i].propertyFlags & want) == want) return int(i);
   return -1;
+}
+
+// Unified memory: a DEVICE_LOCAL | HOST_VISIBLE type on the largest device-local heap (phones,
+// integrated GPUs, lavapipe, resizable-BAR cards) — not the 256 MiB BAR window of a discrete GPU.
+bool unified(const VkPhysicalDeviceMemoryProperties& m) {
+  VkDeviceSize largest = 0;
+  for (uint32_t i = 0; i < m.memoryHeapCount; ++i)
+    if (m.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+      largest = std::max(largest, m.memoryHeaps[i].size);
+  for (uint32_t i = 0; i < m.memoryTypeCount; ++i)
+    if ((m.memoryTypes[i].propertyFlags & kUma) == kUma &&
+        m.memoryHeaps[m.memoryTypes[i].heapIndex].size >= largest)
+      return true;
+  return false;
 }
 
 DeviceInfo describe(Api& api, VkPhysicalDevice pd, int index) {
@@ -84,7 +101,7 @@ DeviceInfo describe(Api& api, VkPhysicalDevice pd, int index) {
   for (uint32_t i = 0; i < mem.memoryHeapCount; ++i)
     if (mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
       d.device_local_bytes += mem.memoryHeaps[i].size;
-  d.unified_memory = find_type(mem, ~0u, kUma) >= 0;
+  d.unified_memory = unified(mem);
   return d;
 }
 
@@ -165,7 +182,7 @@ Context::Context(int device) : api_(loader()) {
         device, devices.size());
   physical_ = devices[size_t(device)];
   info_ = describe(api_, physical_, device);
-  VkPhysicalDeviceProperties props;
+  VkPhysicalDeviceProperties& props = properties_;
   api_.vkGetPhysicalDeviceProperties(physical_, &props);
   limits_ = props.limits;
   if (props.apiVersion < VK_API_VERSION_1_1)
@@ -200,9 +217,14 @@ Context::~Context() {
   if (instance_) api_.vkDestroyInstance(instance_, nullptr);
 }
 
-int Context::memory_type(uint32_t type_bits) const {
+int Context::memory_type(uint32_t type_bits, Memory kind) const {
   const int uma = find_type(memory_, type_bits, kUma);
-  return uma >= 0 ? uma : find_type(memory_, type_bits, kHost);
+  if (kind == Memory::kDevice) {
+    const int d = find_type(memory_, type_bits, kDevice);
+    return d >= 0 ? d : memory_type(type_bits, Memory::kMapped);
+  }
+  if (kind == Memory::kMapped && uma >= 0) return uma;
+  return find_type(memory_, type_bits, kHost);
 }
 
 int64_t Context::validation_messages() { return g_messages.load(); }

@@ -19,8 +19,14 @@ struct DeviceInfo {
   uint32_t subgroup_size = 0;
   uint32_t max_shared_memory = 0, max_workgroup_invocations = 0;
   uint64_t max_storage_buffer_range = 0, device_local_bytes = 0;
-  bool unified_memory = false;  // a DEVICE_LOCAL | HOST_VISIBLE memory type
+  // A DEVICE_LOCAL | HOST_VISIBLE memory type on the largest device-local heap.
+  bool unified_memory = false;
 };
+
+// Where a buffer lives: kMapped (the backend's blocks on unified memory: DEVICE_LOCAL |
+// HOST_VISIBLE where there is one, else host-visible), kDevice (DEVICE_LOCAL, not mapped: the
+// blocks of a discrete GPU), kStaging (HOST_VISIBLE | HOST_COHERENT: uploads, downloads, status).
+enum class Memory { kMapped, kDevice, kStaging };
 
 class Context {
  public:
@@ -36,10 +42,13 @@ class Context {
   uint32_t queue_family() const { return queue_family_; }
   const DeviceInfo& info() const { return info_; }
   const VkPhysicalDeviceLimits& limits() const { return limits_; }
-  // The memory type for arena blocks: DEVICE_LOCAL | HOST_VISIBLE | HOST_COHERENT when the
-  // device has one (unified memory), else HOST_VISIBLE | HOST_COHERENT (memory the host maps;
-  // slower on a discrete GPU, but correct). -1 when none fits `type_bits`.
-  int memory_type(uint32_t type_bits) const;
+  const VkPhysicalDeviceProperties& properties() const { return properties_; }
+  // The memory type index for `kind` among `type_bits`; -1 when none fits.
+  int memory_type(uint32_t type_bits, Memory kind) const;
+  // The size of the heap memory type `type` allocates from.
+  VkDeviceSize heap_bytes(int type) const {
+    return memory_.memoryHeaps[memory_.memoryTypes[type].heapIndex].size;
+  }
   // Validation messages seen so far (0 unless the layer is on).
   static int64_t validation_messages();
 
@@ -53,6 +62,7 @@ class Context {
   uint32_t queue_family_ = 0;
   VkPhysicalDeviceMemoryProperties memory_{};
   VkPhysicalDeviceLimits limits_{};
+  VkPhysicalDeviceProperties properties_{};
   DeviceInfo info_;
 };
 

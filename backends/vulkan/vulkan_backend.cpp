@@ -8,6 +8,8 @@
 #include <cstring>
 #include <unordered_map>
 
+#include <sys/mman.h>
+
 #include "backends/vulkan/shaders/push_constants.h"
 #include "backends/vulkan/vk_shaders.h"
 #include "core/error.h"
@@ -26,6 +28,9 @@ struct Block {
   VkBuffer buffer = VK_NULL_HANDLE;
   VkDeviceMemory memory = VK_NULL_HANDLE;
   size_t bytes = 0;
+  void* mapped = nullptr;    // the host's view (mapped and staging memory)
+  void* reserved = nullptr;  // device memory: the address range alloc() handed out for it
+  size_t reserved_bytes = 0;
 };
 
 struct Pipeline {
@@ -65,6 +70,9 @@ struct VulkanBackend::Impl {
     size_t bytes;
   };
   std::vector<Download> downloads;
+  // Mapped (unified memory: alloc() returns the mapped address) or device memory (a discrete
+  // GPU: alloc() returns an address range reserved without access, which only ops resolve).
+  bool mapped_mode = true;
   std::vector<Block> staging;  // upload sources (and outgrown scratch), freed after submission
   // Errors found by shaders (push_constants.h BERTRT_VK_ERROR_*): 4 words, checked at sync().
   Block status;
@@ -73,6 +81,14 @@ struct VulkanBackend::Impl {
   Block scratch_block;
 
   explicit Impl(int device) : ctx(device), api(ctx.api()) {
+    const char* mode = std::getenv("BERTRT_VULKAN_MEMORY");
+    if (mode && *mode) {
+      if (std::strcmp(mode, "mapped") != 0 && std::strcmp(mode, "device") != 0)
+        fail("vulkan: BERTRT_VULKAN_MEMORY is '{}'; expected 'mapped' or 'device'", mode);
+      mapped_mode = std::strcmp(mode, "mapped") == 0;
+    } else {
+      mapped_mode = ctx.info().unified_memory;
+    }
     const VkPhysicalDeviceLimits& l = ctx.limits();
     group = std::min<uint32_t>(256, l.maxComputeWorkGroupInvocations);
     // 16×16 threads and two 16×16 float tiles (2 KiB), else 8×8.
@@ -97,9 +113,8 @@ struct VulkanBackend::Impl {
     di.pPoolSizes = &size;
     check(api.vkCreateDescriptorPool(ctx.device(), &di, nullptr, &descriptors),
           "vkCreateDescriptorPool");
-    void* mapped = nullptr;
-    status = make_block(16, &mapped);
-    status_words = static_cast<uint32_t*>(mapped);
+    status = make_block(16, vk::Memory::kStaging);
+    status_words = static_cast<uint32_t*>(status.mapped);
     std::memset(status_words, 0, 16);
   }
 
@@ -120,7 +135,7 @@ struct VulkanBackend::Impl {
     api.vkDestroyPipelineCache(d, cache, nullptr);
   }
 
-  Block make_block(size_t bytes, void** mapped) {
+  Block make_block(size_t bytes, vk::Memory kind) {
     VkDevice d = ctx.device();
     Block b;
     b.bytes = bytes;
@@ -129,13 +144,22 @@ struct VulkanBackend::Impl {
     bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                VK_BUFFER_USAGE_TRANSFER_DST_BIT;
     bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-    check(api.vkCreateBuffer(d, &bi, nullptr, &b.buffer), "vkCreateBuffer");
+    const VkResult rb = api.vkCreateBuffer(d, &bi, nullptr, &b.buffer);
+    if (rb == VK_ERROR_OUT_OF_DEVICE_MEMORY || rb == VK_ERROR_OUT_OF_HOST_MEMORY)
+      fail("vulkan: out of device memory allocating {} bytes on '{}' ({})", bytes, ctx.info().name,
+           vk::result_name(rb));
+    check(rb, "vkCreateBuffer");
     VkMemoryRequirements req;
     api.vkGetBufferMemoryRequirements(d, b.buffer, &req);
-    const int type = ctx.memory_type(req.memoryTypeBits);
+    const int type = ctx.memory_type(req.memoryTypeBits, kind);
     if (type < 0) {
       api.vkDestroyBuffer(d, b.buffer, nullptr);
       fail("vulkan: device '{}' has no host-visible memory type for buffers", ctx.info().name);
+    }
+    if (req.size > ctx.heap_bytes(type)) {  // Vulkan forbids asking (a validation error)
+      api.vkDestroyBuffer(d, b.buffer, nullptr);
+      fail("vulkan: out of device memory allocating {} bytes on '{}' (its heap has {} bytes)",
+           bytes, ctx.info().name, ctx.heap_bytes(type));
     }
     VkMemoryAllocateInfo mi{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
     mi.allocationSize = req.size;
@@ -147,12 +171,14 @@ struct VulkanBackend::Impl {
            vk::result_name(r));
     }
     check(api.vkBindBufferMemory(d, b.buffer, b.memory, 0), "vkBindBufferMemory");
-    check(api.vkMapMemory(d, b.memory, 0, VK_WHOLE_SIZE, 0, mapped), "vkMapMemory");
+    if (kind != vk::Memory::kDevice)
+      check(api.vkMapMemory(d, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped), "vkMapMemory");
     return b;
   }
 
   void free_block(Block& b) {
-    api.vkUnmapMemory(ctx.device(), b.memory);
+    if (b.mapped) api.vkUnmapMemory(ctx.device(), b.memory);
+    if (b.reserved) munmap(b.reserved, b.reserved_bytes);
     api.vkDestroyBuffer(ctx.device(), b.buffer, nullptr);
     api.vkFreeMemory(ctx.device(), b.memory, nullptr);
   }
@@ -311,8 +337,16 @@ struct VulkanBackend::Impl {
     recorded();
   }
 
+  // Submits what is recorded and waits for it; then the downloads land and the staging goes.
   void submit() {
-    if (!recording) return;
+    if (recording) run();
+    for (const Download& d : downloads) std::memcpy(d.dst, d.src, d.bytes);
+    downloads.clear();
+    for (Block& b : staging) free_block(b);
+    staging.clear();
+  }
+
+  void run() {
     // Host reads after the fence (downloads, cpu fallbacks) see every write.
     barrier(VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT | VK_ACCESS_HOST_WRITE_BIT);
     check(api.vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
@@ -329,23 +363,17 @@ struct VulkanBackend::Impl {
     check(api.vkResetFences(ctx.device(), 1, &fence), "vkResetFences");
     check(api.vkResetCommandBuffer(cmd, 0), "vkResetCommandBuffer");
     check(api.vkResetDescriptorPool(ctx.device(), descriptors, 0), "vkResetDescriptorPool");
-    for (Block& b : staging) free_block(b);
-    staging.clear();
   }
 
-  void finish() {
-    submit();
-    for (const Download& d : downloads) std::memcpy(d.dst, d.src, d.bytes);
-    downloads.clear();
-  }
+  void finish() { submit(); }
 
   // At least `floats` of scratch, bound whole; a block it outgrows lives until its submission.
   Ref scratch(size_t floats) {
     const size_t bytes = std::max<size_t>(floats, 64) * 4;
     if (scratch_block.bytes < bytes) {
       if (scratch_block.buffer) staging.push_back(scratch_block);
-      void* mapped = nullptr;
-      scratch_block = make_block(std::max(bytes, 2 * scratch_block.bytes), &mapped);
+      scratch_block = make_block(std::max(bytes, 2 * scratch_block.bytes),
+                                 mapped_mode ? vk::Memory::kMapped : vk::Memory::kDevice);
     }
     return {scratch_block.buffer, 0, 0, VK_WHOLE_SIZE};
   }
@@ -433,11 +461,27 @@ bool VulkanBackend::supports(Op op) const {
 
 const vk::DeviceInfo& VulkanBackend::device_info() const { return impl_->ctx.info(); }
 
+bool VulkanBackend::host_visible() const { return impl_->mapped_mode; }
+
 void* VulkanBackend::alloc(size_t bytes) {
-  void* mapped = nullptr;
-  Block b = impl_->make_block(bytes, &mapped);
-  impl_->blocks[reinterpret_cast<uintptr_t>(mapped)] = b;
-  return mapped;
+  if (impl_->mapped_mode) {
+    Block b = impl_->make_block(bytes, vk::Memory::kMapped);
+    impl_->blocks[reinterpret_cast<uintptr_t>(b.mapped)] = b;
+    return b.mapped;
+  }
+  // Device memory has no host address: an inaccessible range of the address space stands for
+  // it (a host touch faults at once instead of reading garbage).
+  Block b = impl_->make_block(bytes, vk::Memory::kDevice);
+  b.reserved_bytes = std::max<size_t>(bytes, 1);
+  b.reserved = mmap(nullptr, b.reserved_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                    -1, 0);
+  if (b.reserved == MAP_FAILED) {
+    b.reserved = nullptr;
+    impl_->free_block(b);
+    fail("vulkan: out of address space reserving {} bytes", bytes);
+  }
+  impl_->blocks[reinterpret_cast<uintptr_t>(b.reserved)] = b;
+  return b.reserved;
 }
 
 void VulkanBackend::release(void* p) {
@@ -456,30 +500,38 @@ void VulkanBackend::sync() {
 
 void VulkanBackend::upload(void* dst, const void* src, size_t bytes) {
   if (!bytes) return;
-  const Ref d = impl_->resolve("upload", "dst", dst, bytes);
-  void* mapped = nullptr;
-  Block s = impl_->make_block(bytes, &mapped);
-  std::memcpy(mapped, src, bytes);
+  const Ref d = impl_->resolve("upload", "dst", dst, bytes, 1);
+  Block s = impl_->make_block(bytes, vk::Memory::kStaging);
+  std::memcpy(s.mapped, src, bytes);
   impl_->staging.push_back(s);
   impl_->begin();
-  VkBufferCopy region{0, d.window + VkDeviceSize(d.offset) * 4, bytes};
+  VkBufferCopy region{0, d.window + d.offset, bytes};
   impl_->api.vkCmdCopyBuffer(impl_->cmd, s.buffer, d.buffer, 1, &region);
   impl_->recorded();
 }
 
 void VulkanBackend::download(void* dst, const void* src, size_t bytes) {
   if (!bytes) return;
-  impl_->resolve("download", "src", src, bytes);
-  impl_->downloads.push_back({dst, src, bytes});
+  const Ref s = impl_->resolve("download", "src", src, bytes, 1);
+  if (impl_->mapped_mode) {
+    impl_->downloads.push_back({dst, src, bytes});
+    return;
+  }
+  Block st = impl_->make_block(bytes, vk::Memory::kStaging);
+  impl_->staging.push_back(st);
+  impl_->begin();
+  VkBufferCopy region{s.window + s.offset, 0, bytes};
+  impl_->api.vkCmdCopyBuffer(impl_->cmd, s.buffer, st.buffer, 1, &region);
+  impl_->downloads.push_back({dst, st.mapped, bytes});  // before recorded(): it may submit
+  impl_->recorded();
 }
 
 void VulkanBackend::copy(void* dst, const void* src, size_t bytes) {
   if (!bytes) return;
-  const Ref d = impl_->resolve("copy", "dst", dst, bytes);
-  const Ref s = impl_->resolve("copy", "src", src, bytes);
+  const Ref d = impl_->resolve("copy", "dst", dst, bytes, 1);
+  const Ref s = impl_->resolve("copy", "src", src, bytes, 1);
   impl_->begin();
-  VkBufferCopy region{s.window + VkDeviceSize(s.offset) * 4, d.window + VkDeviceSize(d.offset) * 4,
-                      bytes};
+  VkBufferCopy region{s.window + s.offset, d.window + d.offset, bytes};
   impl_->api.vkCmdCopyBuffer(impl_->cmd, s.buffer, d.buffer, 1, &region);
   impl_->recorded();
 }
@@ -812,7 +864,12 @@ void VulkanBackend::copy_2d(float* dst, int ldd, const float* src, int lds, int 
 void VulkanBackend::on_cpu(const char* op,
                            std::initializer_list<std::pair<const char*, const void*>> args) {
   for (const auto& [name, p] : args)
-    if (p) impl_->resolve(op, name, p, 1);
+    if (p) impl_->resolve(op, name, p, 1, 1);
+  if (!impl_->mapped_mode)
+    fail(
+        "vulkan: {} needs more storage buffers than device '{}' binds, and its cpu fallback "
+        "needs mapped memory (BERTRT_VULKAN_MEMORY=mapped)",
+        op, impl_->ctx.info().name);
   impl_->finish();
   if (fallbacks_.insert(op).second)
     std::fprintf(stderr, "bertrt: vulkan: %s runs on the cpu backend (no Vulkan shader yet)\n", op);

@@ -1,12 +1,15 @@
 // The Vulkan compute backend (issue #12; design: ../shared/notes/vulkan.md).
 //
-// Memory: every Backend::alloc block is one VkBuffer in a host-visible memory type (DEVICE_LOCAL
-// too where the device has unified memory: phones, integrated GPUs, lavapipe), mapped for the
-// life of the block; the pointer alloc() returns is the mapped address, and ops resolve pointer
-// arguments to (buffer, element offset) through an interval map — an argument that does not
-// resolve is an error naming the op and the argument. Ops are recorded into a command buffer
-// with a barrier after each dispatch, and submitted every kMaxBatch dispatches or at sync()
-// (bounded, so drivers never see one endless submission); downloads land after the fence wait.
+// Memory: every Backend::alloc block is one VkBuffer. On unified memory (a DEVICE_LOCAL |
+// HOST_VISIBLE type on the largest device-local heap: phones, integrated GPUs, lavapipe) it is
+// mapped for the life of the block and alloc() returns the mapped address. On a discrete GPU it
+// is DEVICE_LOCAL only, and alloc() returns an address range reserved without access that stands
+// for it; upload/download go through staging buffers (BERTRT_VULKAN_MEMORY=mapped|device
+// overrides the choice: the tests run the device path on lavapipe). Ops resolve pointer
+// arguments to (buffer, offset) through an interval map — an argument that does not resolve is
+// an error naming the op and the argument. Ops are recorded into a command buffer with a barrier
+// after each dispatch, and submitted every kMaxBatch dispatches or at sync() (bounded, so drivers
+// never see one endless submission); downloads land after the fence wait.
 //
 // Every op has a shader (shaders/*.comp), forward, backward, optimizer, losses, reductions and the
 // int8 ops; fp32 accumulation, reductions as fp32 trees into the double outputs, the quantization
@@ -42,7 +45,7 @@ class VulkanBackend : public Backend {
 
   void* alloc(size_t bytes) override;
   void release(void* p) override;
-  bool host_visible() const override { return true; }
+  bool host_visible() const override;
   bool accepts_host_pointers() const override { return false; }
   void sync() override;
   void upload(void* dst, const void* src, size_t bytes) override;

@@ -806,6 +806,29 @@ INSTANTIATE_TEST_SUITE_P(
                                       : "int8");
     });
 
+// Out of memory is an error naming the size and the device, and the backend goes on.
+TEST_F(Vulkan, OutOfDeviceMemoryIsAnError) {
+  try {
+    be_->alloc(size_t(1) << 50);
+    FAIL() << "expected bertrt::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("out of device memory allocating 1125899906842624 bytes"),
+              std::string::npos)
+        << e.what();
+  }
+  DeviceArray<float> x(*be_, 3);
+  be_->fill(x.data(), 1.5f, 3);
+  EXPECT_EQ(get(x, 3), std::vector<float>(3, 1.5f));
+}
+
+// BERTRT_VULKAN_MEMORY picks the memory path (ctest runs this suite once per path on lavapipe);
+// device memory is not host-visible and its addresses are not readable by the host.
+TEST_F(Vulkan, MemoryPathFollowsTheDeviceOrTheOverride) {
+  const char* mode = std::getenv("BERTRT_VULKAN_MEMORY");
+  const bool mapped = mode && *mode ? std::string(mode) == "mapped" : be_->device_info().unified_memory;
+  EXPECT_EQ(be_->host_visible(), mapped);
+}
+
 TEST_F(Vulkan, DeviceIsListedWithItsLimits) {
   const auto lines = vulkan_device_lines();
   ASSERT_FALSE(lines.empty());
