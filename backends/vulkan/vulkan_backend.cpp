@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 
 #include "backends/vulkan/shaders/push_constants.h"
+#include "backends/vulkan/vk_pipeline_cache.h"
 #include "backends/vulkan/vk_shaders.h"
 #include "core/error.h"
 
@@ -56,7 +57,7 @@ struct VulkanBackend::Impl {
   vk::Api& api;
   std::map<uintptr_t, Block> blocks;
   std::unordered_map<std::string, Pipeline> pipelines;
-  VkPipelineCache cache = VK_NULL_HANDLE;
+  vk::PipelineCache cache;
   VkCommandPool pool = VK_NULL_HANDLE;
   VkCommandBuffer cmd = VK_NULL_HANDLE;
   VkFence fence = VK_NULL_HANDLE;
@@ -80,7 +81,7 @@ struct VulkanBackend::Impl {
   // Partial sums and per-row values of the reductions (grow-only).
   Block scratch_block;
 
-  explicit Impl(int device) : ctx(device), api(ctx.api()) {
+  explicit Impl(int device) : ctx(device), api(ctx.api()), cache(ctx) {
     const char* mode = std::getenv("BERTRT_VULKAN_MEMORY");
     if (mode && *mode) {
       if (std::strcmp(mode, "mapped") != 0 && std::strcmp(mode, "device") != 0)
@@ -93,8 +94,6 @@ struct VulkanBackend::Impl {
     group = std::min<uint32_t>(256, l.maxComputeWorkGroupInvocations);
     // 16×16 threads and two 16×16 float tiles (2 KiB), else 8×8.
     tile = l.maxComputeWorkGroupInvocations >= 256 && l.maxComputeSharedMemorySize >= 2048 ? 16 : 8;
-    VkPipelineCacheCreateInfo pc{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
-    check(api.vkCreatePipelineCache(ctx.device(), &pc, nullptr, &cache), "vkCreatePipelineCache");
     VkCommandPoolCreateInfo ci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     ci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
     ci.queueFamilyIndex = ctx.queue_family();
@@ -132,7 +131,6 @@ struct VulkanBackend::Impl {
     api.vkDestroyDescriptorPool(d, descriptors, nullptr);
     api.vkDestroyFence(d, fence, nullptr);
     api.vkDestroyCommandPool(d, pool, nullptr);
-    api.vkDestroyPipelineCache(d, cache, nullptr);
   }
 
   Block make_block(size_t bytes, vk::Memory kind) {
@@ -266,7 +264,8 @@ struct VulkanBackend::Impl {
     ci.stage.pName = "main";
     ci.stage.pSpecializationInfo = &sp;
     ci.layout = p.layout;
-    const VkResult r = api.vkCreateComputePipelines(d, cache, 1, &ci, nullptr, &p.pipeline);
+    const VkResult r = api.vkCreateComputePipelines(d, cache.handle(), 1, &ci, nullptr, &p.pipeline);
+    cache.created();
     api.vkDestroyShaderModule(d, module, nullptr);
     if (r != VK_SUCCESS)
       fail("vulkan: creating the '{}' pipeline failed on '{}': {}", name, ctx.info().name,
@@ -460,6 +459,8 @@ bool VulkanBackend::supports(Op op) const {
 }
 
 const vk::DeviceInfo& VulkanBackend::device_info() const { return impl_->ctx.info(); }
+
+size_t VulkanBackend::pipeline_cache_loaded_bytes() const { return impl_->cache.loaded_bytes(); }
 
 bool VulkanBackend::host_visible() const { return impl_->mapped_mode; }
 

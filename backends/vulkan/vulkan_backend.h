@@ -41,6 +41,8 @@ class VulkanBackend : public Backend {
   const vk::DeviceInfo& device_info() const;
   // Ops that ran on the cpu fallback so far (names), for tests and the notice.
   const std::set<std::string>& fallbacks() const { return fallbacks_; }
+  // Bytes of pipeline cache read from disk at start-up (vk_pipeline_cache.h); 0: none.
+  size_t pipeline_cache_loaded_bytes() const;
   struct Impl;  // device, arena, pipelines, recording (vulkan_backend.cpp)
 
   void* alloc(size_t bytes) override;

@@ -1,8 +1,8 @@
 // The Vulkan backend (backends/vulkan/) on whatever Vulkan device the machine has — Mesa's
-// lavapipe in CI — with the Khronos validation layer on (ctest sets BERTRT_VULKAN_VALIDATION=1;
-// any validation message fails the test): every op that has a shader against the scalar
+// lavapipe in CI — with the Khronos validation layer on (the suite sets BERTRT_VULKAN_VALIDATION=1
+// unless the environment says otherwise; any validation message fails the test): every op that has a shader against the scalar
 // reference on odd sizes, the pointer checks, and the whole model (every head, fp32 / QAT / int8,
-// the unsupported ops on the cpu fallback) against the cpu backend.
+// every op on the device) against the cpu backend; ctest runs it on both memory paths.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -19,6 +19,7 @@
 #include "model_runs.h"
 #include "op_test_util.h"
 #include "quant_op_cases.h"
+#include "test_util.h"
 #endif
 
 namespace bertrt {
@@ -29,6 +30,15 @@ TEST(Vulkan, NotBuilt) { GTEST_SKIP() << "this build has no Vulkan backend (BERT
 #else
 
 using test::randn;
+
+// Defaults the suite sets itself (ctest passes one environment variable only): every test runs
+// under the Khronos validation layer, and any message it prints fails the test; the pipeline
+// cache stays in the build tree.
+const bool kEnvironmentDefaults = [] {
+  setenv("BERTRT_VULKAN_VALIDATION", "1", 0);
+  setenv("BERTRT_VULKAN_PIPELINE_CACHE", BERTRT_BUILD_DIR_DEFAULT "/vulkan_pipeline_cache.bin", 0);
+  return true;
+}();
 
 // One backend for the whole suite (pipelines are created once), made and destroyed by a gtest
 // environment: a Vulkan device torn down by a static destructor at exit may outlive the loader's
@@ -827,6 +837,35 @@ TEST_F(Vulkan, MemoryPathFollowsTheDeviceOrTheOverride) {
   const char* mode = std::getenv("BERTRT_VULKAN_MEMORY");
   const bool mapped = mode && *mode ? std::string(mode) == "mapped" : be_->device_info().unified_memory;
   EXPECT_EQ(be_->host_visible(), mapped);
+}
+
+// The pipeline cache goes to disk when pipelines were made, is read back by the next backend of
+// the same device, and a damaged file is ignored (and replaced), never an error.
+TEST_F(Vulkan, PipelineCacheIsSavedReloadedAndSurvivesDamage) {
+  const std::string path = ::testing::TempDir() + "bertrt_pipeline_cache_test/cache.bin";
+  std::remove(path.c_str());
+  const char* old = std::getenv("BERTRT_VULKAN_PIPELINE_CACHE");
+  const std::string saved = old ? old : "";
+  setenv("BERTRT_VULKAN_PIPELINE_CACHE", path.c_str(), 1);
+  auto run_once = [&] {
+    VulkanBackend be;
+    DeviceArray<float> x(be, 5);
+    be.fill(x.data(), 2.0f, 5);
+    be.scale(x.data(), 3.0f, 5);
+    EXPECT_EQ(read_back(be, x.data(), 5), std::vector<float>(5, 6.0f));
+    return be.pipeline_cache_loaded_bytes();
+  };
+  EXPECT_EQ(run_once(), 0u);  // nothing to load; saved at exit
+  const auto bytes = test::read_bytes(path);
+  ASSERT_GE(bytes.size(), 32u);
+  EXPECT_EQ(run_once(), bytes.size());
+  test::write_bytes(path, std::string(bytes.size(), char(0x5a)));  // damaged
+  EXPECT_EQ(run_once(), 0u);
+  EXPECT_GE(test::read_bytes(path).size(), 32u);
+  if (old)
+    setenv("BERTRT_VULKAN_PIPELINE_CACHE", saved.c_str(), 1);
+  else
+    unsetenv("BERTRT_VULKAN_PIPELINE_CACHE");
 }
 
 TEST_F(Vulkan, DeviceIsListedWithItsLimits) {
