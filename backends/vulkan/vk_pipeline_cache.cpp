@@ -1,6 +1,7 @@
 #include "backends/vulkan/vk_pipeline_cache.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -8,8 +9,6 @@
 #include <fstream>
 #include <iterator>
 #include <vector>
-
-#include <sys/stat.h>
 
 #include "core/atomic_file.h"
 #include "core/error.h"

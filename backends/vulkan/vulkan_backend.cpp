@@ -1,14 +1,13 @@
 #include "backends/vulkan/vulkan_backend.h"
 
 #include <fmt/format.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <unordered_map>
-
-#include <sys/mman.h>
 
 #include "backends/vulkan/shaders/push_constants.h"
 #include "backends/vulkan/vk_pipeline_cache.h"
@@ -264,7 +263,8 @@ struct VulkanBackend::Impl {
     ci.stage.pName = "main";
     ci.stage.pSpecializationInfo = &sp;
     ci.layout = p.layout;
-    const VkResult r = api.vkCreateComputePipelines(d, cache.handle(), 1, &ci, nullptr, &p.pipeline);
+    const VkResult r =
+        api.vkCreateComputePipelines(d, cache.handle(), 1, &ci, nullptr, &p.pipeline);
     cache.created();
     api.vkDestroyShaderModule(d, module, nullptr);
     if (r != VK_SUCCESS)
@@ -405,7 +405,7 @@ struct VulkanBackend::Impl {
     const uint32_t chunk = group * 16;
     const size_t groups = std::max<size_t>(1, (n + chunk - 1) / chunk);
     vk::ReducePush p{uint32_t(n), x.offset, s.offset + partial_at, out.offset, out2.offset,
-                     chunk, 0};
+                     chunk,       0};
     uint32_t gx, gy;
     fold(groups, &gx, &gy);
     p.groups_x = gx;
@@ -474,8 +474,8 @@ void* VulkanBackend::alloc(size_t bytes) {
   // it (a host touch faults at once instead of reading garbage).
   Block b = impl_->make_block(bytes, vk::Memory::kDevice);
   b.reserved_bytes = std::max<size_t>(bytes, 1);
-  b.reserved = mmap(nullptr, b.reserved_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                    -1, 0);
+  b.reserved = mmap(nullptr, b.reserved_bytes, PROT_NONE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (b.reserved == MAP_FAILED) {
     b.reserved = nullptr;
     impl_->free_block(b);
@@ -901,8 +901,7 @@ void row_reduce(VulkanBackend::Impl& im, uint32_t op, Ref out, Ref x, int rows, 
   uint32_t gx, gy;
   VulkanBackend::Impl::fold(size_t(rows), &gx, &gy);
   p.groups_x = gx;
-  Pipeline& pl =
-      im.pipeline("row_reduce", vk::shader_row_reduce(), 2, sizeof p, {im.group, op});
+  Pipeline& pl = im.pipeline("row_reduce", vk::shader_row_reduce(), 2, sizeof p, {im.group, op});
   im.dispatch(pl, {out, x}, &p, sizeof p, gx, gy, 1);
 }
 
@@ -912,16 +911,16 @@ void VulkanBackend::argmax_rows(int32_t* out, const float* x, int rows, int cols
   if (rows <= 0) return;
   const char* op = "argmax_rows";
   const Ref o = impl_->resolve(op, "out", out, size_t(rows) * 4);
-  row_reduce(*impl_, 0, o, cols > 0 ? impl_->resolve(op, "x", x, size_t(rows) * cols * 4) : o,
-             rows, cols, 0);
+  row_reduce(*impl_, 0, o, cols > 0 ? impl_->resolve(op, "x", x, size_t(rows) * cols * 4) : o, rows,
+             cols, 0);
 }
 
 void VulkanBackend::absmax_rows(float* out, const float* x, int rows, int cols) {
   if (rows <= 0) return;
   const char* op = "absmax_rows";
   const Ref o = impl_->resolve(op, "out", out, size_t(rows) * 4);
-  row_reduce(*impl_, 1, o, cols > 0 ? impl_->resolve(op, "x", x, size_t(rows) * cols * 4) : o,
-             rows, cols, 0);
+  row_reduce(*impl_, 1, o, cols > 0 ? impl_->resolve(op, "x", x, size_t(rows) * cols * 4) : o, rows,
+             cols, 0);
 }
 
 void VulkanBackend::symmetric_scale_rows(float* scale, const float* x, int rows, int cols, int qmin,
@@ -929,8 +928,8 @@ void VulkanBackend::symmetric_scale_rows(float* scale, const float* x, int rows,
   if (rows <= 0) return;
   const char* op = "symmetric_scale_rows";
   const Ref o = impl_->resolve(op, "scale", scale, size_t(rows) * 4);
-  row_reduce(*impl_, 2, o, cols > 0 ? impl_->resolve(op, "x", x, size_t(rows) * cols * 4) : o,
-             rows, cols, static_cast<float>(qmax - qmin) / 2.0f);  // as symmetric_scale_rule
+  row_reduce(*impl_, 2, o, cols > 0 ? impl_->resolve(op, "x", x, size_t(rows) * cols * 4) : o, rows,
+             cols, static_cast<float>(qmax - qmin) / 2.0f);  // as symmetric_scale_rule
 }
 
 void VulkanBackend::cross_entropy(float* dlogits, double* loss_sum, const float* logits,
@@ -948,8 +947,8 @@ void VulkanBackend::cross_entropy(float* dlogits, double* loss_sum, const float*
   const Ref dz = dlogits ? impl_->resolve(op, "dlogits", dlogits, n) : z;
   // Scratch: the row losses, then the reduction's partials.
   const Ref s = impl_->scratch(size_t(rows) + impl_->reduce_partials(size_t(rows)));
-  vk::CrossEntropyPush p{uint32_t(rows), uint32_t(V), dz.offset, z.offset, t.offset, s.offset,
-                         dlogits ? 1u : 0u,           grad_scale, 0};
+  vk::CrossEntropyPush p{uint32_t(rows), uint32_t(V),       dz.offset,  z.offset, t.offset,
+                         s.offset,       dlogits ? 1u : 0u, grad_scale, 0};
   uint32_t gx, gy;
   Impl::fold(size_t(rows), &gx, &gy);
   p.groups_x = gx;
@@ -962,13 +961,14 @@ void VulkanBackend::mse_loss(float* dpred, double* loss_sum, const float* pred, 
                              int n, float weight) {
   const char* op = "mse_loss";
   const Ref sum = impl_->resolve(op, "loss_sum", loss_sum, 8);
-  const Ref s = impl_->scratch(size_t(std::max(n, 0)) + impl_->reduce_partials(size_t(std::max(n, 0))));
+  const Ref s =
+      impl_->scratch(size_t(std::max(n, 0)) + impl_->reduce_partials(size_t(std::max(n, 0))));
   if (n > 0) {
     const Ref pr = impl_->resolve(op, "pred", pred, size_t(n) * 4),
               tg = impl_->resolve(op, "target", target, size_t(n) * 4);
     const Ref dp = dpred ? impl_->resolve(op, "dpred", dpred, size_t(n) * 4) : pr;
-    vk::MsePush p{uint32_t(n), dp.offset, pr.offset, tg.offset, s.offset, dpred ? 1u : 0u,
-                  weight,      0};
+    vk::MsePush p{uint32_t(n), dp.offset,       pr.offset, tg.offset,
+                  s.offset,    dpred ? 1u : 0u, weight,    0};
     uint32_t gx, gy;
     impl_->grid(size_t(n), &gx, &gy);
     p.groups_x = gx;
@@ -989,8 +989,7 @@ void VulkanBackend::embedding_backward(float* dtable, const int32_t* ids, const 
   uint32_t gx, gy;
   Impl::fold(size_t(n), &gx, &gy);
   p.groups_x = gx;
-  Pipeline& pl =
-      impl_->pipeline(op, vk::shader_embedding_backward(), 3, sizeof p, {impl_->group});
+  Pipeline& pl = impl_->pipeline(op, vk::shader_embedding_backward(), 3, sizeof p, {impl_->group});
   impl_->dispatch(pl, {dt, id, d}, &p, sizeof p, gx, gy, 1);
 }
 
@@ -1005,16 +1004,15 @@ void check_scale(const char* op, float scale) {
 
 void check_k(const char* op, int K) {
   if (K > kMaxQ8K)
-    fail("{}: K = {} exceeds {} (an int32 sum of u8·s8 products could overflow)", op, K,
-         kMaxQ8K);
+    fail("{}: K = {} exceeds {} (an int32 sum of u8·s8 products could overflow)", op, K, kMaxQ8K);
 }
 
 // OP 0–2 run one thread per 32-bit word of the byte output (mask or q), OP 3 one per element.
 void fake_quant_op(VulkanBackend::Impl& im, uint32_t op, vk::FakeQuantPush p, Ref out, Ref bytes,
                    Ref x, Ref scale) {
   const bool words = op != 3;
-  const size_t threads = words ? ((p.has_mask || op == 2 ? p.bytes_offset % 4 : 0) + p.n + 3) / 4
-                               : p.n;
+  const size_t threads =
+      words ? ((p.has_mask || op == 2 ? p.bytes_offset % 4 : 0) + p.n + 3) / 4 : p.n;
   uint32_t gx, gy;
   im.grid(threads, &gx, &gy);
   p.groups_x = gx;
@@ -1036,8 +1034,9 @@ void VulkanBackend::fake_quant_per_tensor(float* out, uint8_t* mask, const float
   }
   const Ref o = impl_->resolve(op, "out", out, n * 4), xs = impl_->resolve(op, "x", x, n * 4);
   const Ref m = mask ? impl_->resolve(op, "mask", mask, n, 1) : o;
-  vk::FakeQuantPush p{uint32_t(n), 1,     o.offset,   mask ? m.offset : 0u, xs.offset,
-                      0,           mask ? 1u : 0u, scale, zero_point, qmin, qmax, 0};
+  vk::FakeQuantPush p{uint32_t(n), 1,    o.offset,       mask ? m.offset : 0u,
+                      xs.offset,   0,    mask ? 1u : 0u, scale,
+                      zero_point,  qmin, qmax,           0};
   fake_quant_op(*impl_, 0, p, o, m, xs, xs);
 }
 
@@ -1054,8 +1053,9 @@ void VulkanBackend::fake_quant_per_row(float* out, uint8_t* mask, const float* x
   const Ref o = impl_->resolve(op, "out", out, n * 4), xs = impl_->resolve(op, "x", x, n * 4),
             sc = impl_->resolve(op, "scale", scale, size_t(rows) * 4);
   const Ref m = mask ? impl_->resolve(op, "mask", mask, n, 1) : o;
-  vk::FakeQuantPush p{uint32_t(n), uint32_t(cols), o.offset, mask ? m.offset : 0u, xs.offset,
-                      sc.offset,   mask ? 1u : 0u, 1.0f,     0,     qmin,      qmax, 0};
+  vk::FakeQuantPush p{uint32_t(n), uint32_t(cols), o.offset,       mask ? m.offset : 0u,
+                      xs.offset,   sc.offset,      mask ? 1u : 0u, 1.0f,
+                      0,           qmin,           qmax,           0};
   fake_quant_op(*impl_, 1, p, o, m, xs, sc);
 }
 
@@ -1068,8 +1068,8 @@ void VulkanBackend::fake_quant_backward(float* dinp, const uint8_t* mask, const 
     cpu_.fake_quant_backward(dinp, mask, dout, n);
     return;
   }
-  const Ref di = impl_->resolve(op, "dinp", dinp, n * 4), d = impl_->resolve(op, "dout", dout, n * 4),
-            m = impl_->resolve(op, "mask", mask, n, 1);
+  const Ref di = impl_->resolve(op, "dinp", dinp, n * 4),
+            d = impl_->resolve(op, "dout", dout, n * 4), m = impl_->resolve(op, "mask", mask, n, 1);
   vk::FakeQuantPush p{uint32_t(n), 1, di.offset, m.offset, d.offset, 0, 1, 1.0f, 0, 0, 0, 0};
   fake_quant_op(*impl_, 3, p, di, m, d, d);
 }
@@ -1084,8 +1084,8 @@ void VulkanBackend::quantize_u8(uint8_t* q, const float* x, size_t n, float scal
     return;
   }
   const Ref qs = impl_->resolve(op, "q", q, n, 1), xs = impl_->resolve(op, "x", x, n * 4);
-  vk::FakeQuantPush p{uint32_t(n), 1, xs.offset, qs.offset, xs.offset, 0, 0, scale, zero_point,
-                      0,           255, 0};
+  vk::FakeQuantPush p{uint32_t(n), 1,     xs.offset,  qs.offset, xs.offset, 0,
+                      0,           scale, zero_point, 0,         255,       0};
   fake_quant_op(*impl_, 2, p, xs, qs, xs, xs);
 }
 
@@ -1095,8 +1095,7 @@ void q8_gemm(VulkanBackend::Impl& im, uint32_t op, vk::Q8GemmPush p, Ref a, Ref 
              Ref wsum, Ref bias) {
   const uint32_t T = im.tile;
   Pipeline& pl = im.pipeline("gemm_u8s8", vk::shader_gemm_u8s8(), 6, sizeof p, {T, op});
-  im.dispatch(pl, {a, b, c, ws, wsum, bias}, &p, sizeof p, (p.N + T - 1) / T, (p.M + T - 1) / T,
-              1);
+  im.dispatch(pl, {a, b, c, ws, wsum, bias}, &p, sizeof p, (p.N + T - 1) / T, (p.M + T - 1) / T, 1);
 }
 
 }  // namespace
@@ -1114,8 +1113,21 @@ void VulkanBackend::gemm_u8s8_s32(int M, int N, int K, const uint8_t* A, int lda
   const Ref c = impl_->resolve(op, "C", C, span(M, N, ldc) * 4);
   const Ref a = K > 0 ? impl_->resolve(op, "A", A, span(M, K, lda), 1) : c;
   const Ref b = K > 0 ? impl_->resolve(op, "B", B, span(N, K, ldb), 1) : c;
-  vk::Q8GemmPush p{uint32_t(M), uint32_t(N), uint32_t(K), uint32_t(lda), uint32_t(ldb),
-                   uint32_t(ldc), a.offset, b.offset, c.offset, 0, 0, 0, 0, 0.0f, 0};
+  vk::Q8GemmPush p{uint32_t(M),
+                   uint32_t(N),
+                   uint32_t(K),
+                   uint32_t(lda),
+                   uint32_t(ldb),
+                   uint32_t(ldc),
+                   a.offset,
+                   b.offset,
+                   c.offset,
+                   0,
+                   0,
+                   0,
+                   0,
+                   0.0f,
+                   0};
   q8_gemm(*impl_, 0, p, a, b, c, c, c, c);
 }
 
@@ -1126,8 +1138,9 @@ void VulkanBackend::linear_u8s8(float* out, int ldo, const uint8_t* A, int lda, 
   check_k(op, K);
   if (M <= 0 || N <= 0) return;
   if (!impl_->binds(6)) {
-    on_cpu(op, {{"out", out}, {"A", A}, {"W", W}, {"w_scale", w_scale}, {"w_sum", w_sum},
-                {"bias", bias}});
+    on_cpu(
+        op,
+        {{"out", out}, {"A", A}, {"W", W}, {"w_scale", w_scale}, {"w_sum", w_sum}, {"bias", bias}});
     cpu_.linear_u8s8(out, ldo, A, lda, a_scale, a_zero_point, W, w_scale, w_sum, bias, M, N, K);
     return;
   }
@@ -1137,9 +1150,9 @@ void VulkanBackend::linear_u8s8(float* out, int ldo, const uint8_t* A, int lda, 
   const Ref ws = impl_->resolve(op, "w_scale", w_scale, size_t(N) * 4),
             wsum = impl_->resolve(op, "w_sum", w_sum, size_t(N) * 4);
   const Ref b = bias ? impl_->resolve(op, "bias", bias, size_t(N) * 4) : ws;
-  vk::Q8GemmPush p{uint32_t(M), uint32_t(N), uint32_t(K), uint32_t(lda), uint32_t(K),
-                   uint32_t(ldo), a.offset, w.offset, o.offset, ws.offset, wsum.offset,
-                   b.offset, bias ? 1u : 0u, a_scale, a_zero_point};
+  vk::Q8GemmPush p{uint32_t(M),   uint32_t(N), uint32_t(K),    uint32_t(lda), uint32_t(K),
+                   uint32_t(ldo), a.offset,    w.offset,       o.offset,      ws.offset,
+                   wsum.offset,   b.offset,    bias ? 1u : 0u, a_scale,       a_zero_point};
   q8_gemm(*impl_, 1, p, a, w, o, ws, wsum, b);
 }
 
@@ -1156,8 +1169,8 @@ void VulkanBackend::embedding_forward_s8(float* out, const int32_t* ids, const i
             id = impl_->resolve(op, "ids", ids, size_t(n) * 4),
             qs = impl_->resolve(op, "q", q, size_t(V) * C, 1),
             sc = impl_->resolve(op, "scale", scale, size_t(V) * 4);
-  vk::EmbeddingS8Push p{uint32_t(n), uint32_t(C), uint32_t(V), o.offset, id.offset,
-                        qs.offset,   sc.offset,   0};
+  vk::EmbeddingS8Push p{uint32_t(n), uint32_t(C), uint32_t(V), o.offset,
+                        id.offset,   qs.offset,   sc.offset,   0};
   uint32_t gx, gy;
   impl_->grid(size_t(n) * C, &gx, &gy);
   p.groups_x = gx;

@@ -1,8 +1,9 @@
 // The Vulkan backend (backends/vulkan/) on whatever Vulkan device the machine has — Mesa's
 // lavapipe in CI — with the Khronos validation layer on (the suite sets BERTRT_VULKAN_VALIDATION=1
-// unless the environment says otherwise; any validation message fails the test): every op that has a shader against the scalar
-// reference on odd sizes, the pointer checks, and the whole model (every head, fp32 / QAT / int8,
-// every op on the device) against the cpu backend; ctest runs it on both memory paths.
+// unless the environment says otherwise; any validation message fails the test): every op that has
+// a shader against the scalar reference on odd sizes, the pointer checks, and the whole model
+// (every head, fp32 / QAT / int8, every op on the device) against the cpu backend; ctest runs it on
+// both memory paths.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -674,8 +675,7 @@ TEST_F(Vulkan, FakeQuantOpsAreBitExactAtEveryByteOffset) {
       be_->fake_quant_backward(dd.data(), bytes.data() + lead, ddy.data(), n);
       ref.fake_quant_backward(d0.data(), mask.data() + lead, dy.data(), n);
       const auto got = get(dd, n);
-      for (size_t i = 0; i < n; ++i)
-        ASSERT_EQ(std::signbit(got[i]), std::signbit(d0[i])) << i;
+      for (size_t i = 0; i < n; ++i) ASSERT_EQ(std::signbit(got[i]), std::signbit(d0[i])) << i;
       EXPECT_EQ(got, d0) << "fake_quant_backward";
     }
   // Per row: the scales of symmetric_scale_rows, masks at an odd offset.
@@ -835,7 +835,8 @@ TEST_F(Vulkan, OutOfDeviceMemoryIsAnError) {
 // device memory is not host-visible and its addresses are not readable by the host.
 TEST_F(Vulkan, MemoryPathFollowsTheDeviceOrTheOverride) {
   const char* mode = std::getenv("BERTRT_VULKAN_MEMORY");
-  const bool mapped = mode && *mode ? std::string(mode) == "mapped" : be_->device_info().unified_memory;
+  const bool mapped =
+      mode && *mode ? std::string(mode) == "mapped" : be_->device_info().unified_memory;
   EXPECT_EQ(be_->host_visible(), mapped);
 }
 
