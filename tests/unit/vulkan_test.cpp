@@ -802,6 +802,8 @@ TEST_P(VulkanModel, MatchesTheCpuBackend) {
   EXPECT_EQ(want.counts, got.counts);
   // Every op of the model ran on the device: none fell back to the cpu.
   EXPECT_TRUE(be_->fallbacks().empty()) << *be_->fallbacks().begin();
+  // Deterministic: a second run gives the same bits (no atomics, fixed reduction trees).
+  test::expect_same(got, test::run_model(*be_, kind, mode));
 }
 
 INSTANTIATE_TEST_SUITE_P(
