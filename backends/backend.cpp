@@ -51,6 +51,10 @@ const char* op_name(Op op) {
     case Op::kLinearU8S8: return "linear_u8s8";
     case Op::kEmbeddingForwardS8:
       return "embedding_forward_s8";
+    case Op::kObserveMinMax:
+      return "observe_min_max";
+    case Op::kFakeQuantObserved:
+      return "fake_quant_observed";
     case Op::kCount: break;
   }
   return "?";

@@ -61,6 +61,8 @@ enum class Op {
   kGemmU8S8,
   kLinearU8S8,
   kEmbeddingForwardS8,
+  kObserveMinMax,
+  kFakeQuantObserved,
   kCount
 };
 const char* op_name(Op op);
@@ -241,6 +243,18 @@ class Backend {
   // int8 per-row symmetric, scale [V]. An id outside [0, V) is an error.
   virtual void embedding_forward_s8(float* out, const int32_t* ids, const int8_t* q,
                                     const float* scale, int n, int C, int V) = 0;
+
+  // The QAT activation observer, on the backend so that a training step needs no read-back
+  // (src/quant/observer.h: torch's MovingAverageMinMaxObserver). The batch range is the min of
+  // batch[2r] and the max of batch[2r + 1] over r < parts (min_max results); first: range = it,
+  // else range[i] += momentum · (batch[i] − range[i]) with the product rounded to float first.
+  // A non-finite or inverted batch range is an error, as in ActivationObserver::observe.
+  virtual void observe_min_max(float* range, const float* batch, int parts, bool first,
+                               float momentum) = 0;
+  // fake_quant_per_tensor with the scale and zero point of range [min, max] (backend memory;
+  // affine_qparams_rule of quant_rules.h, the observer's qparams), computed where the op runs.
+  virtual void fake_quant_observed(float* out, uint8_t* mask, const float* x, size_t n,
+                                   const float* range, int qmin, int qmax) = 0;
 
  private:
   std::shared_ptr<const void> alive_ = std::make_shared<char>(0);

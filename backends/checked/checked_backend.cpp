@@ -423,4 +423,22 @@ void CheckedBackend::embedding_forward_s8(float* out, const int32_t* ids, const 
   record([=] { inner_->embedding_forward_s8(out, ids, q, scale, n, C, V); });
 }
 
+void CheckedBackend::observe_min_max(float* range, const float* batch, int parts, bool first,
+                                     float momentum) {
+  const char* op = "observe_min_max";
+  CHECK_F("range", range, 2);
+  CHECK_F("batch", batch, 2 * size_t(parts));
+  record([=] { inner_->observe_min_max(range, batch, parts, first, momentum); });
+}
+
+void CheckedBackend::fake_quant_observed(float* out, uint8_t* mask, const float* x, size_t n,
+                                         const float* range, int qmin, int qmax) {
+  const char* op = "fake_quant_observed";
+  CHECK_F("out", out, n);
+  CHECK_OPT_B("mask", mask, n);
+  CHECK_F("x", x, n);
+  CHECK_F("range", range, 2);
+  record([=] { inner_->fake_quant_observed(out, mask, x, n, range, qmin, qmax); });
+}
+
 }  // namespace bertrt

@@ -99,6 +99,10 @@ class CheckedBackend : public Backend {
                    int M, int N, int K) override;
   void embedding_forward_s8(float* out, const int32_t* ids, const int8_t* q, const float* scale,
                             int n, int C, int V) override;
+  void observe_min_max(float* range, const float* batch, int parts, bool first,
+                       float momentum) override;
+  void fake_quant_observed(float* out, uint8_t* mask, const float* x, size_t n, const float* range,
+                           int qmin, int qmax) override;
 
  private:
   // Throws unless [p, p + bytes) lies inside one block (bytes == 0 or an optional nullptr pass).

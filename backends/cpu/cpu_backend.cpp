@@ -59,6 +59,7 @@ bool CpuBackend::supports(Op op) const {
     case Op::kMinMax:
     case Op::kAbsMaxRows:
     case Op::kFakeQuantPerTensor:
+    case Op::kFakeQuantObserved:  // the qparams, then its own fake_quant_per_tensor
     case Op::kFakeQuantPerRow:
     case Op::kFakeQuantBackward:
     case Op::kQuantizeU8:

@@ -3,6 +3,7 @@
 // fake_quant_per_channel_cachemask_cpu; native/quantized/AffineQuantizerBase.cpp: quantize_val):
 // q = zero_point + nearbyint(x · (1.0f / scale)), all in float, ties to even. The integer GEMMs
 // are plain exact sums in int64.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -137,6 +138,31 @@ void ReferenceBackend::embedding_forward_s8(float* out, const int32_t* ids, cons
     float* o = out + static_cast<size_t>(i) * C;
     for (int c = 0; c < C; ++c) o[c] += s * static_cast<float>(row[c]);
   }
+}
+
+void ReferenceBackend::observe_min_max(float* range, const float* batch, int parts, bool first,
+                                       float momentum) {
+  float lo = batch[0], hi = batch[1];
+  for (int r = 1; r < parts; ++r) lo = std::min(lo, batch[2 * r]), hi = std::max(hi, batch[2 * r + 1]);
+  if (!std::isfinite(lo) || !std::isfinite(hi) || lo > hi)
+    fail("activation observer: batch range [{}, {}] is not finite (NaN or Inf in the activations?)",
+         lo, hi);
+  if (first) {
+    range[0] = lo, range[1] = hi;
+    return;
+  }
+  // The product rounded on its own (torch's two tensor ops; no contraction into an FMA).
+  volatile float d0 = momentum * (lo - range[0]), d1 = momentum * (hi - range[1]);
+  range[0] = range[0] + d0;
+  range[1] = range[1] + d1;
+}
+
+void ReferenceBackend::fake_quant_observed(float* out, uint8_t* mask, const float* x, size_t n,
+                                           const float* range, int qmin, int qmax) {
+  float scale;
+  int zero_point;
+  affine_qparams_rule(range[0], range[1], qmin, qmax, &scale, &zero_point);
+  fake_quant_per_tensor(out, mask, x, n, scale, zero_point, qmin, qmax);  // the backend's own
 }
 
 }  // namespace bertrt

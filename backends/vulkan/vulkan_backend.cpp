@@ -390,9 +390,15 @@ struct VulkanBackend::Impl {
     if (code == BERTRT_VK_ERROR_ID)
       fail("embedding_forward_s8: position {}: id {} is outside the table [0, {})", a, int32_t(b),
            bound);
-    float scale;
-    std::memcpy(&scale, &b, 4);
-    fail("fake_quant_per_row: row {}: scale {} must be positive and finite", a, scale);
+    float x, y;
+    std::memcpy(&x, &a, 4);
+    std::memcpy(&y, &b, 4);
+    if (code == BERTRT_VK_ERROR_RANGE)
+      fail(
+          "activation observer: batch range [{}, {}] is not finite (NaN or Inf in the "
+          "activations?)",
+          x, y);
+    fail("fake_quant_per_row: row {}: scale {} must be positive and finite", a, y);
   }
 
   // Partials a reduction of n elements needs in scratch.
@@ -451,6 +457,8 @@ bool VulkanBackend::supports(Op op) const {
     case Op::kFakeQuantPerRow:
     case Op::kQuantizeU8:
     case Op::kFakeQuantBackward:
+    case Op::kFakeQuantObserved:
+    case Op::kObserveMinMax:
     case Op::kEmbeddingForwardS8:
       return impl_->binds(5);
     default:
@@ -1010,9 +1018,10 @@ void check_k(const char* op, int K) {
 // OP 0–2 run one thread per 32-bit word of the byte output (mask or q), OP 3 one per element.
 void fake_quant_op(VulkanBackend::Impl& im, uint32_t op, vk::FakeQuantPush p, Ref out, Ref bytes,
                    Ref x, Ref scale) {
-  const bool words = op != 3;
-  const size_t threads =
-      words ? ((p.has_mask || op == 2 ? p.bytes_offset % 4 : 0) + p.n + 3) / 4 : p.n;
+  const bool words = op != 3 && op != 5;
+  const size_t threads = op == 5 ? 1
+                         : words ? ((p.has_mask || op == 2 ? p.bytes_offset % 4 : 0) + p.n + 3) / 4
+                                 : p.n;
   uint32_t gx, gy;
   im.grid(threads, &gx, &gy);
   p.groups_x = gx;
@@ -1038,6 +1047,38 @@ void VulkanBackend::fake_quant_per_tensor(float* out, uint8_t* mask, const float
                       xs.offset,   0,    mask ? 1u : 0u, scale,
                       zero_point,  qmin, qmax,           0};
   fake_quant_op(*impl_, 0, p, o, m, xs, xs);
+}
+
+void VulkanBackend::fake_quant_observed(float* out, uint8_t* mask, const float* x, size_t n,
+                                        const float* range, int qmin, int qmax) {
+  if (!n) return;
+  const char* op = "fake_quant_observed";
+  if (!impl_->binds(5)) {
+    on_cpu(op, {{"out", out}, {"mask", mask}, {"x", x}, {"range", range}});
+    cpu_.fake_quant_observed(out, mask, x, n, range, qmin, qmax);
+    return;
+  }
+  const Ref o = impl_->resolve(op, "out", out, n * 4), xs = impl_->resolve(op, "x", x, n * 4),
+            r = impl_->resolve(op, "range", range, 8);
+  const Ref m = mask ? impl_->resolve(op, "mask", mask, n, 1) : o;
+  vk::FakeQuantPush p{uint32_t(n), 1,     o.offset, mask ? m.offset : 0u, xs.offset, r.offset,
+                      mask ? 1u : 0u, 1.0f,  0,        qmin,                 qmax,      0};
+  fake_quant_op(*impl_, 4, p, o, m, xs, r);
+}
+
+void VulkanBackend::observe_min_max(float* range, const float* batch, int parts, bool first,
+                                    float momentum) {
+  const char* op = "observe_min_max";
+  if (!impl_->binds(5)) {
+    on_cpu(op, {{"range", range}, {"batch", batch}});
+    cpu_.observe_min_max(range, batch, parts, first, momentum);
+    return;
+  }
+  const Ref r = impl_->resolve(op, "range", range, 8),
+            b = impl_->resolve(op, "batch", batch, size_t(parts) * 8);
+  vk::FakeQuantPush p{uint32_t(parts), first ? 1u : 0u, r.offset, 0, b.offset, 0, 0, momentum,
+                      0,               0,               0,        0};
+  fake_quant_op(*impl_, 5, p, r, r, b, r);
 }
 
 void VulkanBackend::fake_quant_per_row(float* out, uint8_t* mask, const float* x,

@@ -4,12 +4,11 @@
 
 namespace bertrt {
 
-QParams fake_quant_activation(Backend& be, ActivationObserver& obs, DeviceArray<float>& ranges,
-                              float* out, uint8_t* mask, const float* x, int rows, int cols,
-                              int ld) {
+void fake_quant_activation(Backend& be, ActivationObserver& obs, DeviceArray<float>& ranges,
+                           float* out, uint8_t* mask, const float* x, int rows, int cols, int ld) {
   if (ld == 0) ld = cols;
   const size_t n = static_cast<size_t>(rows) * cols;
-  if (n == 0) return obs.qparams();  // torch skips empty tensors too
+  if (n == 0) return;  // torch skips empty tensors too
   if (!obs.frozen()) {
     // Strided rows (e.g. the pooler's [CLS] rows of [B, T, C]): one range over all rows, folded
     // in row order.
@@ -22,23 +21,21 @@ QParams fake_quant_activation(Backend& be, ActivationObserver& obs, DeviceArray<
         be.min_max(mm + 2 * r, mm + 2 * r + 1, x + static_cast<size_t>(r) * ld,
                    static_cast<size_t>(cols));
     }
-    const std::vector<float> h = read_back(be, mm, 2 * size_t(parts));
-    float lo = h[0], hi = h[1];
-    for (int r = 1; r < parts; ++r) lo = std::min(lo, h[2 * r]), hi = std::max(hi, h[2 * r + 1]);
-    obs.observe(lo, hi);
+    obs.observe(be, mm, parts);
   }
-  const QParams qp = obs.qparams();
-  if (ld == cols) {
-    be.fake_quant_per_tensor(out, mask, x, n, qp.scale, qp.zero_point, kActQMin, kActQMax);
-    return qp;
+  // torch FakeQuantize's initial buffers (scale 1, zero point 0) until the first batch.
+  const QParams initial;
+  const float* range = obs.initialized() ? obs.range(be) : nullptr;
+  for (int r = 0; r < (ld == cols ? 1 : rows); ++r) {
+    const size_t o = static_cast<size_t>(r) * cols, m = ld == cols ? n : static_cast<size_t>(cols);
+    const float* xr = x + static_cast<size_t>(r) * ld;
+    uint8_t* mr = mask ? mask + o : nullptr;
+    if (range)
+      be.fake_quant_observed(out + o, mr, xr, m, range, kActQMin, kActQMax);
+    else
+      be.fake_quant_per_tensor(out + o, mr, xr, m, initial.scale, initial.zero_point, kActQMin,
+                               kActQMax);
   }
-  for (int r = 0; r < rows; ++r) {
-    const size_t o = static_cast<size_t>(r) * cols;
-    be.fake_quant_per_tensor(out + o, mask ? mask + o : nullptr, x + static_cast<size_t>(r) * ld,
-                             static_cast<size_t>(cols), qp.scale, qp.zero_point, kActQMin,
-                             kActQMax);
-  }
-  return qp;
 }
 
 void fake_quant_weight(Backend& be, float* out, uint8_t* mask, float* scale, const float* w,

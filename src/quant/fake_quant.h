@@ -27,10 +27,9 @@ namespace bertrt {
 
 // FakeQuantize.forward for an activation x [rows, cols] (row stride ld ≥ cols; 0 = cols): folds
 // x's range into `obs` unless it is frozen, then fake-quantizes with obs.qparams() into out
-// [rows, cols] (contiguous) and mask [rows, cols] (nullptr: not written). Returns the qparams used.
-// The observer lives on the host: the range goes through `ranges` (backend scratch) and one sync,
-// because the next op's scale and zero point depend on it.
-QParams fake_quant_activation(Backend& be, ActivationObserver& obs, DeviceArray<float>& ranges,
+// [rows, cols] (contiguous) and mask [rows, cols] (nullptr: not written). All of it backend ops
+// (min_max into `ranges`, observe_min_max, fake_quant_observed): nothing is read back.
+void fake_quant_activation(Backend& be, ActivationObserver& obs, DeviceArray<float>& ranges,
                               float* out, uint8_t* mask, const float* x, int rows, int cols,
                               int ld = 0);
 

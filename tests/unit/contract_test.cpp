@@ -57,12 +57,15 @@ INSTANTIATE_TEST_SUITE_P(
       return std::get<0>(info.param) + "_" + mode_name(std::get<1>(info.param));
     });
 
-// A training step's host round trips: the forward's read-back and the clipping norm. (QAT adds
-// one per Linear for its observer, which stays on the host.)
-TEST(Contract, Fp32TrainingStepSyncsTwice) {
+// A training step's host round trips: the forward's read-back and the clipping norm, in fp32 and
+// in QAT (its observers update on the backend: observe_min_max, fake_quant_observed).
+class ContractSyncs : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ContractSyncs, TrainingStepSyncsTwice) {
   const BertConfig c = tiny_config();
   BertModel m(c, heads_of("pretraining"));
   m.init_weights(3);
+  if (GetParam()) m.enable_qat(QatConfig{});
   CheckedBackend be(std::make_unique<CpuBackend>(1));
   OptimOptions o;
   o.total_steps = 2;
@@ -73,6 +76,9 @@ TEST(Contract, Fp32TrainingStepSyncsTwice) {
   trainer.step(b.inputs(), b.targets());
   EXPECT_EQ(be.stats().syncs - before, 2);
 }
+
+INSTANTIATE_TEST_SUITE_P(Contract, ContractSyncs, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "qat" : "fp32"; });
 
 TEST(Contract, HostMemoryPassedToAnOpIsAnErrorNamingOpAndArgument) {
   CheckedBackend be(std::make_unique<CpuBackend>(1));

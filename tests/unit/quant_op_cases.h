@@ -4,6 +4,7 @@
 // rounding ops are the same float operations in the same order and the GEMM sums are integers.
 #pragma once
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/quant_rules.h"
 #include "op_test_util.h"
 
 namespace bertrt::test {
@@ -211,6 +213,54 @@ inline std::vector<QuantOpCase> quant_op_cases() {
                              }
                            return all_close(o1, o2, tol);
                          }});
+  }
+  // The observer ops against the host formulas: affine_qparams_rule then fake_quant_per_tensor,
+  // and the moving average in float with the product rounded first.
+  for (auto [lo, hi, label] : {std::tuple{-1.3f, 4.7f, "mixed"}, {0.2f, 3.1f, "positive"},
+                                {-2.0f, -0.5f, "negative"}}) {
+    const std::string name = std::string("fake_quant_observed_") + label;
+    cases.push_back({Op::kFakeQuantObserved, name, [lo = lo, hi = hi](Backend& r, Backend& c) {
+                       const size_t n = 301;
+                       auto x = fake_quant_inputs(n, 260);
+                       const std::vector<float> range = {lo, hi};
+                       float scale;
+                       int zp;
+                       affine_qparams_rule(lo, hi, 0, 255, &scale, &zp);
+                       std::vector<float> want(n), o1(n), o2(n);
+                       std::vector<uint8_t> mw(n), m1(n), m2(n);
+                       r.fake_quant_per_tensor(want.data(), mw.data(), x.data(), n, scale, zp, 0, 255);
+                       r.fake_quant_observed(o1.data(), m1.data(), x.data(), n, range.data(), 0, 255);
+                       c.fake_quant_observed(o2.data(), m2.data(), x.data(), n, range.data(), 0, 255);
+                       auto ok = all_close(want, o1, {0.0});
+                       if (!ok) return ok;
+                       ok = all_close(want, o2, {0.0});
+                       if (!ok) return ok;
+                       return all_equal(mw, m2) << " (mask)";
+                     }});
+  }
+  for (int parts : {1, 3}) {
+    cases.push_back(
+        {Op::kObserveMinMax, "observe_min_max_" + std::to_string(parts), [parts](Backend& r, Backend& c) {
+           std::vector<float> r1(2), r2(2), want(2);
+           for (int step = 0; step < 4; ++step) {
+             auto batch = randn(2 * size_t(parts), uint32_t(270 + step), 2.0f);
+             for (int p = 0; p < parts; ++p)
+               if (batch[2 * p] > batch[2 * p + 1]) std::swap(batch[2 * p], batch[2 * p + 1]);
+             float lo = batch[0], hi = batch[1];
+             for (int p = 1; p < parts; ++p) lo = std::min(lo, batch[2 * p]), hi = std::max(hi, batch[2 * p + 1]);
+             if (step == 0) {
+               want = {lo, hi};
+             } else {
+               volatile float d0 = 0.1f * (lo - want[0]), d1 = 0.1f * (hi - want[1]);
+               want = {want[0] + d0, want[1] + d1};
+             }
+             r.observe_min_max(r1.data(), batch.data(), parts, step == 0, 0.1f);
+             c.observe_min_max(r2.data(), batch.data(), parts, step == 0, 0.1f);
+           }
+           auto ok = all_close(want, r1, {0.0});
+           if (!ok) return ok;
+           return all_close(want, r2, {0.0});
+         }});
   }
   return cases;
 }

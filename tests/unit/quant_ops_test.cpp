@@ -162,10 +162,9 @@ TEST(FakeQuantActivation, StridedRowsEqualContiguousRows) {
     std::vector<uint8_t> m1(rows * cols), m2(rows * cols);
     DeviceArray<float> ranges;
     for (int step = 0; step < 2; ++step) {
-      const QParams q1 =
-          fake_quant_activation(*be, a, ranges, o1.data(), m1.data(), packed.data(), rows, cols);
-      const QParams q2 =
-          fake_quant_activation(*be, b, ranges, o2.data(), m2.data(), x.data(), rows, cols, ld);
+      fake_quant_activation(*be, a, ranges, o1.data(), m1.data(), packed.data(), rows, cols);
+      fake_quant_activation(*be, b, ranges, o2.data(), m2.data(), x.data(), rows, cols, ld);
+      const QParams q1 = a.qparams(), q2 = b.qparams();  // the qparams the ops used
       EXPECT_EQ(q1.scale, q2.scale);
       EXPECT_EQ(q1.zero_point, q2.zero_point);
       EXPECT_TRUE(all_close(o1, o2, {0.0}));
@@ -315,7 +314,8 @@ TEST(Int8Linear, SameIntegersAsFakeQuantAndSameOutputUpToGemmRounding) {
     ActivationObserver obs;
     std::vector<float> xq(x.size()), wq(W.size()), wscale(N);
     DeviceArray<float> ranges;
-    const QParams act = fake_quant_activation(*be, obs, ranges, xq.data(), nullptr, x.data(), M, K);
+    fake_quant_activation(*be, obs, ranges, xq.data(), nullptr, x.data(), M, K);
+    const QParams act = obs.qparams();
     fake_quant_weight(*be, wq.data(), nullptr, wscale.data(), W.data(), N, K);
 
     // Export: integers × scale reproduce the fake-quantized weight exactly.

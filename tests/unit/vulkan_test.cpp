@@ -705,6 +705,40 @@ TEST_F(Vulkan, FakeQuantOpsAreBitExactAtEveryByteOffset) {
   EXPECT_EQ(sync_error(), "fake_quant_per_row: row 2: scale 0 must be positive and finite");
 }
 
+// The observer ops on the device: the moving average and the qparams it implies, bit for bit; a
+// non-finite batch range is an error at sync.
+TEST_F(Vulkan, ObserverOpsAreBitExact) {
+  ReferenceBackend ref;
+  DeviceArray<float> dr(*be_, 2), db, dx, dout;
+  std::vector<float> want(2);
+  const size_t n = 1001;
+  const auto x = test::fake_quant_inputs(n, 900);
+  put(dx, x);
+  dout.ensure(*be_, n);
+  DeviceArray<uint8_t> mask(*be_, n + 3);
+  for (int step = 0; step < 5; ++step) {
+    auto batch = randn(6, uint32_t(901 + step), 3.0f);
+    for (int p = 0; p < 3; ++p)
+      if (batch[2 * p] > batch[2 * p + 1]) std::swap(batch[2 * p], batch[2 * p + 1]);
+    put(db, batch);
+    be_->observe_min_max(dr.data(), db.data(), 3, step == 0, 0.01f);
+    ref.observe_min_max(want.data(), batch.data(), 3, step == 0, 0.01f);
+    EXPECT_EQ(get(dr, 2), want) << "step " << step;
+    be_->fake_quant_observed(dout.data(), mask.data() + 3, dx.data(), n, dr.data(), 0, 255);
+    std::vector<float> wo(n);
+    std::vector<uint8_t> wm(n);
+    ref.fake_quant_observed(wo.data(), wm.data(), x.data(), n, want.data(), 0, 255);
+    EXPECT_EQ(get(dout, n), wo) << "step " << step;
+    const auto gm = get(mask, n + 3);
+    EXPECT_TRUE(test::all_equal(wm, std::vector<uint8_t>(gm.begin() + 3, gm.end())));
+  }
+  put(db, std::vector<float>{0.0f, std::numeric_limits<float>::infinity()});
+  be_->observe_min_max(dr.data(), db.data(), 1, false, 0.01f);
+  EXPECT_EQ(sync_error(),
+            "activation observer: batch range [0, inf] is not finite (NaN or Inf in the "
+            "activations?)");
+}
+
 // The int8 GEMM and Linear: integer sums and the float epilogue are the reference's bits, with
 // padded strides, A starting at an odd byte, C's padding untouched.
 TEST_F(Vulkan, Int8GemmAndLinearAreBitExact) {

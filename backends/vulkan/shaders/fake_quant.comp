@@ -1,7 +1,9 @@
 #version 450
 // The quantization rules of the cpu backend, bit for bit (OP spec constant):
 //   0 fake_quant_per_tensor, 1 fake_quant_per_row (zero point 0, scale[r]),
-//   2 quantize_u8, 3 fake_quant_backward (dinp[i] += dout[i] where mask[i]).
+//   2 quantize_u8, 3 fake_quant_backward (dinp[i] += dout[i] where mask[i]),
+//   4 fake_quant_observed (the scale and zero point of the range in `scale_`, computed here),
+//   5 observe_min_max (one thread: the observer's moving average, out_ = the range).
 // q = zero_point + roundEven(x · inv), inv = 1/scale correctly rounded; the float operations are
 // `precise` (no fused multiply-add), so every device rounds as PyTorch does. OP 0–2 write a byte
 // array (mask, q): each thread owns one 32-bit word of it and the elements behind its bytes.
@@ -20,9 +22,45 @@ layout(push_constant) uniform Push { FakeQuantPush p; };
 
 bool bad_scale(float s) { return !(s > 0.0) || isinf(s) || isnan(s); }
 
+// affine_qparams_rule (backends/quant_rules.h) in float32, the divisions correctly rounded.
+void affine_qparams(float mn, float mx, out float scale, out int zp) {
+  precise float min_neg = min(mn, 0.0), max_pos = max(mx, 0.0);
+  precise float width = max_pos - min_neg;
+  scale = max(div_rn(width, float(p.qmax - p.qmin)), uintBitsToFloat(0x34000000u));
+  const float r = roundEven(-div_rn(-min_neg, scale));
+  precise float z = float(p.qmin) - r;
+  zp = int(min(max(z, float(p.qmin)), float(p.qmax)));
+}
+
+void observe() {
+  float lo = x_[p.x_offset], hi = x_[p.x_offset + 1];
+  for (uint r = 1; r < p.n; ++r)
+    lo = min(lo, x_[p.x_offset + 2 * r]), hi = max(hi, x_[p.x_offset + 2 * r + 1]);
+  if (isnan(lo) || isnan(hi) || isinf(lo) || isinf(hi) || lo > hi) {
+    if (atomicCompSwap(status_[0], 0u, BERTRT_VK_ERROR_RANGE) == 0u) {
+      status_[1] = floatBitsToUint(lo);
+      status_[2] = floatBitsToUint(hi);
+    }
+    return;
+  }
+  if (p.cols != 0) {  // the first batch
+    out_[p.out_offset] = lo;
+    out_[p.out_offset + 1] = hi;
+    return;
+  }
+  precise float d0 = p.scale * (lo - out_[p.out_offset]), d1 = p.scale * (hi - out_[p.out_offset + 1]);
+  precise float m0 = out_[p.out_offset] + d0, m1 = out_[p.out_offset + 1] + d1;
+  out_[p.out_offset] = m0;
+  out_[p.out_offset + 1] = m1;
+}
+
 void main() {
   const uint g = (gl_WorkGroupID.y * p.groups_x + gl_WorkGroupID.x) * gl_WorkGroupSize.x +
                  gl_LocalInvocationID.x;
+  if (OP == 5) {
+    if (g == 0u) observe();
+    return;
+  }
   if (OP == 3) {
     if (g >= p.n) return;
     // Skipped, not += 0: −0 + 0 would turn into +0.
@@ -33,6 +71,9 @@ void main() {
   const bool writes_bytes = OP == 2 || p.has_mask != 0;
   const uint lead = writes_bytes ? p.bytes_offset & 3u : 0u;  // bytes before element 0 in word 0
   const uint first = (writes_bytes ? p.bytes_offset >> 2 : 0u) + g;
+  float observed_scale = p.scale;
+  int observed_zp = p.zero_point;
+  if (OP == 4) affine_qparams(scale_[p.scale_offset], scale_[p.scale_offset + 1], observed_scale, observed_zp);
   uint word = 0u, keep = 0u;
   for (uint b = 0; b < 4u; ++b) {
     const uint i = g * 4u + b - lead;  // wraps for the lead bytes, which are then kept
@@ -40,8 +81,8 @@ void main() {
       keep |= 0xffu << (8u * b);
       continue;
     }
-    float scale = p.scale;
-    int zp = p.zero_point;
+    float scale = observed_scale;
+    int zp = observed_zp;
     if (OP == 1) {
       const uint r = i / p.cols;
       scale = scale_[p.scale_offset + r];

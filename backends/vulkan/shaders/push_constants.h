@@ -162,8 +162,10 @@ struct EmbeddingBackwardPush {
   uint groups_x;
 };
 
-// Fake-quant (per tensor / per row), quantize_u8 and the STE backward. Byte arrays (mask, q) are
-// addressed in bytes from their binding's start and written a 32-bit word per thread.
+// Fake-quant (per tensor / per row / from an observed range), quantize_u8, the STE backward and
+// the observer update. Byte arrays (mask, q) are addressed in bytes from their binding's start
+// and written a 32-bit word per thread. observe_min_max: n = parts, cols = first, scale =
+// momentum, x = the batch ranges, out = the observed range.
 struct FakeQuantPush {
   uint n, cols;
   uint out_offset, bytes_offset, x_offset, scale_offset;
@@ -196,6 +198,7 @@ struct EmbeddingS8Push {
 #define BERTRT_VK_ERROR_TARGET 1u  // cross_entropy: row, target
 #define BERTRT_VK_ERROR_ID 2u      // embedding_forward_s8: position, id
 #define BERTRT_VK_ERROR_SCALE 3u   // fake_quant_per_row: row, scale bits
+#define BERTRT_VK_ERROR_RANGE 4u   // observe_min_max: the batch range's min and max bits
 
 #ifdef __cplusplus
 }  // namespace bertrt::vk
