@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -37,6 +38,28 @@ struct Pipeline {
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
   VkPipelineLayout layout = VK_NULL_HANDLE;
   VkPipeline pipeline = VK_NULL_HANDLE;
+  std::string name;  // the shader and its specialization, for the profile
+};
+
+// BERTRT_VULKAN_PROFILE=1: every dispatch is submitted and waited for on its own, and the wall
+// time per pipeline is printed when the backend goes (slow; it shows where a device's time goes).
+struct Profile {
+  struct Entry {
+    double ms = 0;
+    int64_t calls = 0;
+  };
+  std::map<std::string, Entry> by_pipeline;
+  void print() const {
+    double total = 0;
+    for (const auto& [name, e] : by_pipeline) total += e.ms;
+    std::vector<std::pair<double, std::string>> rows;
+    for (const auto& [name, e] : by_pipeline)
+      rows.push_back({e.ms, fmt::format("{:>10.1f} ms {:>5.1f} % {:>8} x  {}", e.ms,
+                                        total > 0 ? 100 * e.ms / total : 0.0, e.calls, name)});
+    std::sort(rows.rbegin(), rows.rend());
+    std::fprintf(stderr, "bertrt: vulkan profile (wall time per pipeline, %.1f ms in all)\n", total);
+    for (const auto& r : rows) std::fprintf(stderr, "%s\n", r.second.c_str());
+  }
 };
 
 // A buffer binding of a dispatch: a window of a block that starts at an offset the device can
@@ -91,8 +114,9 @@ struct VulkanBackend::Impl {
     }
     const VkPhysicalDeviceLimits& l = ctx.limits();
     group = std::min<uint32_t>(256, l.maxComputeWorkGroupInvocations);
-    // 16×16 threads and two 16×16 float tiles (2 KiB), else 8×8.
-    tile = l.maxComputeWorkGroupInvocations >= 256 && l.maxComputeSharedMemorySize >= 2048 ? 16 : 8;
+    // GEMM: 16×16 threads and two 16 × 64 float slabs (8 KiB), else 8×8 (2 KiB; Vulkan
+    // guarantees 16 KiB and 128 threads).
+    tile = l.maxComputeWorkGroupInvocations >= 256 && l.maxComputeSharedMemorySize >= 8192 ? 16 : 8;
     VkCommandPoolCreateInfo ci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     ci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
     ci.queueFamilyIndex = ctx.queue_family();
@@ -116,7 +140,13 @@ struct VulkanBackend::Impl {
     std::memset(status_words, 0, 16);
   }
 
+  std::unique_ptr<Profile> profile = [] {
+    const char* v = std::getenv("BERTRT_VULKAN_PROFILE");
+    return v && *v && std::strcmp(v, "0") != 0 ? std::make_unique<Profile>() : nullptr;
+  }();
+
   ~Impl() {
+    if (profile) profile->print();
     VkDevice d = ctx.device();
     for (auto& [name, p] : pipelines) {
       api.vkDestroyPipeline(d, p.pipeline, nullptr);
@@ -270,6 +300,7 @@ struct VulkanBackend::Impl {
     if (r != VK_SUCCESS)
       fail("vulkan: creating the '{}' pipeline failed on '{}': {}", name, ctx.info().name,
            vk::result_name(r));
+    p.name = key;
     return pipelines.emplace(key, p).first->second;
   }
 
@@ -333,6 +364,14 @@ struct VulkanBackend::Impl {
                                 nullptr);
     api.vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
     api.vkCmdDispatch(cmd, gx, gy, gz);
+    if (profile) {
+      const auto t0 = std::chrono::steady_clock::now();
+      submit();
+      Profile::Entry& e = profile->by_pipeline[p.name];
+      e.ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      ++e.calls;
+      return;
+    }
     recorded();
   }
 
@@ -638,8 +677,12 @@ void VulkanBackend::gemm_batched(int batch, bool trans_a, bool trans_b, int M, i
                  beta};
   const uint32_t T = impl_->tile;
   Pipeline& pl = impl_->pipeline("gemm", vk::shader_gemm(), 3, sizeof p, {T});
-  impl_->dispatch(pl, {a, b, c}, &p, sizeof p, (uint32_t(N) + T - 1) / T, (uint32_t(M) + T - 1) / T,
-                  uint32_t(batch));
+  const uint32_t block = T * 4;  // gemm.comp: R = 4 outputs a thread per dimension
+  if (impl_->profile)  // the profile's rows per GEMM shape
+    pl.name = fmt::format("gemm {}x{}x{} batch {}{}{}", M, N, K, batch, trans_a ? " Aᵀ" : "",
+                          trans_b ? " Bᵀ" : "");
+  impl_->dispatch(pl, {a, b, c}, &p, sizeof p, (uint32_t(N) + block - 1) / block,
+                  (uint32_t(M) + block - 1) / block, uint32_t(batch));
 }
 
 // One workgroup per row (rows folded into y beyond 65535 workgroups).
