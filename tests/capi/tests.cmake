@@ -1,0 +1,8 @@
+# The C API's package and bindings (issue #14): the Python module's pytest suite over the built
+# libbertrt.so, and the examples built against the INSTALLED package (tests/capi/examples_test.sh).
+if(NOT CMAKE_CROSSCOMPILING AND TARGET bertrt_convert_cli)
+  add_test(NAME python_api
+           COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider ${CMAKE_SOURCE_DIR}/python/tests)
+  set_tests_properties(python_api PROPERTIES TIMEOUT 300 LABELS e2e ENVIRONMENT
+    "PYTHONPATH=${CMAKE_SOURCE_DIR}/python;BERTRT_LIBRARY=$<TARGET_FILE:bertrt_shared>;BERTRT_CLI=$<TARGET_FILE:bertrt_cli>;BERTRT_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+endif()
