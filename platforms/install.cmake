@@ -10,6 +10,9 @@ if(TARGET bertrt_cli)
   install(TARGETS bertrt_cli RUNTIME DESTINATION bin)
 endif()
 install(TARGETS bertrt ARCHIVE DESTINATION lib)
+if(TARGET bertrt_convert_cli)
+  install(TARGETS bertrt_convert_cli RUNTIME DESTINATION bin)
+endif()
 # The C API: libbertrt.so.0.1.0 (SONAME libbertrt.so.0) + links, bertrt/bertrt.h, pkg-config and
 # find_package(bertrt) files (src/capi/capi.cmake builds the shared library).
 install(TARGETS bertrt_shared LIBRARY DESTINATION lib)

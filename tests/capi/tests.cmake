@@ -6,3 +6,9 @@ if(NOT CMAKE_CROSSCOMPILING AND TARGET bertrt_convert_cli)
   set_tests_properties(python_api PROPERTIES TIMEOUT 300 LABELS e2e ENVIRONMENT
     "PYTHONPATH=${CMAKE_SOURCE_DIR}/python;BERTRT_LIBRARY=$<TARGET_FILE:bertrt_shared>;BERTRT_CLI=$<TARGET_FILE:bertrt_cli>;BERTRT_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
 endif()
+if(NOT CMAKE_CROSSCOMPILING AND TARGET bertrt_cli)
+  get_filename_component(CAPI_DATA ${CMAKE_SOURCE_DIR}/../shared/data ABSOLUTE)
+  add_test(NAME capi_examples_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/capi/examples_test.sh
+           ${CMAKE_BINARY_DIR} $<TARGET_FILE:bertrt_cli> ${CAPI_DATA})
+  set_tests_properties(capi_examples_e2e PROPERTIES TIMEOUT 600 LABELS e2e)
+endif()
