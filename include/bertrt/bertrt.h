@@ -215,7 +215,9 @@ typedef int (*bertrt_progress_fn)(const bertrt_step_metrics* metrics, void* user
 
 /* A trainer for `model` (trained in place: after training the model handle runs the fine-tuned
  * weights) on the training file `train_path` (the task's format: GLUE TSV, CoNLL, SQuAD JSON).
- * Puts the task's fresh head on the model, as `bertrt finetune` does. */
+ * Puts the task's fresh head on the model, as `bertrt finetune` does. train_path may be NULL for
+ * a sequence task (not "tsv") fed through bertrt_trainer_step_batch; options.max_steps then sets
+ * the schedule's length. */
 BERTRT_API bertrt_status bertrt_trainer_create(bertrt_model* model,
                                                const bertrt_finetune_options* options,
                                                const char* train_path, bertrt_trainer** out);
@@ -229,6 +231,12 @@ BERTRT_API bertrt_status bertrt_trainer_total_steps(const bertrt_trainer* traine
  * weights may be half-updated; save refuses too, so no such model reaches a file. */
 BERTRT_API bertrt_status bertrt_trainer_step(bertrt_trainer* trainer, int64_t steps,
                                              bertrt_step_metrics* last);
+/* One optimizer step on a caller batch of a sequence task: labels [B] (class ids, classification)
+ * or scores [B] (regression). Counts against total_steps like the file's steps. */
+BERTRT_API bertrt_status bertrt_trainer_step_batch(bertrt_trainer* trainer,
+                                                   const bertrt_batch* batch, const int32_t* labels,
+                                                   const float* scores,
+                                                   bertrt_step_metrics* metrics);
 /* The task's metrics on `data_path` as JSON (the keys of `bertrt eval --json`), written with its
  * NUL into json (capacity bytes); *length (may be NULL) gets strlen + 1 even when too small. */
 BERTRT_API bertrt_status bertrt_trainer_evaluate(bertrt_trainer* trainer, const char* data_path,

@@ -85,6 +85,7 @@ _SIGNATURES = {
     "bertrt_trainer_set_progress": (ctypes.c_int, [VP, PROGRESS, VP]),
     "bertrt_trainer_total_steps": (ctypes.c_int, [VP, P(c_int64)]),
     "bertrt_trainer_step": (ctypes.c_int, [VP, c_int64, P(StepMetrics)]),
+    "bertrt_trainer_step_batch": (ctypes.c_int, [VP, P(Batch), P(c_int32), FP, P(StepMetrics)]),
     "bertrt_trainer_evaluate": (ctypes.c_int, [VP, c_char_p, ctypes.c_char_p, c_size_t,
                                                P(c_size_t)]),
     "bertrt_trainer_save": (ctypes.c_int, [VP, c_char_p]),

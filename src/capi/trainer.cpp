@@ -1,10 +1,12 @@
 // On-device fine-tuning through the C API: the loop, options and save of `bertrt finetune`
 // (train/finetune.h FinetuneLoop, train/finetune_setup.h), one step call at a time.
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 
 #include "bertrt/bertrt.h"
 #include "capi/api_error.h"
+#include "capi/batch.h"
 #include "capi/handles.h"
 #include "core/error.h"
 #include "tasks/tsv_task.h"
@@ -29,6 +31,7 @@ struct bertrt_trainer {
   std::map<std::string, std::string> metadata;
   std::string failure;     // the message of a failed step: later steps and saves refuse
   bool converted = false;  // saved with qat: the model is int8 now
+  StepClock clock;         // tokens/s of batches fed by the caller
   bertrt_progress_fn progress = nullptr;
   void* progress_user = nullptr;
   ~bertrt_trainer() {
@@ -137,7 +140,6 @@ bertrt_status bertrt_trainer_create(bertrt_model* model, const bertrt_finetune_o
     const char* fn = "bertrt_trainer_create";
     bertrt_model& m = model_arg(model, fn);
     require(options, fn, "options");
-    require(train_path, fn, "train_path");
     require(out, fn, "out");
     *out = nullptr;
     if (options->struct_size != sizeof(bertrt_finetune_options))
@@ -148,8 +150,18 @@ bertrt_status bertrt_trainer_create(bertrt_model* model, const bertrt_finetune_o
     if (m.training) api_fail(BERTRT_E_STATE, "{}: the model already has a trainer", fn);
     check_hyper(o);
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(train_path, ec))
+    if (!train_path) {
+      if (o.max_steps <= 0)
+        api_fail(BERTRT_E_INVALID_ARGUMENT,
+                 "{}: options.max_steps must be > 0 when train_path is NULL (the schedule's length "
+                 "for batches fed through bertrt_trainer_step_batch)",
+                 fn);
+      if (o.task && std::string(o.task) == "tsv")
+        api_fail(BERTRT_E_INVALID_ARGUMENT,
+                 "{}: task tsv reads its columns from train_path, which is NULL", fn);
+    } else if (!std::filesystem::is_regular_file(train_path, ec)) {
       api_fail(BERTRT_E_IO, "{}: train_path {}: no such file", fn, train_path);
+    }
     BertModel& bm = *m.loaded.model;
     if (bm.quant_mode() == QuantMode::kInt8)
       api_fail(BERTRT_E_UNSUPPORTED,
@@ -157,7 +169,7 @@ bertrt_status bertrt_trainer_create(bertrt_model* model, const bertrt_finetune_o
                "source",
                fn, m.source);
     auto t = std::make_unique<bertrt_trainer>();
-    t->task = task_from_options(o, train_path);
+    t->task = task_from_options(o, train_path ? train_path : "");
     if (t->task.max_seq_length < 3 || t->task.max_seq_length > bm.config().max_position_embeddings)
       api_fail(BERTRT_E_INVALID_ARGUMENT,
                "{}: options.max_seq_length {} must be in [3, {}] (max_position_embeddings)", fn,
@@ -169,22 +181,25 @@ bertrt_status bertrt_trainer_create(bertrt_model* model, const bertrt_finetune_o
     t->eval_batch_size = o.eval_batch_size;
     t->qat = o.qat != 0;
     // Data first: a bad file fails here, before the model's heads change.
-    try {
-      t->train = load_task_data(t->task, *m.loaded.tokenizer, train_path);
-    } catch (const Error& e) {
-      api_fail(BERTRT_E_IO, "{}: train_path: {}", fn, e.what());
+    if (train_path) {
+      try {
+        t->train = load_task_data(t->task, *m.loaded.tokenizer, train_path);
+      } catch (const Error& e) {
+        api_fail(BERTRT_E_IO, "{}: train_path: {}", fn, e.what());
+      }
+      if (t->train->size() == 0)
+        api_fail(BERTRT_E_IO, "{}: train_path {}: no training rows", fn, train_path);
     }
-    if (t->train->size() == 0)
-      api_fail(BERTRT_E_IO, "{}: train_path {}: no training rows", fn, train_path);
     // As `bertrt finetune`: the task's head, QAT on/off, the trainer, the metadata.
     bm.set_heads(t->task.heads(), t->hyper.seed);
     prepare_finetune_quant(bm, t->qat, QatConfig{}, m.source);
-    t->total_steps = finetune_total_steps(t->hyper, t->train->size());
+    t->total_steps = t->train ? finetune_total_steps(t->hyper, t->train->size()) : o.max_steps;
     t->trainer =
         std::make_unique<Trainer>(bm, *m.backend, finetune_optim_options(t->hyper, t->total_steps));
-    t->loop =
-        std::make_unique<FinetuneLoop>(*t->trainer, *t->train, t->hyper.batch_size, t->total_steps,
-                                       t->hyper.seed, t->hyper.group_by_length);
+    if (t->train)
+      t->loop =
+          std::make_unique<FinetuneLoop>(*t->trainer, *t->train, t->hyper.batch_size,
+                                         t->total_steps, t->hyper.seed, t->hyper.group_by_length);
     t->metadata = m.loaded.metadata;
     t->metadata["source"] = "bertrt C API finetune";
     t->metadata["finetune_task"] = t->task.name;
@@ -225,6 +240,11 @@ bertrt_status bertrt_trainer_step(bertrt_trainer* trainer, int64_t steps,
     bertrt_trainer& t = trainer_arg(trainer, fn);
     check_usable(t, fn);
     if (steps < 1) api_fail(BERTRT_E_INVALID_ARGUMENT, "{}: steps must be ≥ 1, got {}", fn, steps);
+    if (!t.loop)
+      api_fail(BERTRT_E_STATE,
+               "{}: the trainer has no training file (created with train_path NULL): feed batches "
+               "with bertrt_trainer_step_batch",
+               fn);
     std::lock_guard<std::mutex> lock(t.model->forward_mutex);
     for (int64_t i = 0; i < steps && !t.loop->done(); ++i) {
       FinetuneStepLog log;
@@ -254,6 +274,59 @@ bertrt_status bertrt_trainer_step(bertrt_trainer* trainer, int64_t steps,
     return BERTRT_E_CANCELLED;
   }
   return s;
+}
+
+bertrt_status bertrt_trainer_step_batch(bertrt_trainer* trainer, const bertrt_batch* batch,
+                                        const int32_t* labels, const float* scores,
+                                        bertrt_step_metrics* metrics) {
+  return guard(BERTRT_E_FAILED, [&] {
+    const char* fn = "bertrt_trainer_step_batch";
+    bertrt_trainer& t = trainer_arg(trainer, fn);
+    check_usable(t, fn);
+    if (t.task.family() != TaskFamily::kSequence)
+      api_fail(BERTRT_E_UNSUPPORTED,
+               "{}: task {} is not a sequence task (classification or regression); feed it a "
+               "training file",
+               fn, t.task.name);
+    const EncoderInputs in = batch_inputs(*t.model, batch, fn);
+    Targets targets;
+    if (t.task.regression()) {
+      require(scores, fn, "scores");
+      for (int b = 0; b < in.B; ++b)
+        if (!std::isfinite(scores[b]))
+          api_fail(BERTRT_E_INVALID_ARGUMENT, "{}: scores[{}] = {} is not finite", fn, b,
+                   scores[b]);
+      targets.scores = scores;
+    } else {
+      require(labels, fn, "labels");
+      const int K = int(t.task.labels.size());
+      for (int b = 0; b < in.B; ++b)
+        if (labels[b] < 0 || labels[b] >= K)
+          api_fail(BERTRT_E_INVALID_ARGUMENT,
+                   "{}: labels[{}] = {} is outside [0, {}) (the task's labels)", fn, b, labels[b],
+                   K);
+      targets.labels = labels;
+    }
+    if (t.trainer->steps_done() >= t.total_steps)
+      api_fail(BERTRT_E_STATE, "{}: training is finished ({} of {} steps)", fn,
+               t.trainer->steps_done(), t.total_steps);
+    std::lock_guard<std::mutex> lock(t.model->forward_mutex);
+    StepResult r;
+    try {
+      r = t.trainer->step(in, targets);
+    } catch (const std::exception& e) {
+      t.failure = e.what();
+      throw;
+    }
+    int64_t tokens = 0;
+    for (int64_t i = 0; i < int64_t(in.B) * in.T; ++i)
+      tokens += in.attention_mask ? in.attention_mask[i] : 1;
+    const double tps = t.clock.lap(tokens);
+    if (metrics)
+      *metrics = bertrt_step_metrics{
+          t.trainer->steps_done(), t.total_steps, 0,   r.fwd.loss,
+          r.learning_rate,         r.grad_norm,   tps, t.clock.elapsed_seconds()};
+  });
 }
 
 bertrt_status bertrt_trainer_evaluate(bertrt_trainer* trainer, const char* data_path, char* json,

@@ -461,6 +461,49 @@ TEST_F(CapiTest, TrainerFineTunesEvaluatesAndSavesAsTheCliDoes) {
   bertrt_model_free(i8);
 }
 
+TEST_F(CapiTest, TrainerTakesCallerBatches) {
+  const std::string dev = (dir_ / "dev.tsv").string();
+  head_lines(sst2_path("dev"), dev, 17);
+  bertrt_model* m = load(write_model("init.brt", HeadsConfig{}));
+  ASSERT_NE(m, nullptr);
+  bertrt_finetune_options o;
+  bertrt_finetune_options_init(&o);
+  o.task = "sst2";
+  o.max_seq_length = 24;
+  o.learning_rate = 1e-3f;
+  bertrt_trainer* t = nullptr;
+  EXPECT_EQ(bertrt_trainer_create(m, &o, nullptr, &t), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bertrt_last_error()).find("options.max_steps must be > 0"),
+            std::string::npos);
+  o.max_steps = 2;
+  ASSERT_EQ(bertrt_trainer_create(m, &o, nullptr, &t), BERTRT_OK) << bertrt_last_error();
+  EXPECT_EQ(bertrt_trainer_step(t, 1, nullptr), BERTRT_E_STATE);
+  EXPECT_NE(std::string(bertrt_last_error()).find("bertrt_trainer_step_batch"), std::string::npos);
+  TextBatch tb = text_batch(*tokenizer_, {"a gorgeous, witty movie", "dull and long"});
+  const int32_t bad[] = {1, 2}, labels[] = {1, 0};
+  EXPECT_EQ(bertrt_trainer_step_batch(t, &tb.batch, bad, nullptr, nullptr),
+            BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_STREQ(bertrt_last_error(),
+               "bertrt_trainer_step_batch: labels[1] = 2 is outside [0, 2) (the task's labels)");
+  EXPECT_EQ(bertrt_trainer_step_batch(t, &tb.batch, nullptr, nullptr, nullptr),
+            BERTRT_E_INVALID_ARGUMENT);
+  bertrt_step_metrics s{};
+  ASSERT_EQ(bertrt_trainer_step_batch(t, &tb.batch, labels, nullptr, &s), BERTRT_OK)
+      << bertrt_last_error();
+  EXPECT_EQ(s.step, 1);
+  EXPECT_TRUE(std::isfinite(s.loss));
+  ASSERT_EQ(bertrt_trainer_step_batch(t, &tb.batch, labels, nullptr, &s), BERTRT_OK);
+  EXPECT_EQ(s.step, 2);
+  EXPECT_EQ(bertrt_trainer_step_batch(t, &tb.batch, labels, nullptr, &s), BERTRT_E_STATE);
+  EXPECT_NE(std::string(bertrt_last_error()).find("finished (2 of 2 steps)"), std::string::npos);
+  char json[1024];
+  ASSERT_EQ(bertrt_trainer_evaluate(t, dev.c_str(), json, sizeof json, nullptr), BERTRT_OK)
+      << bertrt_last_error();
+  EXPECT_EQ(nlohmann::json::parse(json)["examples"], 16);
+  bertrt_trainer_free(t);
+  bertrt_model_free(m);
+}
+
 TEST_F(CapiTest, BadTrainerOptionsAndDataLeaveTheModelAsItWas) {
   const std::string train = (dir_ / "train.tsv").string();
   head_lines(sst2_path("train"), train, 17);
