@@ -17,12 +17,8 @@ endif()
 # find_package(bertrt) files (src/capi/capi.cmake builds the shared library).
 install(TARGETS bertrt_shared LIBRARY DESTINATION lib)
 install(FILES ${CMAKE_SOURCE_DIR}/include/bertrt/bertrt.h DESTINATION include/bertrt)
-# pkg-config files carry an absolute prefix; written at install time so `--prefix` is honoured.
-install(CODE "
-  set(_pc_prefix \"\${CMAKE_INSTALL_PREFIX}\")
-  set(PROJECT_VERSION ${PROJECT_VERSION})
-  configure_file(${CMAKE_SOURCE_DIR}/platforms/bertrt.pc.in
-                 \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/lib/pkgconfig/bertrt.pc\" @ONLY)")
+configure_file(${CMAKE_SOURCE_DIR}/platforms/bertrt.pc.in ${CMAKE_BINARY_DIR}/bertrt.pc @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/bertrt.pc DESTINATION lib/pkgconfig)
 include(CMakePackageConfigHelpers)
 configure_file(${CMAKE_SOURCE_DIR}/platforms/bertrtConfig.cmake.in
                ${CMAKE_BINARY_DIR}/bertrtConfig.cmake @ONLY)

@@ -20,7 +20,8 @@
  *   forward at a time; each forward uses the model's num_threads cpu threads). Tokenization and
  *   queries run concurrently. For parallel forwards, load one model per thread.
  * - A bertrt_trainer is single-threaded: call it from one thread at a time. While a trainer
- *   exists its model must not be used for inference from other threads.
+ *   exists its model must not be used for inference from other threads, and the trainer must be
+ *   freed before its model.
  */
 #ifndef BERTRT_BERTRT_H
 #define BERTRT_BERTRT_H

@@ -243,6 +243,41 @@ TEST_F(CapiTest, EncoderHeadsAndFillMaskMatchTheLibrary) {
   bertrt_model_free(m);
 }
 
+// The backend is the caller's choice: the scalar reference (and Vulkan where built and a device
+// exists) compute what cpu computes, within fp32 reordering (the backends' own tests bound each
+// op; 1e-5 of the tensor's scale covers the whole tiny model).
+TEST_F(CapiTest, BackendsAreSelectable) {
+  const std::string path = write_model("m.brt", sequence_heads());
+  TextBatch tb = text_batch(*tokenizer_, {"the cat sat", "a much longer sentence here"});
+  std::vector<std::string> names = {"cpu", "reference", "checked"};
+#ifdef BERTRT_HAVE_VULKAN
+  names.push_back("vulkan");
+#endif
+  std::vector<float> want;
+  for (const std::string& name : names) {
+    bertrt_model_options o;
+    bertrt_model_options_init(&o);
+    o.backend = name.c_str();
+    o.num_threads = 1;
+    bertrt_model* m = nullptr;
+    const bertrt_status st = bertrt_model_load(path.c_str(), &o, &m);
+    if (name == "vulkan" && st != BERTRT_OK) {  // no device here: an error, not a crash
+      EXPECT_EQ(m, nullptr);
+      EXPECT_NE(std::string(bertrt_last_error()).find("options.backend"), std::string::npos);
+      continue;
+    }
+    ASSERT_EQ(st, BERTRT_OK) << name << ": " << bertrt_last_error();
+    std::vector<float> h(size_t(tb.batch.batch_size) * tb.batch.seq_len * 32);
+    ASSERT_EQ(bertrt_encode(m, &tb.batch, h.data(), h.size(), nullptr, 0), BERTRT_OK)
+        << name << ": " << bertrt_last_error();
+    if (want.empty())
+      want = h;
+    else
+      EXPECT_TRUE(test::rel_close(h.data(), want, 1e-5f)) << name;
+    bertrt_model_free(m);
+  }
+}
+
 TEST_F(CapiTest, NullHandlesAndArgumentsAreErrorsNamingThem) {
   bertrt_batch batch{};
   float out[4];
