@@ -179,6 +179,8 @@ class Model:
         kind = self.heads["kind"]
         if kind == "none":
             raise Error(4, "predict: the model has no fine-tuning head")
+        if kind == "question_answering" and (text_pairs is None or len(text_pairs) != len(texts)):
+            raise ValueError("predict: a QA model takes questions and text_pairs= (the contexts)")
         if max_seq_length is None:
             max_seq_length = min(128, self.config["max_position_embeddings"])
         batch = self.encode(texts, text_pairs, max_seq_length)

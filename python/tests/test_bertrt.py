@@ -176,3 +176,17 @@ def test_finetune_then_predict(tmp_path):
     with pytest.raises(bertrt.Error, match="options.learning_rate"):
         bertrt.finetune(init, "sst2", tmp_path / "train.tsv", tmp_path / "bad.brt", learning_rate=-1.0)
     assert not (tmp_path / "bad.brt").exists()
+
+
+def test_predict_of_a_qa_model_returns_a_span_of_the_context(hf, tmp_path):
+    out, _ = hf
+    brt = tmp_path / "qa.brt"
+    bertrt.convert(out / "st_qa", brt)
+    m = bertrt.Model(brt)
+    words = [w for w in (m.token(i) for i in range(m.config["vocab_size"])) if w.isalpha()]
+    question, context = " ".join(words[:2]), " ".join(words[2:8])
+    (p,) = m.predict([question], [context])
+    assert 0 <= p["start"] < p["end"] <= len(context.encode())
+    assert p["answer"] == context.encode()[p["start"]:p["end"]].decode() and p["answer"] in context
+    with pytest.raises(ValueError, match="text_pairs"):
+        m.predict([question])
