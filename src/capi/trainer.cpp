@@ -200,12 +200,8 @@ bertrt_status bertrt_trainer_create(bertrt_model* model, const bertrt_finetune_o
       t->loop =
           std::make_unique<FinetuneLoop>(*t->trainer, *t->train, t->hyper.batch_size,
                                          t->total_steps, t->hyper.seed, t->hyper.group_by_length);
-    t->metadata = m.loaded.metadata;
-    t->metadata["source"] = "bertrt C API finetune";
-    t->metadata["finetune_task"] = t->task.name;
-    t->metadata["finetune_steps"] = std::to_string(t->total_steps);
-    t->metadata["task"] = task_definition_json(t->task);
-    t->metadata.erase("finetune_run");
+    t->metadata =
+        finetuned_metadata(m.loaded.metadata, t->task, t->total_steps, "bertrt C API finetune");
     t->model = &m;
     m.training = true;
     m.task = t->task.name;

@@ -26,6 +26,19 @@ OptimOptions finetune_optim_options(const FinetuneHyper& h, int64_t total_steps)
   return oo;
 }
 
+std::map<std::string, std::string> finetuned_metadata(std::map<std::string, std::string> base,
+                                                      const TaskDefinition& task,
+                                                      int64_t total_steps,
+                                                      const std::string& source,
+                                                      const std::string& run_key) {
+  base["source"] = source;
+  base["finetune_task"] = task.name;
+  base["finetune_steps"] = std::to_string(total_steps);
+  base["task"] = task_definition_json(task);
+  base.erase(run_key);
+  return base;
+}
+
 void prepare_finetune_quant(BertModel& model, bool qat, const QatConfig& config,
                             const std::string& model_path, std::string* note) {
   if (model.quant_mode() == QuantMode::kInt8)

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "model/bert_model.h"
+#include "tasks/task_definition.h"
 #include "tokenizer/tokenizer.h"
 #include "train/update_rule.h"
 
@@ -28,6 +29,15 @@ int64_t finetune_steps_per_epoch(const FinetuneHyper& h, size_t train_rows);
 int64_t finetune_total_steps(const FinetuneHyper& h, size_t train_rows);
 // AdamW at learning_rate, weight_decay, warm-up ceil(total · warmup_ratio), linear decay.
 OptimOptions finetune_optim_options(const FinetuneHyper& h, int64_t total_steps);
+
+// The metadata of a fine-tuned model: the input model's, with source, finetune_task,
+// finetune_steps and the task definition (what eval/predict read), and without the resumable-run
+// record `run_key` of an interrupted CLI run (a finished model equals an uninterrupted run's).
+std::map<std::string, std::string> finetuned_metadata(std::map<std::string, std::string> base,
+                                                      const TaskDefinition& task,
+                                                      int64_t total_steps,
+                                                      const std::string& source,
+                                                      const std::string& run_key = "finetune_run");
 
 // Before training (after set_heads): qat switches the model to fake-quant training with `config`;
 // without qat a fake-quant input model is trained in fp32 and `note` (if given) says so. An int8

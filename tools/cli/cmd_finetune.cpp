@@ -197,13 +197,8 @@ void add_finetune(CLI::App& app) {
     MetricsLog metrics = o->metrics.empty() ? MetricsLog()
                          : resuming         ? MetricsLog(o->metrics, trainer.steps_done())
                                             : MetricsLog(o->metrics);
-    auto meta = m.metadata;
-    meta["source"] = "bertrt finetune";
-    meta["finetune_task"] = task.name;
-    meta["finetune_steps"] = std::to_string(total);
-    meta["task"] = task_definition_json(task);
-    // The run record is for checkpoints only: the finished model equals an uninterrupted run's.
-    meta.erase(kRunKey);
+    // The run record (kRunKey) is for checkpoints only: finetuned_metadata drops it.
+    auto meta = finetuned_metadata(m.metadata, task, total, "bertrt finetune", kRunKey);
     catch_stop_signals();
     auto evaluate = [&](int64_t step) {
       if (!dev) return;
