@@ -6,6 +6,7 @@
 #     tests/e2e/cli_test.sh on the aarch64 binary (skipped with BERTRT_ARM_CLI_TEST=0, as .ci/run does);
 #  3. makes the CPack tarball and checks that it runs unpacked on a board-like root (glibc and
 #     libstdc++ only), with every DT_NEEDED library either shipped or part of that base;
+#     The C API examples are cross-built against the unpacked package and run there (3b);
 #  4. end-to-end: tiny model, 20 pre-training steps, 20 SST-2 fine-tuning steps, eval, on aarch64
 #     and on x86-64 with the same flags; losses must agree step by step (platforms/compare_runs.py).
 # Usage: platforms/ci_arm.sh [X86_BUILD_DIR]   (default build; built with scripts/setup.sh if absent)
@@ -81,6 +82,29 @@ done
 env -u LD_LIBRARY_PATH qemu-aarch64 -L "$BASE" -E OPENBLAS_NUM_THREADS=1 -U OPENBLAS_CORETYPE \
   "$PKG/bin/bertrt" init --preset tiny --vocab "$DATA/vocab/bert-base-uncased-vocab.txt" -o "$T/pkg-init.brt" >/dev/null
 echo "package: $(basename "$TGZ") $(stat -c %s "$TGZ") bytes; stripped bin/bertrt $(stat -c %s "$PKG/bin/bertrt") bytes; runs unpacked on a glibc-only root"
+
+# --- 3b. the C API examples against the unpacked package (issue #14) ------------------------------
+# Cross-built with nothing but the package's include/ and lib/ (libbertrt.so), run from its bin/
+# on the glibc-only root: fine-tune (3 steps) with examples/finetune_on_device.cpp, then label 8
+# dev sentences with examples/classify.c and compare with the packaged `bertrt predict`.
+stage "examples: cross-built against the package, run under qemu-aarch64"
+xlink=(-I"$PKG/include" -L"$PKG/lib" -lbertrt -Wl,-rpath-link,"$PKG/lib" -Wl,-rpath,'$ORIGIN/../lib'
+       -Wl,--disable-new-dtags)
+aarch64-linux-gnu-gcc -std=c99 -O2 -Wall -Werror examples/classify.c "${xlink[@]}" -lm -o "$PKG/bin/classify"
+aarch64-linux-gnu-g++ -std=c++17 -O2 -Wall -Werror examples/finetune_on_device.cpp "${xlink[@]}" \
+  -o "$PKG/bin/finetune_on_device"
+qarm() { env -u LD_LIBRARY_PATH qemu-aarch64 -L "$BASE" -E OPENBLAS_NUM_THREADS=1 -U OPENBLAS_CORETYPE "$@"; }
+head -n 49 "$DATA/glue/SST-2/train.tsv" > "$T/ex-train.tsv"   # header + 48 examples: 3 steps of 16
+head -n 17 "$DATA/glue/SST-2/dev.tsv" > "$T/ex-dev.tsv"
+tail -n +2 "$T/ex-dev.tsv" | head -8 | cut -f1 > "$T/ex-lines.txt"
+qarm "$PKG/bin/finetune_on_device" "$T/pkg-init.brt" sst2 "$T/ex-train.tsv" "$T/ex-dev.tsv" "$T/ex-sst2.brt" 1 32 \
+  > "$T/ex-ft.log" 2>&1 || { echo "finetune_on_device failed on aarch64:" >&2; tail -5 "$T/ex-ft.log" >&2; exit 1; }
+grep -q '^step 3/3 ' "$T/ex-ft.log" || { echo "finetune_on_device: no step 3/3 line" >&2; cat "$T/ex-ft.log" >&2; exit 1; }
+qarm "$PKG/bin/classify" "$T/ex-sst2.brt" 32 < "$T/ex-lines.txt" > "$T/ex-classify.out"
+qarm "$PKG/bin/bertrt" predict --model "$T/ex-sst2.brt" < "$T/ex-lines.txt" > "$T/ex-predict.out"
+cmp -s "$T/ex-classify.out" "$T/ex-predict.out" ||
+  { echo "classify (C API) and bertrt predict differ on aarch64:" >&2; diff "$T/ex-classify.out" "$T/ex-predict.out" >&2; exit 1; }
+echo "examples: finetune_on_device + classify on aarch64 from the package, $(wc -l < "$T/ex-classify.out") lines as bertrt predict"
 
 # --- 4. end-to-end, aarch64 vs x86-64 --------------------------------------------------------------
 # Sized for qemu (≈50x slower than the x86-64 run here): short sequences keep the MLM output GEMM

@@ -1,5 +1,6 @@
 # Install rules and the CPack tarball (`cmake --build --preset aarch64 --target package`):
-#   bin/bertrt, lib/libbertrt.a, include/bertrt/ (public headers, rooted as in the source tree), and
+#   bin/bertrt, lib/libbertrt.a, lib/libbertrt.so* (the C API), include/bertrt/ (bertrt.h and the
+#   C++ headers, rooted as in the source tree), lib/pkgconfig/bertrt.pc, lib/cmake/bertrt/, and
 #   for a cross build the shared libraries from the sysroot that a stock board may lack (OpenBLAS and
 #   its libgfortran, utf8proc, pthreadpool, fmt), found next to the binary through
 #   RPATH $ORIGIN/../lib, so the unpacked folder runs as it is. glibc, libstdc++ and libgcc_s are
@@ -9,6 +10,37 @@ if(TARGET bertrt_cli)
   install(TARGETS bertrt_cli RUNTIME DESTINATION bin)
 endif()
 install(TARGETS bertrt ARCHIVE DESTINATION lib)
+if(TARGET bertrt_convert_cli)
+  install(TARGETS bertrt_convert_cli RUNTIME DESTINATION bin)
+endif()
+# The C API: libbertrt.so.0.1.0 (SONAME libbertrt.so.0) + links, bertrt/bertrt.h, pkg-config and
+# find_package(bertrt) files (src/capi/capi.cmake builds the shared library).
+install(TARGETS bertrt_shared LIBRARY DESTINATION lib)
+install(FILES ${CMAKE_SOURCE_DIR}/include/bertrt/bertrt.h DESTINATION include/bertrt)
+configure_file(${CMAKE_SOURCE_DIR}/platforms/bertrt.pc.in ${CMAKE_BINARY_DIR}/bertrt.pc @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/bertrt.pc DESTINATION lib/pkgconfig)
+include(CMakePackageConfigHelpers)
+configure_file(${CMAKE_SOURCE_DIR}/platforms/bertrtConfig.cmake.in
+               ${CMAKE_BINARY_DIR}/bertrtConfig.cmake @ONLY)
+write_basic_package_version_file(${CMAKE_BINARY_DIR}/bertrtConfigVersion.cmake
+                                 VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
+install(FILES ${CMAKE_BINARY_DIR}/bertrtConfig.cmake ${CMAKE_BINARY_DIR}/bertrtConfigVersion.cmake
+        DESTINATION lib/cmake/bertrt)
+# The Python module (python/bertrt, ctypes over libbertrt.so) into the prefix's dist-packages for
+# Debian's python3 (/usr/local/lib/python3.X/dist-packages with the default prefix), told where
+# the installed library is.
+if(NOT CMAKE_CROSSCOMPILING)
+  execute_process(COMMAND /usr/bin/python3 -c "import sys; print('%d.%d' % sys.version_info[:2])"
+                  OUTPUT_VARIABLE _py OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  if(_py)
+    set(BERTRT_PYTHON_DIR lib/python${_py}/dist-packages CACHE STRING
+        "where cmake --install puts the bertrt Python module (relative to the prefix)")
+    install(DIRECTORY ${CMAKE_SOURCE_DIR}/python/bertrt DESTINATION ${BERTRT_PYTHON_DIR}
+            FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
+    install(CODE "file(WRITE \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${BERTRT_PYTHON_DIR}/bertrt/_library_path.py\"
+      \"# Written by cmake --install: the libbertrt.so this module loads.\\nLIBRARY = '\${CMAKE_INSTALL_PREFIX}/lib/libbertrt.so.${PROJECT_VERSION_MAJOR}'\\n\")")
+  endif()
+endif()
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/src/ DESTINATION include/bertrt FILES_MATCHING PATTERN "*.h")
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/backends/ DESTINATION include/bertrt/backends
         FILES_MATCHING PATTERN "*.h")
@@ -18,6 +50,8 @@ if(CMAKE_CROSSCOMPILING AND CMAKE_SYSROOT AND TARGET bertrt_cli)
   # DT_RPATH rather than DT_RUNPATH: RPATH also serves the libraries' own dependencies
   # (libopenblas.so.0 -> libgfortran.so.5), RUNPATH only the binary's direct ones.
   set_target_properties(bertrt_cli PROPERTIES INSTALL_RPATH "\$ORIGIN/../lib")
+  set_target_properties(bertrt_shared PROPERTIES INSTALL_RPATH "\$ORIGIN")
+  target_link_options(bertrt_shared PRIVATE -Wl,--disable-new-dtags)
   target_link_options(bertrt_cli PRIVATE -Wl,--disable-new-dtags)
   execute_process(COMMAND ${CMAKE_CXX_COMPILER} -dumpmachine OUTPUT_VARIABLE _triplet
                   OUTPUT_STRIP_TRAILING_WHITESPACE)

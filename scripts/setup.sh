@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 PKGS=(cmake g++ make pkg-config libopenblas-dev libpthreadpool-dev libflatbuffers-dev flatbuffers-compiler
       libutf8proc-dev nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev python3-torch
       libzip-dev libsnappy-dev time
-      libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers)
+      libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers
+      python3-pytest)  # the Python module's tests (python/tests, ctest python_api)
 # (The Vulkan backend: headers and glslc to build; lavapipe, a CPU Vulkan device, and the Khronos
 # validation layer for its tests. The binary opens the loader at run time, so boards need none.)
 missing=()

@@ -29,6 +29,32 @@ struct FinetuneStepLog {
 // batch holds rows of similar length and dynamic padding wastes little (SST-2: the longest of 32
 // random sentences is ~3× their mean). Batches stay random draws at the scale of 50 batches.
 constexpr int kLengthGroupBatches = 50;
+//
+// FinetuneLoop is the same loop one step at a time (the C API's trainer steps it; finetune() runs
+// it to the end), so the CLI and the API take exactly the same batches.
+class FinetuneLoop {
+ public:
+  // Throws bertrt::Error when `train` has no rows. `train` and `trainer` must outlive the loop.
+  FinetuneLoop(Trainer& trainer, const TaskData& train, int batch_size, int64_t total_steps,
+               uint64_t seed, bool group_by_length = false);
+  bool done() const { return trainer_.steps_done() >= total_steps_; }
+  // One optimizer step on the next batch (an epoch ends: the next shuffle); call while !done().
+  FinetuneStepLog step();
+  int64_t epoch() const { return epoch_; }
+
+ private:
+  Trainer& trainer_;
+  const TaskData& train_;
+  int batch_size_;
+  int64_t total_steps_;
+  bool group_by_length_;
+  std::mt19937_64 rng_;
+  std::vector<size_t> order_;
+  size_t cursor_ = 0;
+  int64_t epoch_ = 0;
+  StepClock clock_;
+};
+
 void finetune(Trainer& trainer, const TaskData& train, int batch_size, int64_t total_steps,
               uint64_t seed, const std::function<void(const FinetuneStepLog&)>& on_step,
               bool group_by_length = false);

@@ -17,6 +17,7 @@
 #include "task_flags.h"
 #include "train/checkpoint.h"
 #include "train/finetune.h"
+#include "train/finetune_setup.h"
 #include "train/metrics_log.h"
 #include "train/metrics_report.h"
 #include "train/schedule.h"
@@ -167,14 +168,14 @@ void add_finetune(CLI::App& app) {
     apply_qat(model, o->qat, model_path);
     auto be = o->backend.make();
 
-    const int64_t steps_per_epoch = int64_t((train->size() + o->batch_size - 1) / o->batch_size);
-    const int64_t total = o->max_steps > 0 ? o->max_steps : steps_per_epoch * o->epochs;
-    OptimOptions oo;
-    oo.learning_rate = o->lr;
-    oo.total_steps = total;
-    oo.warmup_steps = warmup_steps_from_ratio(total, o->warmup_ratio);
-    oo.weight_decay = o->weight_decay;
-    Trainer trainer(model, *be, oo);
+    FinetuneHyper hyper;  // shared with the C API's trainer (train/finetune_setup.h)
+    hyper.epochs = o->epochs, hyper.max_steps = o->max_steps, hyper.batch_size = o->batch_size;
+    hyper.learning_rate = o->lr, hyper.warmup_ratio = o->warmup_ratio;
+    hyper.weight_decay = o->weight_decay, hyper.seed = o->seed;
+    hyper.group_by_length = o->group_by_length;
+    const int64_t steps_per_epoch = finetune_steps_per_epoch(hyper, train->size());
+    const int64_t total = finetune_total_steps(hyper, train->size());
+    Trainer trainer(model, *be, finetune_optim_options(hyper, total));
     std::error_code ec;
     const nlohmann::json run = {{"task", task_definition_json(task)},
                                 {"train", o->train},
@@ -196,13 +197,8 @@ void add_finetune(CLI::App& app) {
     MetricsLog metrics = o->metrics.empty() ? MetricsLog()
                          : resuming         ? MetricsLog(o->metrics, trainer.steps_done())
                                             : MetricsLog(o->metrics);
-    auto meta = m.metadata;
-    meta["source"] = "bertrt finetune";
-    meta["finetune_task"] = task.name;
-    meta["finetune_steps"] = std::to_string(total);
-    meta["task"] = task_definition_json(task);
-    // The run record is for checkpoints only: the finished model equals an uninterrupted run's.
-    meta.erase(kRunKey);
+    // The run record (kRunKey) is for checkpoints only: finetuned_metadata drops it.
+    auto meta = finetuned_metadata(m.metadata, task, total, "bertrt finetune", kRunKey);
     catch_stop_signals();
     auto evaluate = [&](int64_t step) {
       if (!dev) return;

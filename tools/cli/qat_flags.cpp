@@ -7,6 +7,7 @@
 #include "common.h"
 #include "core/error.h"
 #include "io/model_io.h"
+#include "train/finetune_setup.h"
 
 namespace bertrt::cli {
 
@@ -52,36 +53,17 @@ void check_qat_options(const QatOptions& o) {
 }
 
 void apply_qat(BertModel& model, const QatOptions& o, const std::string& model_path) {
-  if (model.quant_mode() == QuantMode::kInt8)
-    fail("{}: an int8 model is for inference only; fine-tune its float or fake-quant source",
-         model_path);
-  if (o.enabled()) {
-    model.enable_qat(o.config());
-    return;
-  }
-  if (model.quant()) {
-    fmt::print(stderr,
-               "note: {} is a fake-quant (QAT) model; fine-tuning it in fp32 (add --qat "
-               "int8 to continue quantization-aware training)\n",
-               model_path);
-    model.disable_quantization();
-  }
+  std::string note;
+  prepare_finetune_quant(model, o.enabled(), o.config(), model_path, &note);
+  if (!note.empty()) fmt::print(stderr, "note: {}\n", note);
 }
 
 void save_finetuned(const std::string& out, BertModel& model, const Tokenizer& tokenizer,
                     std::map<std::string, std::string> metadata, const QatOptions& o) {
-  if (!o.enabled()) {
-    save_model(out, model, tokenizer, metadata);
-    return;
-  }
-  metadata["quantization.source"] = "qat";
-  model.quant()->set_observers_frozen(true);  // the ranges the int8 model will use
-  if (!o.save_fake_quant.empty()) {
-    save_model(o.save_fake_quant, model, tokenizer, metadata);
+  save_finetuned_model(out, model, tokenizer, std::move(metadata), o.enabled(), o.save_fake_quant);
+  if (!o.enabled()) return;
+  if (!o.save_fake_quant.empty())
     fmt::print("wrote {} (fake-quant: fp32 weights + activation ranges)\n", o.save_fake_quant);
-  }
-  model.convert_to_int8();
-  save_model(out, model, tokenizer, metadata);
   fmt::print("int8 model: {:.2f} MB\n", std::filesystem::file_size(out) / 1e6);
 }
 

@@ -1,0 +1,16 @@
+"""bertrt for Python: the C API of libbertrt.so (include/bertrt/bertrt.h) through ctypes, with
+NumPy arrays in and out.
+
+    import bertrt
+    m = bertrt.Model("sst2.brt")
+    m.predict(["a gorgeous, witty movie"])        # [{'label': 'positive', 'probabilities': {...}}]
+    out = m.forward(**m.encode(["hello world"]))  # last_hidden_state [B, T, H], pooler_output [B, H]
+    bertrt.finetune("pre.brt", "sst2", "train.tsv", "sst2.brt", dev="dev.tsv", epochs=1)
+    bertrt.convert("hf_folder/", "model.brt")
+
+Errors raise bertrt.Error with the message the CLI prints (it names the argument or file).
+A Model may be used from several threads (the forwards are serialized on it); see bertrt.h.
+"""
+from .api import Error, Model, convert, finetune, version
+
+__all__ = ["Error", "Model", "convert", "finetune", "version"]

@@ -1,0 +1,288 @@
+"""Model, finetune and convert over the C API (the _lib declarations)."""
+import ctypes
+import json
+
+import numpy as np
+
+from . import _lib
+from ._lib import lib
+
+_HEAD_KINDS = {0: "none", 1: "sequence_classification", 2: "regression",
+               3: "token_classification", 4: "question_answering"}
+
+
+class Error(RuntimeError):
+    """A failed C API call: .status is the bertrt_status name, str() the one-line message."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = lib.bertrt_status_string(status).decode()
+
+
+def _check(status):
+    if status != 0:
+        raise Error(status, lib.bertrt_last_error().decode())
+
+
+def _bytes(s):
+    return None if s is None else str(s).encode()
+
+
+def version():
+    return lib.bertrt_version().decode()
+
+
+def _ptr(a, ctype):
+    return a.ctypes.data_as(ctypes.POINTER(ctype)) if a is not None else None
+
+
+class Model:
+    """A loaded .brt model (mapped). backend: cpu | reference | vulkan | checked."""
+
+    def __init__(self, path=None, *, buffer=None, backend="cpu", num_threads=0, device=-1,
+                 verify_checksums=True):
+        if (path is None) == (buffer is None):
+            raise ValueError("Model: give a path or buffer=, not both")
+        o = _lib.ModelOptions()
+        lib.bertrt_model_options_init(ctypes.byref(o))
+        o.backend, o.num_threads, o.device = backend.encode(), num_threads, device
+        o.verify_checksums = int(bool(verify_checksums))
+        self._h = ctypes.c_void_p()
+        if path is not None:
+            _check(lib.bertrt_model_load(str(path).encode(), ctypes.byref(o), ctypes.byref(self._h)))
+        else:
+            data = bytes(buffer)
+            _check(lib.bertrt_model_load_buffer(data, len(data), ctypes.byref(o),
+                                                ctypes.byref(self._h)))
+        c = _lib.Config()
+        _check(lib.bertrt_model_config(self._h, ctypes.byref(c)))
+        self.config = {n: getattr(c, n) for n, _ in _lib.Config._fields_}
+        h = _lib.Heads()
+        _check(lib.bertrt_model_heads(self._h, ctypes.byref(h)))
+        self.heads = {"kind": _HEAD_KINDS[h.kind], "num_labels": h.num_labels,
+                      "mlm": bool(h.has_mlm), "nsp": bool(h.has_nsp), "int8": bool(h.int8)}
+        self.labels = []
+        for i in range(h.num_labels):
+            s = ctypes.c_char_p()
+            _check(lib.bertrt_model_label(self._h, i, ctypes.byref(s)))
+            self.labels.append(s.value.decode())
+        t = ctypes.c_char_p()
+        _check(lib.bertrt_model_task(self._h, ctypes.byref(t)))
+        self.task = t.value.decode()
+
+    def close(self):
+        if getattr(self, "_h", None):
+            lib.bertrt_model_free(self._h)
+            self._h = None
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def token(self, token_id):
+        s = ctypes.c_char_p()
+        _check(lib.bertrt_model_token(self._h, int(token_id), ctypes.byref(s)))
+        return s.value.decode()
+
+    # ---- tokenization ------------------------------------------------------------------------
+
+    def tokenize(self, text, text_pair=None, max_seq_length=0):
+        """[CLS] A [SEP] (B [SEP]): dict of int32 arrays input_ids, token_type_ids,
+        attention_mask, int64 offsets [n, 2] (byte ranges in the piece's own text; -1 for
+        [CLS]/[SEP]) and the pieces as strings (tokens)."""
+        a, b = _bytes(text), _bytes(text_pair)
+        n = ctypes.c_size_t()
+        lib.bertrt_tokenize(self._h, a, b, max_seq_length, None, None, None, None, 0,
+                            ctypes.byref(n))  # sizing call (fails with the length set)
+        if n.value == 0:
+            _check(lib.bertrt_tokenize(self._h, a, b, max_seq_length, None, None, None, None, 0,
+                                       ctypes.byref(n)))
+        ids, types, mask = (np.zeros(n.value, np.int32) for _ in range(3))
+        offsets = np.zeros((n.value, 2), np.int64)
+        _check(lib.bertrt_tokenize(self._h, a, b, max_seq_length, _ptr(ids, ctypes.c_int32),
+                                   _ptr(types, ctypes.c_int32), _ptr(mask, ctypes.c_int32),
+                                   _ptr(offsets, ctypes.c_int64), n.value, ctypes.byref(n)))
+        return {"input_ids": ids, "token_type_ids": types, "attention_mask": mask,
+                "offsets": offsets, "tokens": [self.token(i) for i in ids]}
+
+    def encode(self, texts, text_pairs=None, max_seq_length=0):
+        """A padded batch of texts (or pairs): input_ids, token_type_ids, attention_mask [B, T]."""
+        if isinstance(texts, str):
+            texts = [texts]
+        pairs = text_pairs if text_pairs is not None else [None] * len(texts)
+        encs = [self.tokenize(t, p, max_seq_length) for t, p in zip(texts, pairs)]
+        T = max(len(e["input_ids"]) for e in encs)
+        out = {k: np.zeros((len(encs), T), np.int32)
+               for k in ("input_ids", "token_type_ids", "attention_mask")}
+        for i, e in enumerate(encs):
+            for k in out:
+                out[k][i, :len(e[k])] = e[k]
+        return out
+
+    # ---- inference ---------------------------------------------------------------------------
+
+    def _batch(self, input_ids, token_type_ids, attention_mask):
+        ids = np.ascontiguousarray(np.atleast_2d(input_ids), dtype=np.int32)
+        if ids.ndim != 2:
+            raise ValueError(f"input_ids: expected [B, T], got shape {ids.shape}")
+
+        def same(a, name):
+            if a is None:
+                return None
+            a = np.ascontiguousarray(np.atleast_2d(a), dtype=np.int32)
+            if a.shape != ids.shape:
+                raise ValueError(f"{name}: shape {a.shape}, input_ids has {ids.shape}")
+            return a
+
+        types, mask = same(token_type_ids, "token_type_ids"), same(attention_mask, "attention_mask")
+        b = _lib.Batch(ids.shape[0], ids.shape[1], _ptr(ids, ctypes.c_int32),
+                       _ptr(types, ctypes.c_int32), _ptr(mask, ctypes.c_int32))
+        return b, (ids, types, mask)  # the arrays must outlive the call
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None):
+        """The encoder and the fine-tuning head: last_hidden_state [B, T, H], pooler_output
+        [B, H], and logits (classification [B, K], regression [B], tagging [B, T, K]) or
+        start_logits/end_logits [B, T], as the model has."""
+        b, keep = self._batch(input_ids, token_type_ids, attention_mask)
+        B, T, H = b.batch_size, b.seq_len, self.config["hidden_size"]
+        hidden, pooled = np.zeros((B, T, H), np.float32), np.zeros((B, H), np.float32)
+        _check(lib.bertrt_encode(self._h, ctypes.byref(b), _ptr(hidden, ctypes.c_float),
+                                 hidden.size, _ptr(pooled, ctypes.c_float), pooled.size))
+        out = {"last_hidden_state": hidden, "pooler_output": pooled}
+        kind, K = self.heads["kind"], self.heads["num_labels"]
+        if kind in ("sequence_classification", "regression"):
+            z = np.zeros((B, K) if K else (B,), np.float32)
+            _check(lib.bertrt_classify(self._h, ctypes.byref(b), _ptr(z, ctypes.c_float), z.size))
+            out["logits"] = z
+        elif kind == "token_classification":
+            z = np.zeros((B, T, K), np.float32)
+            _check(lib.bertrt_tag_tokens(self._h, ctypes.byref(b), _ptr(z, ctypes.c_float), z.size))
+            out["logits"] = z
+        elif kind == "question_answering":
+            s, e = np.zeros((B, T), np.float32), np.zeros((B, T), np.float32)
+            _check(lib.bertrt_spans(self._h, ctypes.byref(b), _ptr(s, ctypes.c_float),
+                                    _ptr(e, ctypes.c_float), s.size))
+            out["start_logits"], out["end_logits"] = s, e
+        return out
+
+    def predict(self, texts, text_pairs=None, max_seq_length=None):
+        """Per text (pair): classification {label, probabilities}, regression {score}, tagging
+        {tokens, tags} (per piece), QA (text = question, pair = context) {answer, start, end}
+        (byte offsets into the context; the best span with start <= end, at most 30 pieces)."""
+        if isinstance(texts, str):
+            texts = [texts]
+        kind = self.heads["kind"]
+        if kind == "none":
+            raise Error(4, "predict: the model has no fine-tuning head")
+        if kind == "question_answering" and (text_pairs is None or len(text_pairs) != len(texts)):
+            raise ValueError("predict: a QA model takes questions and text_pairs= (the contexts)")
+        if max_seq_length is None:
+            max_seq_length = min(128, self.config["max_position_embeddings"])
+        batch = self.encode(texts, text_pairs, max_seq_length)
+        out = self.forward(**batch)
+        res = []
+        for i in range(len(texts)):
+            if kind == "sequence_classification":
+                z = out["logits"][i].astype(np.float64)
+                p = np.exp(z - z.max())
+                p /= p.sum()
+                res.append({"label": self.labels[int(np.argmax(z))],
+                            "probabilities": dict(zip(self.labels, p.tolist()))})
+            elif kind == "regression":
+                res.append({"score": float(out["logits"][i])})
+            elif kind == "token_classification":
+                n = int(batch["attention_mask"][i].sum())
+                ids = batch["input_ids"][i][:n]
+                tags = [self.labels[int(k)] for k in np.argmax(out["logits"][i][:n], axis=-1)]
+                res.append({"tokens": [self.token(t) for t in ids], "tags": tags})
+            else:
+                enc = self.tokenize(texts[i], text_pairs[i], max_seq_length)
+                ctx = np.where((enc["token_type_ids"] == 1) & (enc["offsets"][:, 0] >= 0))[0]
+                s, e = out["start_logits"][i], out["end_logits"][i]
+                best = max(((s[a] + e[b], a, b) for a in ctx for b in ctx if a <= b < a + 30),
+                           default=None)
+                if best is None:
+                    res.append({"answer": "", "start": -1, "end": -1})
+                    continue
+                _, a, b = best
+                start, end = int(enc["offsets"][a, 0]), int(enc["offsets"][b, 1])
+                res.append({"answer": text_pairs[i].encode()[start:end].decode(errors="replace"),
+                            "start": start, "end": end})
+        return res
+
+    def fill_mask(self, text, top_k=5):
+        """Per [MASK]: {position, candidates: [{token, token_id, probability}]}, best first."""
+        n = ctypes.c_size_t()
+        lib.bertrt_fill_mask(self._h, _bytes(text), top_k, None, 0, ctypes.byref(n))
+        if n.value == 0:
+            _check(lib.bertrt_fill_mask(self._h, _bytes(text), top_k, None, 0, ctypes.byref(n)))
+        c = (_lib.FillCandidate * n.value)()
+        _check(lib.bertrt_fill_mask(self._h, _bytes(text), top_k, c, n.value, ctypes.byref(n)))
+        out = []
+        for x in c:
+            if not out or out[-1]["position"] != x.position:
+                out.append({"position": x.position, "candidates": []})
+            out[-1]["candidates"].append({"token": self.token(x.token_id), "token_id": x.token_id,
+                                          "probability": x.probability})
+        return out
+
+
+def finetune(model, task, train, output, dev=None, progress=None, backend="cpu", num_threads=0,
+             **options):
+    """`bertrt finetune` through the C API's trainer: model (path) + task on the train file,
+    written atomically to output (int8 with qat=True); returns the dev metrics (the keys of
+    `bertrt eval --json`) when dev is given, else {}. options: the CLI's hyper-parameters by
+    their C names (epochs, max_steps, batch_size, learning_rate, warmup_ratio, weight_decay,
+    seed, max_seq_length, group_by_length, eval_batch_size, qat, and for task "tsv"
+    text_column, text_pair_column, label_column, labels, regression, no_header).
+    progress(metrics dict) after every step; return True to stop (raises bertrt.Error)."""
+    m = Model(model, backend=backend, num_threads=num_threads)
+    o = _lib.FinetuneOptions()
+    lib.bertrt_finetune_options_init(ctypes.byref(o))
+    o.task = task.encode()
+    keep = []
+    for k, v in options.items():
+        if k not in dict(_lib.FinetuneOptions._fields_) or k in ("struct_size", "task"):
+            raise TypeError(f"finetune: unknown option {k!r}")
+        if isinstance(v, str):
+            v = v.encode()
+            keep.append(v)
+        elif isinstance(v, bool):
+            v = int(v)
+        setattr(o, k, v)
+    t = ctypes.c_void_p()
+    _check(lib.bertrt_trainer_create(m._h, ctypes.byref(o), str(train).encode(), ctypes.byref(t)))
+    try:
+        cb = None
+        if progress is not None:
+            def trampoline(p, _user):
+                s = p.contents
+                return int(bool(progress({n: getattr(s, n) for n, _ in _lib.StepMetrics._fields_})))
+            cb = _lib.PROGRESS(trampoline)
+            _check(lib.bertrt_trainer_set_progress(t, cb, None))
+        total = ctypes.c_int64()
+        _check(lib.bertrt_trainer_total_steps(t, ctypes.byref(total)))
+        _check(lib.bertrt_trainer_step(t, total.value, None))
+        metrics = {}
+        if dev is not None:
+            n = ctypes.c_size_t()
+            buf = ctypes.create_string_buffer(1 << 16)
+            _check(lib.bertrt_trainer_evaluate(t, str(dev).encode(), buf, len(buf), ctypes.byref(n)))
+            metrics = json.loads(buf.value.decode())
+        _check(lib.bertrt_trainer_save(t, str(output).encode()))
+        return metrics
+    finally:
+        lib.bertrt_trainer_free(t)
+        m.close()
+
+
+def convert(input, output, to="brt", dtype="f32", vocab=None):
+    """`bertrt-convert`: a Hugging Face folder, torch.save / safetensors file or TF checkpoint
+    to a .brt file (to="brt"), or a .brt to a Hugging Face folder (to="hf")."""
+    _check(lib.bertrt_convert(str(input).encode(), str(output).encode(), to.encode(),
+                              _bytes(dtype), _bytes(vocab)))

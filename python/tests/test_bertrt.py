@@ -1,0 +1,192 @@
+"""pytest of the bertrt Python module (python/bertrt over libbertrt.so).
+
+Run by ctest (tests/capi/tests.cmake) with PYTHONPATH=python, BERTRT_LIBRARY (the built
+libbertrt.so), BERTRT_CLI (the built `bertrt`), BERTRT_SOURCE_DIR and BERTRT_DATA.
+
+Parity: tests/reference/make_hf_models.py writes tiny Hugging Face checkpoints with their float64
+PyTorch outputs; bertrt.convert turns them into .brt files, whose Python forward must match the
+reference within the converter tests' tolerance (tests/unit/convert_hf_test.cpp kTol: 2e-6 of the
+tensor's largest magnitude, same files, same inputs) and the CLI's `bertrt forward` exactly (the
+same library code on the same rows).
+"""
+import json
+import os
+import struct
+import subprocess
+
+import numpy as np
+import pytest
+
+import bertrt
+
+SRC = os.environ.get("BERTRT_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+CLI = os.environ.get("BERTRT_CLI", "")
+DATA = os.environ.get("BERTRT_DATA", os.path.join(SRC, "..", "shared", "data"))
+KTOL = 2e-6  # tests/unit/convert_hf_test.cpp
+
+
+def read_safetensors(path):
+    raw = open(path, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    dtypes = {"F64": np.float64, "F32": np.float32, "I64": np.int64, "I32": np.int32}
+    out = {}
+    for k, v in header.items():
+        if k == "__metadata__":
+            continue
+        a, b = v["data_offsets"]
+        out[k] = np.frombuffer(raw[8 + n + a:8 + n + b], dtype=dtypes[v["dtype"]]).reshape(v["shape"])
+    return out
+
+
+def rel_err(got, want):
+    want = np.asarray(want, np.float64)
+    return float(np.max(np.abs(np.asarray(got, np.float64) - want)) / max(np.max(np.abs(want)), 1e-30))
+
+
+@pytest.fixture(scope="session")
+def hf(tmp_path_factory):
+    out = tmp_path_factory.mktemp("hf")
+    rc = subprocess.call(["/usr/bin/python3", os.path.join(SRC, "tests/reference/make_hf_models.py"),
+                          "--out", str(out)], stdout=subprocess.DEVNULL)
+    if rc == 77:
+        pytest.skip("python3-torch missing")
+    assert rc == 0
+    return out, read_safetensors(str(out / "ref.safetensors"))
+
+
+def inputs(ref):
+    return {k: ref["input/" + k].astype(np.int32) for k in ("input_ids", "token_type_ids", "attention_mask")}
+
+
+def cli_forward(brt, ids, types, mask):
+    lines = "".join(json.dumps({"input_ids": ids[b].tolist(), "token_type_ids": types[b].tolist(),
+                                "attention_mask": mask[b].tolist()}) + "\n" for b in range(len(ids)))
+    p = subprocess.run([CLI, "forward", "--model", str(brt)], input=lines, capture_output=True,
+                       text=True, env={**os.environ, "BERTRT_NUM_THREADS": "1"}, check=True)
+    return [json.loads(line) for line in p.stdout.splitlines()]
+
+
+@pytest.mark.parametrize("folder,head", [("st_seqcls", "cls_logits"), ("st_tokcls", "tok_logits"),
+                                         ("st_qa", "qa_logits")])
+def test_forward_of_a_converted_model_matches_pytorch_and_the_cli(hf, tmp_path, folder, head):
+    out, ref = hf
+    brt = tmp_path / "m.brt"
+    bertrt.convert(out / folder, brt)
+    m = bertrt.Model(brt, num_threads=1)
+    x = inputs(ref)
+    y = m.forward(**x)
+    B, T = x["input_ids"].shape
+    assert rel_err(y["last_hidden_state"], ref["gelu_f32/last_hidden_state"]) <= KTOL
+    if folder == "st_seqcls":  # BertForTokenClassification/QuestionAnswering have no pooler
+        assert rel_err(y["pooler_output"], ref["gelu_f32/pooler_output"]) <= KTOL
+    want = ref["gelu_f32/" + head]
+    if head == "qa_logits":
+        got = np.stack([y["start_logits"].reshape(-1), y["end_logits"].reshape(-1)], axis=1)
+    else:
+        got = y["logits"].reshape(want.shape)
+    assert rel_err(got, want) <= KTOL
+    if not CLI:
+        pytest.skip("BERTRT_CLI not set")
+    # The CLI, a row at a time: the Python forward of the same row gives the same floats.
+    rows = cli_forward(brt, x["input_ids"], x["token_type_ids"], x["attention_mask"])
+    for b in range(B):
+        one = m.forward(x["input_ids"][b], x["token_type_ids"][b], x["attention_mask"][b])
+        np.testing.assert_array_equal(one["last_hidden_state"][0], np.array(rows[b]["last_hidden_state"], np.float32))
+        np.testing.assert_array_equal(one["pooler_output"][0], np.array(rows[b]["pooler_output"], np.float32))
+        if "logits" in rows[b]:
+            np.testing.assert_array_equal(one["logits"].reshape(-1), np.array(rows[b]["logits"], np.float32).reshape(-1))
+
+
+def test_model_queries_tokenize_and_fill_mask_match_the_cli(hf, tmp_path):
+    out, _ = hf
+    brt = tmp_path / "pre.brt"
+    bertrt.convert(out / "st_pretraining_f32", brt)
+    m = bertrt.Model(buffer=open(brt, "rb").read(), num_threads=1)
+    assert m.config["hidden_size"] == 36 and m.heads["mlm"] and m.heads["kind"] == "none"
+    vocab = [m.token(i) for i in range(m.config["vocab_size"])]
+    words = [w for w in vocab if w.isalpha()][:3]
+    text = f"{words[0]} [MASK] {words[1]}"
+    enc = m.tokenize(text, words[2])
+    assert enc["tokens"][0] == "[CLS]" and enc["tokens"][-1] == "[SEP]"
+    assert enc["token_type_ids"][-1] == 1 and enc["offsets"][0].tolist() == [-1, -1]
+    assert text.encode()[enc["offsets"][1][0]:enc["offsets"][1][1]].decode() == words[0]
+    got = m.fill_mask(text, top_k=4)
+    assert len(got) == 1 and len(got[0]["candidates"]) == 4
+    if not CLI:
+        pytest.skip("BERTRT_CLI not set")
+    p = subprocess.run([CLI, "fill-mask", "--model", str(brt), "--top-k", "4", "--json", text],
+                       capture_output=True, text=True, check=True,
+                       env={**os.environ, "BERTRT_NUM_THREADS": "1"})
+    want = json.loads(p.stdout)
+    assert got[0]["position"] == want["position"]
+    assert [c["token"] for c in got[0]["candidates"]] == [c["token"] for c in want["candidates"]]
+    np.testing.assert_allclose([c["probability"] for c in got[0]["candidates"]],
+                               [c["probability"] for c in want["candidates"]], rtol=1e-6)  # float vs double
+
+
+def test_errors_name_the_argument(hf, tmp_path):
+    out, _ = hf
+    with pytest.raises(bertrt.Error, match="missing.brt: No such file") as e:
+        bertrt.Model(tmp_path / "missing.brt")
+    assert e.value.status == "i/o error"
+    brt = tmp_path / "m.brt"
+    bertrt.convert(out / "st_seqcls", brt)
+    m = bertrt.Model(brt)
+    T = m.config["max_position_embeddings"] + 1
+    with pytest.raises(bertrt.Error, match=f"batch.seq_len {T} exceeds the model's max_position_embeddings"):
+        m.forward(np.full((1, T), 5, np.int32))
+    with pytest.raises(bertrt.Error, match="no such file or folder"):
+        bertrt.convert(tmp_path / "nothing", tmp_path / "x.brt")
+    assert not (tmp_path / "x.brt").exists()
+    with pytest.raises(bertrt.Error, match="MLM head"):
+        m.fill_mask("a [MASK]")
+
+
+def head(src, dst, n):
+    with open(src) as f, open(dst, "w") as g:
+        for _, line in zip(range(n), f):
+            g.write(line)
+
+
+def test_finetune_then_predict(tmp_path):
+    vocab = os.path.join(DATA, "vocab/bert-base-uncased-vocab.txt")
+    sst2 = os.path.join(DATA, "glue/SST-2")
+    if not (os.path.exists(vocab) and os.path.exists(sst2) and CLI):
+        pytest.skip("no SST-2 data or BERTRT_CLI")
+    init = tmp_path / "init.brt"
+    subprocess.run([CLI, "init", "--preset", "tiny", "--vocab", vocab, "-o", str(init)], check=True,
+                   capture_output=True)
+    head(os.path.join(sst2, "train.tsv"), tmp_path / "train.tsv", 65)
+    head(os.path.join(sst2, "dev.tsv"), tmp_path / "dev.tsv", 33)
+    steps = []
+    metrics = bertrt.finetune(init, "sst2", tmp_path / "train.tsv", tmp_path / "sst2.brt",
+                              dev=tmp_path / "dev.tsv", epochs=1, batch_size=16, max_seq_length=64,
+                              learning_rate=1e-3, progress=lambda s: steps.append(s["step"]))
+    assert steps == [1, 2, 3, 4]
+    assert metrics["task"] == "sst2" and metrics["examples"] == 32 and 0 <= metrics["accuracy"] <= 1
+    m = bertrt.Model(tmp_path / "sst2.brt")
+    assert m.task == "sst2" and m.heads["kind"] == "sequence_classification"
+    p = m.predict(["a gorgeous, witty movie", "dull"])
+    assert [x["label"] for x in p] == [max(x["probabilities"], key=x["probabilities"].get) for x in p]
+    # The CLI's eval of the saved file reports what the trainer's evaluate did.
+    e = subprocess.run([CLI, "eval", "--model", str(tmp_path / "sst2.brt"), "--data",
+                        str(tmp_path / "dev.tsv"), "--json"], capture_output=True, text=True, check=True)
+    assert json.loads(e.stdout)["accuracy"] == metrics["accuracy"]
+    with pytest.raises(bertrt.Error, match="options.learning_rate"):
+        bertrt.finetune(init, "sst2", tmp_path / "train.tsv", tmp_path / "bad.brt", learning_rate=-1.0)
+    assert not (tmp_path / "bad.brt").exists()
+
+
+def test_predict_of_a_qa_model_returns_a_span_of_the_context(hf, tmp_path):
+    out, _ = hf
+    brt = tmp_path / "qa.brt"
+    bertrt.convert(out / "st_qa", brt)
+    m = bertrt.Model(brt)
+    words = [w for w in (m.token(i) for i in range(m.config["vocab_size"])) if w.isalpha()]
+    question, context = " ".join(words[:2]), " ".join(words[2:8])
+    (p,) = m.predict([question], [context])
+    assert 0 <= p["start"] < p["end"] <= len(context.encode())
+    assert p["answer"] == context.encode()[p["start"]:p["end"]].decode() and p["answer"] in context
+    with pytest.raises(ValueError, match="text_pairs"):
+        m.predict([question])

@@ -1,0 +1,59 @@
+// The C API's error boundary: every entry point runs its body through guard(), which turns the
+// C++ exceptions of the library into a status code and the thread-local last-error message, so
+// no exception crosses into C and bad input never aborts.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "bertrt/bertrt.h"
+
+namespace bertrt::capi {
+
+// An error with its status (the library's own bertrt::Error maps to a status by where it came
+// from: guard's `fallback`).
+class ApiError : public std::runtime_error {
+ public:
+  ApiError(bertrt_status status, const std::string& message)
+      : std::runtime_error(message), status_(status) {}
+  bertrt_status status() const { return status_; }
+
+ private:
+  bertrt_status status_;
+};
+
+template <typename... Args>
+[[noreturn]] void api_fail(bertrt_status status, fmt::format_string<Args...> format,
+                           Args&&... args) {
+  throw ApiError(status, fmt::format(format, std::forward<Args>(args)...));
+}
+
+// Fails with BERTRT_E_INVALID_ARGUMENT "<fn>: argument '<name>' is NULL".
+template <typename T>
+void require(const T* p, const char* fn, const char* name) {
+  if (!p) api_fail(BERTRT_E_INVALID_ARGUMENT, "{}: argument '{}' is NULL", fn, name);
+}
+
+void set_last_error(const std::string& message);
+void clear_last_error();
+
+// Runs body(); OK when it returns, else the status of what it threw (bertrt::Error → fallback)
+// with its message as the last error.
+template <typename F>
+bertrt_status guard(bertrt_status fallback, F&& body) noexcept;
+
+bertrt_status status_of_current_exception(bertrt_status fallback) noexcept;
+
+template <typename F>
+bertrt_status guard(bertrt_status fallback, F&& body) noexcept {
+  try {
+    body();
+    return BERTRT_OK;
+  } catch (...) {
+    return status_of_current_exception(fallback);
+  }
+}
+
+}  // namespace bertrt::capi

@@ -1,0 +1,28 @@
+// What the C API's opaque handles hold (bertrt/bertrt.h declares them incomplete).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "backends/backend.h"
+#include "io/model_io.h"
+
+struct bertrt_model {
+  bertrt::LoadedModel loaded;
+  std::unique_ptr<bertrt::Backend> backend;
+  std::string source;  // the path, or "<buffer>": what messages name
+  std::string task;    // the fine-tuned task's name ("" if none)
+  // One forward at a time: BertModel keeps the last forward's activations and outputs, so two
+  // threads must not run it at once (bertrt.h "Thread safety").
+  std::mutex forward_mutex;
+  bool training = false;  // a trainer owns the model (inference still allowed between steps)
+};
+
+namespace bertrt::capi {
+
+// The model of a handle, or BERTRT_E_INVALID_ARGUMENT naming `fn`'s argument.
+bertrt_model& model_arg(bertrt_model* m, const char* fn);
+const bertrt_model& model_arg(const bertrt_model* m, const char* fn);
+
+}  // namespace bertrt::capi

@@ -1,0 +1,616 @@
+// The C API (include/bertrt/bertrt.h) called from C++: loading from a path and a buffer, queries,
+// tokenization with offsets, inference on caller batches, the trainer, and every kind of bad
+// input the issue names (null handle, wrong-size buffer, a file that fails verification, a batch
+// longer than max_position_embeddings, a trainer step after a failed one): an error status, a
+// message naming the argument, nothing written.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bertrt/bertrt.h"
+#include "io/model_io.h"
+#include "model_runs.h"
+#include "test_util.h"
+
+namespace bertrt {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string vocab_path() { return test::data_dir() + "/vocab/bert-base-uncased-vocab.txt"; }
+std::string sst2_path(const char* split) {
+  return test::data_dir() + "/glue/SST-2/" + split + ".tsv";
+}
+
+// The first `lines` lines of `from` (header included) into `to`.
+void head_lines(const std::string& from, const std::string& to, int lines) {
+  std::ifstream in(from);
+  std::ofstream out(to);
+  std::string line;
+  for (int i = 0; i < lines && std::getline(in, line); ++i) out << line << '\n';
+}
+
+class CapiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!test::have_data(vocab_path()) || !test::have_data(sst2_path("train")))
+      GTEST_SKIP() << "no vocab or SST-2 data";
+    dir_ = fs::temp_directory_path() /
+           ("capi_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    tokenizer_ = std::make_unique<Tokenizer>(Vocab::load(vocab_path()), TokenizerOptions{});
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  // A tiny model (test::tiny_config with the real vocabulary) with `heads`, saved to dir_/name.
+  std::string write_model(const std::string& name, const HeadsConfig& heads) {
+    BertConfig c = test::tiny_config();
+    c.vocab_size = tokenizer_->vocab().size();
+    BertModel m(c, heads);
+    m.init_weights(7);
+    const std::string path = (dir_ / name).string();
+    save_model(path, m, *tokenizer_, {});
+    return path;
+  }
+  bertrt_model* load(const std::string& path) {
+    bertrt_model_options o;
+    bertrt_model_options_init(&o);
+    o.num_threads = 1;
+    bertrt_model* m = nullptr;
+    EXPECT_EQ(bertrt_model_load(path.c_str(), &o, &m), BERTRT_OK) << bertrt_last_error();
+    return m;
+  }
+  HeadsConfig sequence_heads() {
+    HeadsConfig h;
+    h.labels = {"neg", "pos"};
+    return h;
+  }
+  fs::path dir_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+};
+
+// A batch of B rows of the model's encodings of `texts`, padded to the longest.
+struct TextBatch {
+  std::vector<int32_t> ids, types, mask;
+  bertrt_batch batch{};
+};
+TextBatch text_batch(const Tokenizer& tok, const std::vector<std::string>& texts) {
+  TextBatch b;
+  size_t T = 0;
+  std::vector<Encoding> enc;
+  for (const auto& t : texts)
+    enc.push_back(tok.encode(t, std::nullopt)), T = std::max(T, enc.back().input_ids.size());
+  for (const Encoding& e : enc)
+    for (size_t t = 0; t < T; ++t) {
+      const bool in = t < e.input_ids.size();
+      b.ids.push_back(in ? e.input_ids[t] : tok.pad_id());
+      b.types.push_back(0);
+      b.mask.push_back(in);
+    }
+  b.batch =
+      bertrt_batch{int32_t(texts.size()), int32_t(T), b.ids.data(), b.types.data(), b.mask.data()};
+  return b;
+}
+
+TEST_F(CapiTest, LoadsFromPathAndBufferAndAnswersQueries) {
+  HeadsConfig h = sequence_heads();
+  h.mlm = true;
+  const std::string path = write_model("m.brt", h);
+  bertrt_model* a = load(path);
+  ASSERT_NE(a, nullptr);
+  const std::string bytes = test::read_bytes(path);
+  bertrt_model_options o;
+  bertrt_model_options_init(&o);
+  o.num_threads = 1;
+  bertrt_model* b = nullptr;
+  ASSERT_EQ(bertrt_model_load_buffer(bytes.data(), bytes.size(), &o, &b), BERTRT_OK)
+      << bertrt_last_error();
+
+  bertrt_config c{};
+  ASSERT_EQ(bertrt_model_config(b, &c), BERTRT_OK);
+  EXPECT_EQ(c.vocab_size, tokenizer_->vocab().size());
+  EXPECT_EQ(c.hidden_size, 32);
+  EXPECT_EQ(c.max_position_embeddings, 24);
+  bertrt_heads heads{};
+  ASSERT_EQ(bertrt_model_heads(b, &heads), BERTRT_OK);
+  EXPECT_EQ(heads.kind, BERTRT_HEAD_SEQUENCE_CLASSIFICATION);
+  EXPECT_EQ(heads.num_labels, 2);
+  EXPECT_EQ(heads.has_mlm, 1);
+  EXPECT_EQ(heads.int8, 0);
+  const char* label = nullptr;
+  ASSERT_EQ(bertrt_model_label(b, 1, &label), BERTRT_OK);
+  EXPECT_STREQ(label, "pos");
+  EXPECT_EQ(bertrt_model_label(b, 2, &label), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bertrt_last_error()).find("index 2"), std::string::npos)
+      << bertrt_last_error();
+  const char* token = nullptr;
+  ASSERT_EQ(bertrt_model_token(b, tokenizer_->cls_id(), &token), BERTRT_OK);
+  EXPECT_STREQ(token, "[CLS]");
+
+  // The buffer's model computes what the file's does.
+  TextBatch tb = text_batch(*tokenizer_, {"a gorgeous, witty movie", "dull"});
+  std::vector<float> sa(4), sb(4);
+  ASSERT_EQ(bertrt_classify(a, &tb.batch, sa.data(), sa.size()), BERTRT_OK) << bertrt_last_error();
+  ASSERT_EQ(bertrt_classify(b, &tb.batch, sb.data(), sb.size()), BERTRT_OK) << bertrt_last_error();
+  EXPECT_EQ(sa, sb);
+  bertrt_model_free(a);
+  bertrt_model_free(b);
+}
+
+TEST_F(CapiTest, TokenizesPairsWithOffsetsIntoTheirTexts) {
+  bertrt_model* m = load(write_model("m.brt", sequence_heads()));
+  ASSERT_NE(m, nullptr);
+  const std::string a = "Héllo, unaffable World!", b = "Second text";
+  size_t n = 0;
+  // Sizing call: capacity 0 fails but reports the length.
+  EXPECT_EQ(bertrt_tokenize(m, a.c_str(), b.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0, &n),
+            BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bertrt_last_error()).find("capacity 0"), std::string::npos);
+  ASSERT_GT(n, 4u);
+  std::vector<int32_t> ids(n), types(n), mask(n);
+  std::vector<int64_t> off(2 * n);
+  ASSERT_EQ(bertrt_tokenize(m, a.c_str(), b.c_str(), 0, ids.data(), types.data(), mask.data(),
+                            off.data(), n, &n),
+            BERTRT_OK)
+      << bertrt_last_error();
+  // The ids are the tokenizer's encoding (the tokenizer itself is checked against the reference
+  // BERT tokenizer in tokenizer_test); the offsets cut each piece out of its own text.
+  const Encoding e = tokenizer_->encode(a, b);
+  EXPECT_EQ(ids, e.input_ids);
+  EXPECT_EQ(types, e.token_type_ids);
+  for (size_t i = 0; i < n; ++i) {
+    const std::string piece = tokenizer_->vocab().token(ids[i]);
+    if (piece == "[CLS]" || piece == "[SEP]") {
+      EXPECT_EQ(off[2 * i], -1);
+      continue;
+    }
+    const std::string& text = types[i] == 0 ? a : b;
+    ASSERT_LE(size_t(off[2 * i + 1]), text.size());
+    std::string sub = text.substr(size_t(off[2 * i]), size_t(off[2 * i + 1] - off[2 * i]));
+    std::string want = piece.rfind("##", 0) == 0 ? piece.substr(2) : piece;
+    for (char& ch : sub) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+    // Accent stripping: the piece "hello" covers the original characters "Héllo".
+    if (sub == "h\xc3\xa9llo") sub = "hello";
+    EXPECT_EQ(sub, want) << "piece " << i;
+  }
+  // Truncation (longest first) keeps a prefix of each text, offsets still aligned.
+  size_t t = 0;
+  std::vector<int64_t> off8(16);
+  ASSERT_EQ(bertrt_tokenize(m, a.c_str(), b.c_str(), 8, ids.data(), types.data(), nullptr,
+                            off8.data(), n, &t),
+            BERTRT_OK);
+  EXPECT_EQ(t, 8u);
+  EXPECT_EQ(off8[2], off[2]);
+  bertrt_model_free(m);
+}
+
+TEST_F(CapiTest, EncoderHeadsAndFillMaskMatchTheLibrary) {
+  HeadsConfig h = sequence_heads();
+  h.mlm = true;
+  const std::string path = write_model("m.brt", h);
+  bertrt_model* m = load(path);
+  ASSERT_NE(m, nullptr);
+  TextBatch tb = text_batch(*tokenizer_, {"the cat sat", "a much longer sentence here"});
+  const int B = tb.batch.batch_size, T = tb.batch.seq_len, H = 32;
+  std::vector<float> hidden(size_t(B) * T * H), pooled(size_t(B) * H), scores(size_t(B) * 2);
+  ASSERT_EQ(bertrt_encode(m, &tb.batch, hidden.data(), hidden.size(), pooled.data(), pooled.size()),
+            BERTRT_OK)
+      << bertrt_last_error();
+  ASSERT_EQ(bertrt_classify(m, &tb.batch, scores.data(), scores.size()), BERTRT_OK);
+  // The same model run through the library directly (the C API adds no arithmetic).
+  LoadedModel lm = load_model(path);
+  auto be = make_backend("cpu");
+  lm.model->forward(*be, EncoderInputs{B, T, tb.ids.data(), tb.types.data(), tb.mask.data()}, {},
+                    false);
+  EXPECT_TRUE(test::rel_close(hidden.data(),
+                              std::vector<float>(lm.model->last_hidden_state(),
+                                                 lm.model->last_hidden_state() + hidden.size()),
+                              1e-6f));
+  EXPECT_TRUE(test::rel_close(scores.data(), lm.model->logits(), 1e-6f));
+
+  std::vector<bertrt_fill_candidate> c(6);
+  size_t count = 0;
+  ASSERT_EQ(bertrt_fill_mask(m, "the [MASK] sat on the [MASK]", 3, c.data(), c.size(), &count),
+            BERTRT_OK)
+      << bertrt_last_error();
+  EXPECT_EQ(count, 6u);
+  EXPECT_EQ(c[0].position, 2);
+  EXPECT_GE(c[0].probability, c[1].probability);
+  EXPECT_GE(c[1].probability, c[2].probability);
+  EXPECT_EQ(bertrt_fill_mask(m, "no mask here", 3, c.data(), c.size(), &count),
+            BERTRT_E_INVALID_ARGUMENT);
+  std::string words;
+  for (int i = 0; i < 30; ++i) words += "word ";
+  EXPECT_EQ(bertrt_fill_mask(m, (words + "[MASK]").c_str(), 1, c.data(), c.size(), &count),
+            BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bertrt_last_error()).find("max_position_embeddings"), std::string::npos);
+  // A head the model lacks.
+  std::vector<float> s(size_t(B) * T);
+  EXPECT_EQ(bertrt_spans(m, &tb.batch, s.data(), s.data(), s.size()), BERTRT_E_UNSUPPORTED);
+  EXPECT_NE(std::string(bertrt_last_error()).find("question answering"), std::string::npos);
+  bertrt_model_free(m);
+}
+
+// The backend is the caller's choice: the scalar reference (and Vulkan where built and a device
+// exists) compute what cpu computes, within fp32 reordering (the backends' own tests bound each
+// op; 1e-5 of the tensor's scale covers the whole tiny model).
+TEST_F(CapiTest, BackendsAreSelectable) {
+  const std::string path = write_model("m.brt", sequence_heads());
+  TextBatch tb = text_batch(*tokenizer_, {"the cat sat", "a much longer sentence here"});
+  std::vector<std::string> names = {"cpu", "reference", "checked"};
+#ifdef BERTRT_HAVE_VULKAN
+  names.push_back("vulkan");
+#endif
+  std::vector<float> want;
+  for (const std::string& name : names) {
+    bertrt_model_options o;
+    bertrt_model_options_init(&o);
+    o.backend = name.c_str();
+    o.num_threads = 1;
+    bertrt_model* m = nullptr;
+    const bertrt_status st = bertrt_model_load(path.c_str(), &o, &m);
+    if (name == "vulkan" && st != BERTRT_OK) {  // no device here: an error, not a crash
+      EXPECT_EQ(m, nullptr);
+      EXPECT_NE(std::string(bertrt_last_error()).find("options.backend"), std::string::npos);
+      continue;
+    }
+    ASSERT_EQ(st, BERTRT_OK) << name << ": " << bertrt_last_error();
+    std::vector<float> h(size_t(tb.batch.batch_size) * tb.batch.seq_len * 32);
+    ASSERT_EQ(bertrt_encode(m, &tb.batch, h.data(), h.size(), nullptr, 0), BERTRT_OK)
+        << name << ": " << bertrt_last_error();
+    if (want.empty())
+      want = h;
+    else
+      EXPECT_TRUE(test::rel_close(h.data(), want, 1e-5f)) << name;
+    bertrt_model_free(m);
+  }
+}
+
+TEST_F(CapiTest, NullHandlesAndArgumentsAreErrorsNamingThem) {
+  bertrt_batch batch{};
+  float out[4];
+  EXPECT_EQ(bertrt_classify(nullptr, &batch, out, 4), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_STREQ(bertrt_last_error(), "bertrt_classify: argument 'model' is NULL");
+  EXPECT_EQ(bertrt_model_load(nullptr, nullptr, nullptr), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_STREQ(bertrt_last_error(), "bertrt_model_load: argument 'path' is NULL");
+  EXPECT_EQ(bertrt_trainer_step(nullptr, 1, nullptr), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_STREQ(bertrt_last_error(), "bertrt_trainer_step: argument 'trainer' is NULL");
+  EXPECT_EQ(
+      bertrt_tokenize(nullptr, "x", nullptr, 0, nullptr, nullptr, nullptr, nullptr, 0, nullptr),
+      BERTRT_E_INVALID_ARGUMENT);
+  bertrt_model_free(nullptr);  // accepted
+  bertrt_trainer_free(nullptr);
+  bertrt_model* m = load(write_model("m.brt", sequence_heads()));
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(bertrt_classify(m, nullptr, out, 4), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_STREQ(bertrt_last_error(), "bertrt_classify: argument 'batch' is NULL");
+  std::vector<int32_t> ids{101, 102};
+  bertrt_batch b{1, 2, nullptr, nullptr, nullptr};
+  EXPECT_EQ(bertrt_classify(m, &b, out, 4), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_STREQ(bertrt_last_error(), "bertrt_classify: argument 'batch.input_ids' is NULL");
+  // The message is per thread: another thread has none.
+  std::string other = "unset";
+  std::thread([&] { other = bertrt_last_error(); }).join();
+  EXPECT_EQ(other, "");
+  bertrt_model_free(m);
+}
+
+TEST_F(CapiTest, WrongSizeBuffersAndBadBatchesWriteNothing) {
+  bertrt_model* m = load(write_model("m.brt", sequence_heads()));
+  ASSERT_NE(m, nullptr);
+  TextBatch tb = text_batch(*tokenizer_, {"one", "two words"});
+  std::vector<float> out(4, -7.0f);
+  EXPECT_EQ(bertrt_classify(m, &tb.batch, out.data(), 3), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_NE(
+      std::string(bertrt_last_error()).find("capacity is 3 floats, the output [2, 2] needs 4"),
+      std::string::npos)
+      << bertrt_last_error();
+  EXPECT_EQ(out, std::vector<float>(4, -7.0f));
+  std::vector<float> hidden(10, -7.0f);
+  EXPECT_EQ(bertrt_encode(m, &tb.batch, hidden.data(), hidden.size(), nullptr, 0),
+            BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bertrt_last_error()).find("last_hidden_capacity"), std::string::npos);
+  EXPECT_EQ(hidden, std::vector<float>(10, -7.0f));
+
+  // Longer than max_position_embeddings (24).
+  std::vector<int32_t> ids(2 * 25, 1000);
+  bertrt_batch longb{2, 25, ids.data(), nullptr, nullptr};
+  std::vector<float> s(4, -7.0f);
+  EXPECT_EQ(bertrt_classify(m, &longb, s.data(), s.size()), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_STREQ(bertrt_last_error(),
+               "bertrt_classify: batch.seq_len 25 exceeds the model's max_position_embeddings 24");
+  EXPECT_EQ(s, std::vector<float>(4, -7.0f));
+  // An id outside the vocabulary, a mask value that is not 0/1.
+  std::vector<int32_t> bad{101, 999999};
+  bertrt_batch badb{1, 2, bad.data(), nullptr, nullptr};
+  EXPECT_EQ(bertrt_classify(m, &badb, s.data(), s.size()), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bertrt_last_error()).find("batch.input_ids[1] = 999999"),
+            std::string::npos);
+  std::vector<int32_t> okids{101, 102}, mask{1, 2};
+  bertrt_batch maskb{1, 2, okids.data(), nullptr, mask.data()};
+  EXPECT_EQ(bertrt_classify(m, &maskb, s.data(), s.size()), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bertrt_last_error()).find("batch.attention_mask[1] = 2"),
+            std::string::npos);
+  bertrt_model_free(m);
+}
+
+TEST_F(CapiTest, AFileThatFailsVerificationIsRefusedAndLeftAsItWas) {
+  const std::string path = write_model("m.brt", sequence_heads());
+  std::string bytes = test::read_bytes(path);
+  bytes[bytes.size() - 100] ^= 0x40;  // a weight byte (the tensor segments end the file)
+  test::write_bytes(path, bytes);
+  bertrt_model* m = reinterpret_cast<bertrt_model*>(1);
+  EXPECT_EQ(bertrt_model_load(path.c_str(), nullptr, &m), BERTRT_E_MODEL);
+  EXPECT_EQ(m, nullptr);
+  const std::string msg = bertrt_last_error();
+  EXPECT_NE(msg.find(path), std::string::npos) << msg;
+  EXPECT_NE(msg.find("checksum"), std::string::npos) << msg;
+  EXPECT_EQ(test::read_bytes(path), bytes);
+  // From a buffer: the message names the buffer, not a temporary path.
+  EXPECT_EQ(bertrt_model_load_buffer(bytes.data(), bytes.size() / 2, nullptr, &m), BERTRT_E_MODEL);
+  EXPECT_EQ(std::string(bertrt_last_error()).rfind("bertrt_model_load_buffer: <buffer>", 0), 0u)
+      << bertrt_last_error();
+  EXPECT_EQ(bertrt_model_load((dir_ / "missing.brt").c_str(), nullptr, &m), BERTRT_E_IO);
+  EXPECT_NE(std::string(bertrt_last_error()).find("missing.brt"), std::string::npos);
+  bertrt_model_options o;
+  bertrt_model_options_init(&o);
+  o.backend = "tpu";
+  EXPECT_EQ(bertrt_model_load(path.c_str(), &o, &m), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bertrt_last_error()).find("options.backend"), std::string::npos);
+}
+
+TEST_F(CapiTest, OneModelServesSeveralThreads) {
+  bertrt_model* m = load(write_model("m.brt", sequence_heads()));
+  ASSERT_NE(m, nullptr);
+  // Different batch shapes per thread, each result compared with the same call made alone.
+  const std::vector<std::vector<std::string>> inputs = {
+      {"a gorgeous, witty movie"},
+      {"dull and long", "not good"},
+      {"the best film of the year", "x", "y z"},
+      {"one more sentence with many more words than the others have"}};
+  std::vector<std::vector<float>> alone;
+  std::vector<TextBatch> batches;
+  for (const auto& in : inputs) {
+    batches.push_back(text_batch(*tokenizer_, in));
+    std::vector<float> s(in.size() * 2);
+    ASSERT_EQ(bertrt_classify(m, &batches.back().batch, s.data(), s.size()), BERTRT_OK);
+    alone.push_back(s);
+  }
+  for (auto& b : batches)
+    b.batch = bertrt_batch{b.batch.batch_size, b.batch.seq_len, b.ids.data(), b.types.data(),
+                           b.mask.data()};
+  std::vector<int> mismatches(inputs.size(), 0);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < inputs.size(); ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 25; ++i) {
+        std::vector<float> s(alone[t].size());
+        size_t n = 0;
+        int32_t ids[64];
+        if (bertrt_classify(m, &batches[t].batch, s.data(), s.size()) != BERTRT_OK ||
+            s != alone[t] ||
+            bertrt_tokenize(m, inputs[t][0].c_str(), nullptr, 0, ids, nullptr, nullptr, nullptr, 64,
+                            &n) != BERTRT_OK)
+          ++mismatches[t];
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches, std::vector<int>(inputs.size(), 0));
+  bertrt_model_free(m);
+}
+
+TEST_F(CapiTest, TrainerFineTunesEvaluatesAndSavesAsTheCliDoes) {
+  const std::string train = (dir_ / "train.tsv").string(), dev = (dir_ / "dev.tsv").string();
+  head_lines(sst2_path("train"), train, 65);
+  head_lines(sst2_path("dev"), dev, 33);
+  bertrt_model* m = load(write_model("init.brt", HeadsConfig{}));
+  ASSERT_NE(m, nullptr);
+  bertrt_finetune_options o;
+  bertrt_finetune_options_init(&o);
+  EXPECT_EQ(o.batch_size, 32);
+  EXPECT_FLOAT_EQ(o.learning_rate, 2e-5f);
+  o.task = "sst2";
+  o.batch_size = 16;
+  o.epochs = 1;
+  o.learning_rate = 1e-3f;
+  o.max_seq_length = 24;
+  bertrt_trainer* t = nullptr;
+  ASSERT_EQ(bertrt_trainer_create(m, &o, train.c_str(), &t), BERTRT_OK) << bertrt_last_error();
+  int64_t total = 0;
+  ASSERT_EQ(bertrt_trainer_total_steps(t, &total), BERTRT_OK);
+  EXPECT_EQ(total, 4);  // 64 rows / 16
+  std::vector<bertrt_step_metrics> seen;
+  ASSERT_EQ(bertrt_trainer_set_progress(
+                t,
+                [](const bertrt_step_metrics* s, void* user) {
+                  static_cast<std::vector<bertrt_step_metrics>*>(user)->push_back(*s);
+                  return 0;
+                },
+                &seen),
+            BERTRT_OK);
+  bertrt_step_metrics last{};
+  ASSERT_EQ(bertrt_trainer_step(t, 3, &last), BERTRT_OK) << bertrt_last_error();
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(last.step, 3);
+  EXPECT_TRUE(std::isfinite(last.loss));
+  ASSERT_EQ(bertrt_trainer_step(t, 10, &last), BERTRT_OK);  // stops at the end
+  EXPECT_EQ(last.step, 4);
+  char json[1024];
+  size_t len = 0;
+  EXPECT_EQ(bertrt_trainer_evaluate(t, dev.c_str(), json, 4, &len), BERTRT_E_INVALID_ARGUMENT);
+  ASSERT_EQ(bertrt_trainer_evaluate(t, dev.c_str(), json, sizeof json, &len), BERTRT_OK)
+      << bertrt_last_error();
+  EXPECT_EQ(len, std::strlen(json) + 1);
+  const auto j = nlohmann::json::parse(json);
+  EXPECT_EQ(j["task"], "sst2");
+  EXPECT_EQ(j["examples"], 32);
+  EXPECT_TRUE(j.contains("accuracy"));
+  const std::string out = (dir_ / "sst2.brt").string();
+  ASSERT_EQ(bertrt_trainer_save(t, out.c_str()), BERTRT_OK) << bertrt_last_error();
+  bertrt_trainer_free(t);
+  // The saved file is a fine-tuned model the CLI's eval reads (task recorded).
+  bertrt_model* f = load(out);
+  ASSERT_NE(f, nullptr);
+  const char* task = nullptr;
+  ASSERT_EQ(bertrt_model_task(f, &task), BERTRT_OK);
+  EXPECT_STREQ(task, "sst2");
+  bertrt_heads h{};
+  ASSERT_EQ(bertrt_model_heads(f, &h), BERTRT_OK);
+  EXPECT_EQ(h.kind, BERTRT_HEAD_SEQUENCE_CLASSIFICATION);
+  bertrt_model_free(f);
+  bertrt_model_free(m);
+
+  // QAT: the saved file is int8.
+  bertrt_model* q = load(write_model("init2.brt", HeadsConfig{}));
+  o.qat = 1;
+  o.max_steps = 2;
+  ASSERT_EQ(bertrt_trainer_create(q, &o, train.c_str(), &t), BERTRT_OK) << bertrt_last_error();
+  ASSERT_EQ(bertrt_trainer_step(t, 2, nullptr), BERTRT_OK) << bertrt_last_error();
+  const std::string qout = (dir_ / "q.brt").string();
+  ASSERT_EQ(bertrt_trainer_save(t, qout.c_str()), BERTRT_OK) << bertrt_last_error();
+  EXPECT_EQ(bertrt_trainer_step(t, 1, nullptr), BERTRT_E_STATE);
+  bertrt_trainer_free(t);
+  bertrt_model_free(q);
+  bertrt_model* i8 = load(qout);
+  ASSERT_NE(i8, nullptr);
+  ASSERT_EQ(bertrt_model_heads(i8, &h), BERTRT_OK);
+  EXPECT_EQ(h.int8, 1);
+  TextBatch tb = text_batch(*tokenizer_, {"a fine film"});
+  float s[2];
+  EXPECT_EQ(bertrt_classify(i8, &tb.batch, s, 2), BERTRT_OK) << bertrt_last_error();
+  bertrt_trainer* none = nullptr;
+  EXPECT_EQ(bertrt_trainer_create(i8, &o, train.c_str(), &none), BERTRT_E_UNSUPPORTED);
+  EXPECT_NE(std::string(bertrt_last_error()).find("int8"), std::string::npos);
+  bertrt_model_free(i8);
+}
+
+TEST_F(CapiTest, TrainerTakesCallerBatches) {
+  const std::string dev = (dir_ / "dev.tsv").string();
+  head_lines(sst2_path("dev"), dev, 17);
+  bertrt_model* m = load(write_model("init.brt", HeadsConfig{}));
+  ASSERT_NE(m, nullptr);
+  bertrt_finetune_options o;
+  bertrt_finetune_options_init(&o);
+  o.task = "sst2";
+  o.max_seq_length = 24;
+  o.learning_rate = 1e-3f;
+  bertrt_trainer* t = nullptr;
+  EXPECT_EQ(bertrt_trainer_create(m, &o, nullptr, &t), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bertrt_last_error()).find("options.max_steps must be > 0"),
+            std::string::npos);
+  o.max_steps = 2;
+  ASSERT_EQ(bertrt_trainer_create(m, &o, nullptr, &t), BERTRT_OK) << bertrt_last_error();
+  EXPECT_EQ(bertrt_trainer_step(t, 1, nullptr), BERTRT_E_STATE);
+  EXPECT_NE(std::string(bertrt_last_error()).find("bertrt_trainer_step_batch"), std::string::npos);
+  TextBatch tb = text_batch(*tokenizer_, {"a gorgeous, witty movie", "dull and long"});
+  const int32_t bad[] = {1, 2}, labels[] = {1, 0};
+  EXPECT_EQ(bertrt_trainer_step_batch(t, &tb.batch, bad, nullptr, nullptr),
+            BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_STREQ(bertrt_last_error(),
+               "bertrt_trainer_step_batch: labels[1] = 2 is outside [0, 2) (the task's labels)");
+  EXPECT_EQ(bertrt_trainer_step_batch(t, &tb.batch, nullptr, nullptr, nullptr),
+            BERTRT_E_INVALID_ARGUMENT);
+  bertrt_step_metrics s{};
+  ASSERT_EQ(bertrt_trainer_step_batch(t, &tb.batch, labels, nullptr, &s), BERTRT_OK)
+      << bertrt_last_error();
+  EXPECT_EQ(s.step, 1);
+  EXPECT_TRUE(std::isfinite(s.loss));
+  ASSERT_EQ(bertrt_trainer_step_batch(t, &tb.batch, labels, nullptr, &s), BERTRT_OK);
+  EXPECT_EQ(s.step, 2);
+  EXPECT_EQ(bertrt_trainer_step_batch(t, &tb.batch, labels, nullptr, &s), BERTRT_E_STATE);
+  EXPECT_NE(std::string(bertrt_last_error()).find("finished (2 of 2 steps)"), std::string::npos);
+  char json[1024];
+  ASSERT_EQ(bertrt_trainer_evaluate(t, dev.c_str(), json, sizeof json, nullptr), BERTRT_OK)
+      << bertrt_last_error();
+  EXPECT_EQ(nlohmann::json::parse(json)["examples"], 16);
+  bertrt_trainer_free(t);
+  bertrt_model_free(m);
+}
+
+TEST_F(CapiTest, BadTrainerOptionsAndDataLeaveTheModelAsItWas) {
+  const std::string train = (dir_ / "train.tsv").string();
+  head_lines(sst2_path("train"), train, 17);
+  bertrt_model* m = load(write_model("init.brt", HeadsConfig{}));
+  ASSERT_NE(m, nullptr);
+  bertrt_finetune_options o;
+  bertrt_finetune_options_init(&o);
+  bertrt_trainer* t = nullptr;
+  EXPECT_EQ(bertrt_trainer_create(m, &o, train.c_str(), &t), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bertrt_last_error()).find("options.task"), std::string::npos);
+  o.task = "sst2";
+  o.learning_rate = -1;
+  EXPECT_EQ(bertrt_trainer_create(m, &o, train.c_str(), &t), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bertrt_last_error()).find("options.learning_rate"), std::string::npos);
+  o.learning_rate = 1e-3f;
+  o.max_seq_length = 25;
+  EXPECT_EQ(bertrt_trainer_create(m, &o, train.c_str(), &t), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bertrt_last_error()).find("max_position_embeddings"), std::string::npos);
+  o.max_seq_length = 24;
+  const std::string cola = test::data_dir() + "/glue/CoLA/dev.tsv";  // not SST-2's format
+  o.task = "sst2";
+  EXPECT_EQ(bertrt_trainer_create(m, &o, cola.c_str(), &t), BERTRT_E_IO);
+  EXPECT_NE(std::string(bertrt_last_error()).find("train_path"), std::string::npos)
+      << bertrt_last_error();
+  EXPECT_EQ(t, nullptr);
+  bertrt_heads h{};
+  ASSERT_EQ(bertrt_model_heads(m, &h), BERTRT_OK);
+  EXPECT_EQ(h.kind, BERTRT_HEAD_NONE);  // no head was put on by the failed calls
+  bertrt_model_free(m);
+}
+
+TEST_F(CapiTest, AStepAfterAFailedOneIsRefusedAndNothingIsSaved) {
+  const std::string train = (dir_ / "train.tsv").string();
+  head_lines(sst2_path("train"), train, 33);
+  // A learning rate of 1e30 without warm-up: the first update makes the weights huge, the
+  // second step's loss is not finite (the trainer then refuses the update and throws).
+  bertrt_model* m = load(write_model("init.brt", HeadsConfig{}));
+  ASSERT_NE(m, nullptr);
+  bertrt_finetune_options o;
+  bertrt_finetune_options_init(&o);
+  o.task = "sst2";
+  o.batch_size = 8;
+  o.max_seq_length = 24;
+  o.learning_rate = 1e30f;
+  o.warmup_ratio = 0;
+  bertrt_trainer* t = nullptr;
+  ASSERT_EQ(bertrt_trainer_create(m, &o, train.c_str(), &t), BERTRT_OK) << bertrt_last_error();
+  bertrt_step_metrics last{};
+  EXPECT_EQ(bertrt_trainer_step(t, 5, &last), BERTRT_E_FAILED);
+  EXPECT_EQ(last.step, 1);  // the last step that went through
+  const std::string first = bertrt_last_error();
+  EXPECT_NE(first.find("non-finite"), std::string::npos) << first;
+  EXPECT_EQ(bertrt_trainer_step(t, 1, nullptr), BERTRT_E_STATE);
+  const std::string second = bertrt_last_error();
+  EXPECT_EQ(second.rfind("bertrt_trainer_step: a previous step failed", 0), 0u) << second;
+  EXPECT_NE(second.find(first), std::string::npos);
+  // An existing output stays as it was; no new one appears.
+  const std::string keep = (dir_ / "keep.brt").string(), fresh = (dir_ / "fresh.brt").string();
+  test::write_bytes(keep, "the last good model");
+  EXPECT_EQ(bertrt_trainer_save(t, keep.c_str()), BERTRT_E_STATE);
+  EXPECT_EQ(bertrt_trainer_save(t, fresh.c_str()), BERTRT_E_STATE);
+  EXPECT_EQ(test::read_bytes(keep), "the last good model");
+  EXPECT_FALSE(fs::exists(fresh));
+  bertrt_trainer_free(t);
+  bertrt_model_free(m);
+}
+
+TEST_F(CapiTest, StatusStringsAndVersion) {
+  EXPECT_STREQ(bertrt_status_string(BERTRT_OK), "ok");
+  EXPECT_STREQ(bertrt_status_string(BERTRT_E_STATE), "invalid state");
+  EXPECT_STREQ(bertrt_version(), "0.1.0");
+}
+
+}  // namespace
+}  // namespace bertrt

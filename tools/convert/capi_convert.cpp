@@ -1,0 +1,50 @@
+// bertrt_convert (bertrt/bertrt.h): the host converter as one C call, what `bertrt-convert`
+// does without its command line (warnings go to stderr as there).
+#include <fmt/format.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "bertrt/bertrt.h"
+#include "capi/api_error.h"
+#include "convert/export_hf.h"
+#include "convert/hf_import.h"
+#include "convert/tensor_encode.h"
+#include "io/model_file.h"
+
+using namespace bertrt;
+using namespace bertrt::capi;
+
+extern "C" bertrt_status bertrt_convert(const char* input, const char* output, const char* to,
+                                        const char* dtype, const char* vocab) {
+  return guard(BERTRT_E_FAILED, [&] {
+    const char* fn = "bertrt_convert";
+    require(input, fn, "input");
+    require(output, fn, "output");
+    const std::string target = to ? to : "brt", type = dtype ? dtype : "f32";
+    std::error_code ec;
+    if (!std::filesystem::exists(input, ec))
+      api_fail(BERTRT_E_IO, "{}: input {}: no such file or folder", fn, input);
+    std::vector<std::string> warnings;
+    if (target == "hf") {
+      if (type != "f32")
+        api_fail(BERTRT_E_INVALID_ARGUMENT,
+                 "{}: dtype applies to conversions into .brt, not to \"hf\"", fn);
+      warnings = convert::export_hf(input, output);
+    } else if (target == "brt") {
+      const auto parsed = convert::parse_float_dtype(type);
+      if (!parsed)
+        api_fail(BERTRT_E_INVALID_ARGUMENT, "{}: dtype must be f32, f16 or bf16, got {}", fn, type);
+      convert::ConvertOptions opts;
+      opts.dtype = *parsed;
+      opts.vocab = vocab ? vocab : "";
+      convert::ConvertedModel m = convert::import_checkpoint(input, opts);
+      warnings = m.warnings;
+      write_model_file(output, m.contents);
+    } else {
+      api_fail(BERTRT_E_INVALID_ARGUMENT, "{}: to must be \"brt\" or \"hf\", got \"{}\"", fn,
+               target);
+    }
+    for (const std::string& w : warnings) fmt::print(stderr, "bertrt_convert: warning: {}\n", w);
+  });
+}
