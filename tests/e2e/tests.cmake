@@ -19,7 +19,7 @@ endif()
 # The Vulkan backend end to end against the cpu one (tests/e2e/vulkan_test.sh, issue #12).
 if(BERTRT_VULKAN)
   add_test(NAME vulkan_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/vulkan_test.sh $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
-  set_tests_properties(vulkan_e2e PROPERTIES TIMEOUT 600 LABELS e2e)
+  set_tests_properties(vulkan_e2e PROPERTIES TIMEOUT 1200 LABELS e2e)
 endif()
 # Disk full, file-size limit and read-only folders while writing every kind of output
 # (tests/e2e/io_faults_test.sh).

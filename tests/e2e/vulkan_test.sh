@@ -3,7 +3,8 @@
 # NSP), SST-2 fine-tuning (20 steps, fp32 and QAT int8) and eval on --backend vulkan and on cpu;
 # the losses must agree step by step within platforms/compare_runs.py's bound (rtol 1e-5: the two
 # differ only in summation order), with the Khronos validation layer on and silent. Also the
-# errors: an unknown device index, no driver at all.
+# errors: an unknown device index, no driver at all; and a pre-training killed (SIGKILL) after a
+# checkpoint and resumed on vulkan ends byte-identical to the uninterrupted vulkan run.
 # Usage: vulkan_test.sh BERTRT DATA
 source "$(dirname "$0")/harness.sh"
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -20,8 +21,8 @@ run() {  # run NAME BACKEND
   local t0; t0=$(date +%s.%N)
   "$BIN" init --preset tiny --vocab "$VOCAB" --seed 7 -o "$d/init.brt" > /dev/null &&
   "$BIN" pretrain --backend "$be" --model "$d/init.brt" --corpus "$T/corpus.txt" --max-steps 20 \
-    --batch-size 4 --max-seq-length 32 --learning-rate 1e-3 --seed 11 --metrics "$d/pretrain.jsonl" \
-    -o "$d/pt.brt" > "$d/log" 2>&1 &&
+    --batch-size 4 --max-seq-length 32 --learning-rate 1e-3 --seed 11 --save-steps 10 \
+    --metrics "$d/pretrain.jsonl" -o "$d/pt.brt" > "$d/log" 2>&1 &&
   "$BIN" finetune --backend "$be" --model "$d/pt.brt" --task sst2 --train "$T/train.tsv" \
     --dev "$T/dev.tsv" --max-steps 20 --batch-size 8 --max-seq-length 32 --learning-rate 1e-4 \
     --seed 5 --metrics "$d/finetune.jsonl" -o "$d/sst2.brt" >> "$d/log" 2>&1 &&
@@ -44,6 +45,27 @@ if /usr/bin/python3 "$SRC/platforms/compare_runs.py" "$T/vulkan" "$T/cpu"; then 
 # QAT: a rounding tie can fall the other way (one quantization step; ~1e-4 of the loss, measured
 # 3.2e-4 relative at worst here), hence rtol 1e-3.
 if /usr/bin/python3 "$SRC/platforms/compare_runs.py" --rtol 1e-3 "$T/vulkan/qat" "$T/cpu/qat"; then ok; else bad "QAT losses differ"; fi
+# kill -9 after the first checkpoint, then --resume, both on vulkan: byte-identical to the
+# uninterrupted vulkan run above (same flags, so the same file).
+step_of() { "$BIN" info "$1" 2>/dev/null | sed -n 's/^training *step \([0-9]*\)$/\1/p'; }
+PT=(--backend vulkan --corpus "$T/corpus.txt" --max-steps 20 --batch-size 4 --max-seq-length 32
+    --learning-rate 1e-3 --seed 11 --save-steps 10)
+"$BIN" pretrain --model "$T/vulkan/init.brt" "${PT[@]}" -o "$T/killed.brt" > "$T/killed.log" 2>&1 &
+pid=$!
+saved=""
+for _ in $(seq 3000); do  # wait for the first save, then kill at once
+  saved=$(step_of "$T/killed.brt")
+  [ -n "$saved" ] && break
+  sleep 0.1
+done
+kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+if [ -n "$saved" ] && [ "$saved" -lt 20 ]; then
+  "$BIN" pretrain --resume "$T/killed.brt" "${PT[@]}" -o "$T/killed.brt" >> "$T/killed.log" 2>&1 &&
+    cmp -s "$T/killed.brt" "$T/vulkan/pt.brt" && ok ||
+    bad "vulkan: killed at step $saved + resumed differs from the uninterrupted run: $(tail -2 "$T/killed.log")"
+else
+  bad "vulkan: no checkpoint below step 20 before the kill (saw '$saved')"
+fi
 expect_error "device index out of range" "" "device 7 asked for.*has 1|this machine has" -- \
   "$BIN" eval --backend vulkan --device 7 --model "$T/cpu/sst2.brt" --task sst2 --data "$T/dev.tsv"
 expect_error "no driver" "" "no Vulkan driver|found no Vulkan device" -- \
