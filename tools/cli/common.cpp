@@ -73,7 +73,7 @@ void add_checksum_flag(CLI::App& app) {
 
 void BackendChoice::add_to(CLI::App* app) {
   app->add_option("--backend", name,
-                  "compute backend: cpu (OpenBLAS), vulkan (GPU; GEMMs on the device so far), "
+                  "compute backend: cpu (OpenBLAS), vulkan (GPU: every op on the device), "
                   "reference (scalar) or checked (the cpu backend behind the GPU memory "
                   "contract's checks: for testing)")
       ->capture_default_str();
