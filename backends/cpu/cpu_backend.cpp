@@ -33,7 +33,7 @@ void for_column_blocks(cpu::ThreadPool& pool, int rows, int cols, F&& f) {
 
 }  // namespace
 
-CpuBackend::CpuBackend(int num_threads) : pool_(num_threads) {
+CpuBackend::CpuBackend(int num_threads) : pool_(num_threads), q8_kernel_(cpu::q8_best_kernel()) {
 #ifdef OPENBLAS_VERSION
   openblas_set_num_threads(1);  // process-wide; see gemm below
 #endif
