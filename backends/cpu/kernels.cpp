@@ -91,7 +91,7 @@ BERTRT_CPU_CLONES void bias_backward_cols(float* dbias, const float* dout, int r
   }
 }
 
-BERTRT_CPU_CLONES void gelu_erf_forward_kernel(float* out, const float* inp, size_t n) {
+BERTRT_CPU_CLONES_V4 void gelu_erf_forward_kernel(float* out, const float* inp, size_t n) {
   float* __restrict o = out;
   const float* __restrict x = inp;
   for (size_t i = 0; i < n; ++i) {
