@@ -166,6 +166,14 @@ class Backend {
   // The row max is subtracted first (a row of equal large negatives gives uniform, not NaN).
   virtual void softmax_forward(float* probs, const float* scores, const float* mask, int B, int NH,
                                int T, float scale) = 0;
+  // Attention without a gradient (inference, frozen layers): ctx [B, T, NH·HS] = softmax(scale ·
+  // Q·Kᵀ + mask)·V per batch and head, Q, K, V [B, T, NH·HS] with head h in columns [h·HS,
+  // (h+1)·HS). The default is the training forward's gemm_batched + softmax_forward +
+  // gemm_batched through scores and probs [B, NH, T, T]; a backend may fuse it and leave those
+  // untouched (the cpu one: one head at a time in T×T buffers of its own, same values).
+  virtual void attention_forward_inference(float* ctx, float* probs, float* scores, const float* q,
+                                           const float* k, const float* v, const float* mask,
+                                           int B, int NH, int T, int HS, float scale);
   // dscores += scale · probs ⊙ (dprobs − Σ_j probs ⊙ dprobs); rows of length T.
   virtual void softmax_backward(float* dscores, const float* probs, const float* dprobs, int rows,
                                 int T, float scale) = 0;

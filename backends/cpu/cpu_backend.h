@@ -50,6 +50,12 @@ class CpuBackend : public ReferenceBackend {
                        float scale) override;
   void softmax_backward(float* dscores, const float* probs, const float* dprobs, int rows, int T,
                         float scale) override;
+  // Fused: one pool task per (batch, head) runs Q·Kᵀ, the masked softmax and P·V through two T×T
+  // buffers of its thread (the same sgemm calls and softmax rows as the unfused ops, so the same
+  // floats), one fork-join instead of 2B + 1, and scores/probs are not touched.
+  void attention_forward_inference(float* ctx, float* probs, float* scores, const float* q,
+                                   const float* k, const float* v, const float* mask, int B,
+                                   int NH, int T, int HS, float scale) override;
 
   void embedding_forward(float* out, const int32_t* ids, const float* table, int n, int C) override;
   void embedding_backward(float* dtable, const int32_t* ids, const float* dout, int n,
