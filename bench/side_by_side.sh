@@ -32,7 +32,8 @@ for f in "$B" "$CV"; do [ -x "$f" ] || { echo "$f: not built (cmake --build $BUI
 [ -f "$DATA/vocab/bert-base-uncased-vocab.txt" ] || { echo "$DATA: no vocab (set BERTRT_DATA)"; exit 1; }
 
 # --- the host ------------------------------------------------------------------------------------
-echo "host: $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)$(uname -m | sed 's/^/, /'), $(nproc) cores, threads $THREADS"
+fam=$(sed -n 's/^cpu family\s*: //p' /proc/cpuinfo | head -1) mod=$(sed -n 's/^model\s*: //p' /proc/cpuinfo | head -1)
+echo "host: $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)${fam:+ (family $fam model $mod)}, $(uname -m), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), threads $THREADS"
 flags=$( (grep -m1 -E '^(flags|Features)' /proc/cpuinfo || true) | tr ' ' '\n' |
   grep -xE 'avx2|fma|avx512f|avx512bw|avx512vl|avx512_vnni|avx_vnni|avx512_bf16|amx_int8|asimd|asimddp|i8mm|sve' |
   tr '\n' ' ')
