@@ -60,4 +60,18 @@ const char* op_name(Op op) {
   return "?";
 }
 
+void Backend::attention_forward_inference(float* ctx, float* probs, float* scores, const float* q,
+                                          const float* k, const float* v, const float* mask,
+                                          int B, int NH, int T, int HS, float scale) {
+  const int C = NH * HS;
+  const int64_t TT = int64_t{T} * T;
+  for (int b = 0; b < B; ++b)  // scores[b, h] = Q_bh · K_bhᵀ
+    gemm_batched(NH, false, true, T, T, HS, 1.0f, q + int64_t{b} * T * C, C, HS,
+                 k + int64_t{b} * T * C, C, HS, 0.0f, scores + b * NH * TT, T, TT);
+  softmax_forward(probs, scores, mask, B, NH, T, scale);
+  for (int b = 0; b < B; ++b)  // ctx_bh = probs_bh · V_bh
+    gemm_batched(NH, false, false, T, HS, T, 1.0f, probs + b * NH * TT, T, TT,
+                 v + int64_t{b} * T * C, C, HS, 0.0f, ctx + int64_t{b} * T * C, C, HS);
+}
+
 }  // namespace bertrt

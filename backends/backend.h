@@ -168,6 +168,14 @@ class Backend {
   // The row max is subtracted first (a row of equal large negatives gives uniform, not NaN).
   virtual void softmax_forward(float* probs, const float* scores, const float* mask, int B, int NH,
                                int T, float scale) = 0;
+  // Attention without a gradient (inference, frozen layers): ctx [B, T, NH·HS] = softmax(scale ·
+  // Q·Kᵀ + mask)·V per batch and head, Q, K, V [B, T, NH·HS] with head h in columns [h·HS,
+  // (h+1)·HS). The default is the training forward's gemm_batched + softmax_forward +
+  // gemm_batched through scores and probs [B, NH, T, T]; a backend may fuse it and leave those
+  // untouched (the cpu one: one head at a time in T×T buffers of its own, same values).
+  virtual void attention_forward_inference(float* ctx, float* probs, float* scores, const float* q,
+                                           const float* k, const float* v, const float* mask,
+                                           int B, int NH, int T, int HS, float scale);
   // dscores += scale · probs ⊙ (dprobs − Σ_j probs ⊙ dprobs); rows of length T.
   virtual void softmax_backward(float* dscores, const float* probs, const float* dprobs, int rows,
                                 int T, float scale) = 0;
@@ -239,6 +247,19 @@ class Backend {
   virtual void linear_u8s8(float* out, int ldo, const uint8_t* A, int lda, float a_scale,
                            int a_zero_point, const int8_t* W, const float* w_scale,
                            const int32_t* w_sum, const float* bias, int M, int N, int K) = 0;
+  // Optional: a constant int8 weight W [N, K] in the backend's own GEMM layout, packed once (when
+  // the model first runs it) instead of on every call. q8_packed_weight_bytes: the size of that
+  // layout (0, the default: the backend reads W as it is); pack_q8_weight writes it into `packed`
+  // (that many bytes of this backend's memory); linear_u8s8_packed is linear_u8s8 that may read
+  // the packed form instead of W (same results; the default ignores it).
+  virtual size_t q8_packed_weight_bytes(int N, int K) const { return 0; }
+  virtual void pack_q8_weight(int8_t* packed, const int8_t* W, int N, int K) {}
+  virtual void linear_u8s8_packed(float* out, int ldo, const uint8_t* A, int lda, float a_scale,
+                                  int a_zero_point, const int8_t* W, const int8_t* w_packed,
+                                  const float* w_scale, const int32_t* w_sum, const float* bias,
+                                  int M, int N, int K) {
+    linear_u8s8(out, ldo, A, lda, a_scale, a_zero_point, W, w_scale, w_sum, bias, M, N, K);
+  }
   // The int8 embedding lookup: out[i, :] += scale[ids[i]] · float(q[ids[i], :]) for i < n; q [V, C]
   // int8 per-row symmetric, scale [V]. An id outside [0, V) is an error.
   virtual void embedding_forward_s8(float* out, const int32_t* ids, const int8_t* q,

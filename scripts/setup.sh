@@ -7,9 +7,11 @@ PKGS=(cmake g++ make pkg-config libopenblas-dev libpthreadpool-dev libflatbuffer
       libutf8proc-dev nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev python3-torch
       libzip-dev libsnappy-dev time
       libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers
-      python3-pytest)  # the Python module's tests (python/tests, ctest python_api)
+      python3-pytest  # the Python module's tests (python/tests, ctest python_api)
+      python3-onnx)
 # (The Vulkan backend: headers and glslc to build; lavapipe, a CPU Vulkan device, and the Khronos
 # validation layer for its tests. The binary opens the loader at run time, so boards need none.)
+# (python3-onnx: bench/side_by_side.sh builds the ONNX Runtime peers' graphs; benchmarks only.)
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then

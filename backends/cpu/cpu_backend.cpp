@@ -33,7 +33,7 @@ void for_column_blocks(cpu::ThreadPool& pool, int rows, int cols, F&& f) {
 
 }  // namespace
 
-CpuBackend::CpuBackend(int num_threads) : pool_(num_threads) {
+CpuBackend::CpuBackend(int num_threads) : pool_(num_threads), q8_kernel_(cpu::q8_best_kernel()) {
 #ifdef OPENBLAS_VERSION
   openblas_set_num_threads(1);  // process-wide; see gemm below
 #endif
@@ -217,6 +217,29 @@ void CpuBackend::softmax_forward(float* probs, const float* scores, const float*
   const size_t rows = static_cast<size_t>(B) * NH * T;
   pool_.parallel_for(rows, row_grain(T), [&](size_t r0, size_t r1) {
     cpu::softmax_forward_rows(probs, scores, mask, NH, T, scale, r0, r1);
+  });
+}
+
+void CpuBackend::attention_forward_inference(float* ctx, float*, float*, const float* q,
+                                             const float* k, const float* v, const float* mask,
+                                             int B, int NH, int T, int HS, float scale) {
+  if (B <= 0 || T <= 0) return;
+  const int C = NH * HS;
+  const size_t TT = static_cast<size_t>(T) * T;
+  pool_.parallel_for(static_cast<size_t>(B) * NH, 1, [&](size_t p0, size_t p1) {
+    thread_local std::vector<float> buf;
+    if (buf.size() < 2 * TT) buf.resize(2 * TT);
+    float* s = buf.data();
+    float* p = s + TT;
+    for (size_t bh = p0; bh < p1; ++bh) {
+      const int b = static_cast<int>(bh) / NH, h = static_cast<int>(bh) % NH;
+      const size_t x = static_cast<size_t>(b) * T * C + static_cast<size_t>(h) * HS;
+      sgemm(false, true, T, T, HS, 1.0f, q + x, C, k + x, C, 0.0f, s, T);
+      // Rows 0..T of one head: mask row b (NH = 1 makes row r's mask row r / T = 0).
+      cpu::softmax_forward_rows(p, s, mask ? mask + static_cast<size_t>(b) * T : nullptr, 1, T,
+                                scale, 0, static_cast<size_t>(T));
+      sgemm(false, false, T, HS, T, 1.0f, p, T, v + x, C, 0.0f, ctx + x, C);
+    }
   });
 }
 

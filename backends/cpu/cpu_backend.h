@@ -10,6 +10,7 @@
 // their outputs, each summed in the serial order.
 #pragma once
 
+#include "backends/cpu/q8_gemm.h"
 #include "backends/cpu/thread_pool.h"
 #include "backends/reference/reference_backend.h"
 
@@ -49,9 +50,14 @@ class CpuBackend : public ReferenceBackend {
                        float scale) override;
   void softmax_backward(float* dscores, const float* probs, const float* dprobs, int rows, int T,
                         float scale) override;
+  // Fused: one pool task per (batch, head) runs Q·Kᵀ, the masked softmax and P·V through two T×T
+  // buffers of its thread (the same sgemm calls and softmax rows as the unfused ops, so the same
+  // floats), one fork-join instead of 2B + 1, and scores/probs are not touched.
+  void attention_forward_inference(float* ctx, float* probs, float* scores, const float* q,
+                                   const float* k, const float* v, const float* mask, int B,
+                                   int NH, int T, int HS, float scale) override;
 
-  void embedding_forward(float* out, const int32_t* ids, const float* table, int n,
-                         int C) override;
+  void embedding_forward(float* out, const int32_t* ids, const float* table, int n, int C) override;
   void embedding_backward(float* dtable, const int32_t* ids, const float* dout, int n,
                           int C) override;
 
@@ -76,9 +82,17 @@ class CpuBackend : public ReferenceBackend {
   void linear_u8s8(float* out, int ldo, const uint8_t* A, int lda, float a_scale, int a_zero_point,
                    const int8_t* W, const float* w_scale, const int32_t* w_sum, const float* bias,
                    int M, int N, int K) override;
+  // W packed for this backend's int8 kernel (q8_gemm.h: the VNNI panels; none for AVX2/NEON).
+  size_t q8_packed_weight_bytes(int N, int K) const override;
+  void pack_q8_weight(int8_t* packed, const int8_t* W, int N, int K) override;
+  void linear_u8s8_packed(float* out, int ldo, const uint8_t* A, int lda, float a_scale,
+                          int a_zero_point, const int8_t* W, const int8_t* w_packed,
+                          const float* w_scale, const int32_t* w_sum, const float* bias, int M,
+                          int N, int K) override;
 
  private:
   cpu::ThreadPool pool_;
+  cpu::Q8Kernel q8_kernel_;  // q8_best_kernel() at construction (BERTRT_Q8_KERNEL or cpuid)
 };
 
 }  // namespace bertrt

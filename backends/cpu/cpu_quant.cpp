@@ -28,13 +28,17 @@ void check_k(const char* op, int K) {
 // Below this many multiply-adds a GEMM runs on the calling thread.
 constexpr double kQ8SplitOps = 1 << 18;
 
-// Runs the u8×s8 GEMM over output columns on the pool with the best kernel of this CPU: packs A
-// to int16 once (AVX2 path), then each task computes whole columns [n0, n1) (whole tiles of
-// kQ8TileN) for every row.
-void run_q8(cpu::ThreadPool& pool, int M, int N, int K, const uint8_t* A, int lda, const int8_t* W,
-            int ldw, const cpu::Q8Epilogue& epi) {
+// Runs the u8×s8 GEMM over output columns on the pool with the backend's kernel: packs A to
+// int16 once (AVX2 path), then each task computes whole columns [n0, n1) (whole tiles of the
+// kernel's width) for every row. w_packed: W packed for that kernel (q8_pack_w) or null.
+void run_q8(cpu::ThreadPool& pool, cpu::Q8Kernel kernel, int M, int N, int K, const uint8_t* A,
+            int lda, const int8_t* W, int ldw, const int8_t* w_packed, const cpu::Q8Epilogue& epi) {
   if (M <= 0 || N <= 0) return;
-  const cpu::Q8Kernel kernel = K >= 16 ? cpu::q8_best_kernel() : cpu::Q8Kernel::kScalar;
+  using cpu::Q8Kernel;
+  const bool vnni = cpu::q8_kernel_tile_n(kernel) != cpu::q8_kernel_tile_n(Q8Kernel::kScalar);
+  // The 16-wide tiles need K ≥ 16; the VNNI epilogue needs a quint8 zero point (q8_gemm.h).
+  if ((!vnni && K < 16) || (vnni && epi.out && (epi.a_zero_point < 0 || epi.a_zero_point > 255)))
+    kernel = Q8Kernel::kScalar, w_packed = nullptr;
   // Reused between calls on this thread: inference calls this per Linear with the same shapes.
   thread_local std::vector<int16_t> a16;
   cpu::Q8PackedA pa;
@@ -44,14 +48,14 @@ void run_q8(cpu::ThreadPool& pool, int M, int N, int K, const uint8_t* A, int ld
     cpu::q8_pack_a(a16.data(), A, lda, M, pa.k16);
     pa.a16 = a16.data();
   }
-  constexpr int kTile = cpu::kQ8TileN;
-  const size_t blocks = static_cast<size_t>((N + kTile - 1) / kTile);
-  const double ops_per_block = static_cast<double>(kTile) * M * (K > 0 ? K : 1);
+  const int tile = cpu::q8_kernel_tile_n(kernel);
+  const size_t blocks = static_cast<size_t>((N + tile - 1) / tile);
+  const double ops_per_block = static_cast<double>(tile) * M * (K > 0 ? K : 1);
   const size_t grain = static_cast<size_t>(std::max(1.0, kQ8SplitOps / ops_per_block));
   pool.parallel_for(blocks, grain, [&](size_t b0, size_t b1) {
-    const int n0 = static_cast<int>(b0) * kTile;
-    const int n1 = std::min(N, static_cast<int>(b1) * kTile);
-    cpu::qu8s8_gemm(kernel, M, n0, n1, K, A, lda, pa, W, ldw, epi);
+    const int n0 = static_cast<int>(b0) * tile;
+    const int n1 = std::min(N, static_cast<int>(b1) * tile);
+    cpu::qu8s8_gemm(kernel, M, n0, n1, K, A, lda, pa, W, ldw, w_packed, epi);
   });
 }
 
@@ -128,12 +132,28 @@ void CpuBackend::gemm_u8s8_s32(int M, int N, int K, const uint8_t* A, int lda, c
   cpu::Q8Epilogue epi;
   epi.c = C;
   epi.ldc = ldc;
-  run_q8(pool_, M, N, K, A, lda, B, ldb, epi);
+  run_q8(pool_, q8_kernel_, M, N, K, A, lda, B, ldb, nullptr, epi);
 }
 
 void CpuBackend::linear_u8s8(float* out, int ldo, const uint8_t* A, int lda, float a_scale,
                              int a_zero_point, const int8_t* W, const float* w_scale,
                              const int32_t* w_sum, const float* bias, int M, int N, int K) {
+  linear_u8s8_packed(out, ldo, A, lda, a_scale, a_zero_point, W, nullptr, w_scale, w_sum, bias, M,
+                     N, K);
+}
+
+size_t CpuBackend::q8_packed_weight_bytes(int N, int K) const {
+  return cpu::q8_packed_w_bytes(q8_kernel_, N, K);
+}
+
+void CpuBackend::pack_q8_weight(int8_t* packed, const int8_t* W, int N, int K) {
+  cpu::q8_pack_w(q8_kernel_, packed, W, K, N, K);
+}
+
+void CpuBackend::linear_u8s8_packed(float* out, int ldo, const uint8_t* A, int lda, float a_scale,
+                                    int a_zero_point, const int8_t* W, const int8_t* w_packed,
+                                    const float* w_scale, const int32_t* w_sum, const float* bias,
+                                    int M, int N, int K) {
   check_k("linear_u8s8", K);
   cpu::Q8Epilogue epi;
   epi.out = out;
@@ -143,7 +163,7 @@ void CpuBackend::linear_u8s8(float* out, int ldo, const uint8_t* A, int lda, flo
   epi.w_scale = w_scale;
   epi.w_sum = w_sum;
   epi.bias = bias;
-  run_q8(pool_, M, N, K, A, lda, W, K, epi);
+  run_q8(pool_, q8_kernel_, M, N, K, A, lda, W, K, w_packed, epi);
 }
 
 }  // namespace bertrt

@@ -64,6 +64,15 @@ inline float exp_shifted_f32(float* __restrict out, const float* __restrict x, f
   return sum_f32(out, n);
 }
 
+// Per-thread scratch rows (grown, never shrunk; slots 0 and 1 for a loop that needs two): the
+// row loops run on the pool for every op, and the inference forward must not allocate.
+float* scratch_row(int slot, size_t n) {
+  thread_local std::vector<float> bufs[2];
+  std::vector<float>& b = bufs[slot];
+  if (b.size() < n) b.resize(n);
+  return b.data();
+}
+
 }  // namespace
 
 // --- elementwise ---------------------------------------------------------------------------------
@@ -91,7 +100,7 @@ BERTRT_CPU_CLONES void bias_backward_cols(float* dbias, const float* dout, int r
   }
 }
 
-BERTRT_CPU_CLONES void gelu_erf_forward_kernel(float* out, const float* inp, size_t n) {
+BERTRT_CPU_CLONES_V4 void gelu_erf_forward_kernel(float* out, const float* inp, size_t n) {
   float* __restrict o = out;
   const float* __restrict x = inp;
   for (size_t i = 0; i < n; ++i) {
@@ -141,8 +150,7 @@ BERTRT_CPU_CLONES void layernorm_forward_rows(float* out, float* mean, float* rs
                                               const float* inp, const float* weight,
                                               const float* bias, int r0, int r1, int C,
                                               float eps) {
-  std::vector<float> centered(static_cast<size_t>(C));
-  float* __restrict d = centered.data();
+  float* __restrict d = scratch_row(0, static_cast<size_t>(C));
   const float* __restrict w = weight;
   const float* __restrict b = bias;
   for (int r = r0; r < r1; ++r) {
@@ -164,9 +172,8 @@ BERTRT_CPU_CLONES void layernorm_backward_dinp_rows(float* dinp, const float* do
                                                     const float* mean, const float* rstd, int r0,
                                                     int r1, int C) {
   // dx = rstd · (dn − mean(dn) − n · mean(dn ⊙ n)), n = (x − μ)·rstd, dn = w ⊙ dy (llm.c).
-  std::vector<float> norm_buf(static_cast<size_t>(C)), dnorm_buf(static_cast<size_t>(C));
-  float* __restrict n = norm_buf.data();
-  float* __restrict dn = dnorm_buf.data();
+  float* __restrict n = scratch_row(0, static_cast<size_t>(C));
+  float* __restrict dn = scratch_row(1, static_cast<size_t>(C));
   const float* __restrict w = weight;
   for (int r = r0; r < r1; ++r) {
     const size_t base = static_cast<size_t>(r) * C;
@@ -206,8 +213,7 @@ BERTRT_CPU_CLONES void layernorm_backward_params_cols(float* dweight, float* dbi
 
 BERTRT_CPU_CLONES void softmax_forward_rows(float* probs, const float* scores, const float* mask,
                                             int NH, int T, float scale, size_t r0, size_t r1) {
-  std::vector<float> row_buf(static_cast<size_t>(T));
-  float* __restrict v = row_buf.data();
+  float* __restrict v = scratch_row(0, static_cast<size_t>(T));
   const size_t rows_per_batch = static_cast<size_t>(NH) * T;
   for (size_t r = r0; r < r1; ++r) {
     const size_t row = r * T;
@@ -270,8 +276,7 @@ BERTRT_CPU_CLONES void embedding_backward_cols(float* dtable, const int32_t* ids
 BERTRT_CPU_CLONES void cross_entropy_rows(double* loss, float* dlogits, const float* logits,
                                           const int32_t* targets, int V, float grad_scale, int r0,
                                           int r1) {
-  std::vector<float> e_buf(static_cast<size_t>(V));
-  float* __restrict e = e_buf.data();
+  float* __restrict e = scratch_row(0, static_cast<size_t>(V));
   for (int r = r0; r < r1; ++r) {
     const float* __restrict z = logits + static_cast<size_t>(r) * V;
     float* __restrict dz = dlogits ? dlogits + static_cast<size_t>(r) * V : nullptr;

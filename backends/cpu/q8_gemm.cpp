@@ -2,10 +2,17 @@
 #include "backends/cpu/q8_gemm.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 #include <vector>
+
+#include "backends/cpu/q8_gemm_vnni.h"
+#include "core/error.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define BERTRT_Q8_X86 1
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 #if defined(__aarch64__) && defined(__ARM_NEON) && (defined(__GNUC__) || defined(__clang__))
@@ -26,7 +33,7 @@ constexpr size_t kAChunkBytes = 256 * 1024;
 // rows stream from L2, so each A load feeds kNR multiply-adds (with 2 × 2 the kernel was bound by
 // L2 bandwidth).
 constexpr int kMR = 2;
-constexpr int kNR = kQ8TileN;
+constexpr int kNR = 4;
 
 [[maybe_unused]] int rows_per_chunk(int k16) {  // unused where no SIMD kernel is compiled
   const size_t bytes_per_row = static_cast<size_t>(k16 > 0 ? k16 : 1) * 2;
@@ -304,6 +311,33 @@ bool have_dotprod() {
 }
 #endif  // BERTRT_Q8_NEON
 
+#ifdef BERTRT_Q8_X86
+// What cpuid and XGETBV say, once. AVX state (XCR0 bits 1–2) must be enabled by the OS for any ymm
+// kernel, and the opmask/zmm state (bits 5–7) for the AVX-512 ones: a hypervisor can report the
+// AVX-512 instructions in cpuid and still leave the zmm state off.
+struct X86Features {
+  bool avx2 = false, avx512_vnni = false, avx_vnni = false;
+  X86Features() {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return;
+    const bool osxsave = (c >> 27) & 1, avx = (c >> 28) & 1;
+    if (!osxsave || !avx) return;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    const bool ymm_os = (lo & 0x6) == 0x6, zmm_os = (lo & 0xE6) == 0xE6;
+    if (!ymm_os || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return;
+    avx2 = (b >> 5) & 1;
+    const bool f = (b >> 16) & 1, bw = (b >> 30) & 1, vl = (b >> 31) & 1, vnni = (c >> 11) & 1;
+    avx512_vnni = zmm_os && f && bw && vl && vnni;
+    if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) avx_vnni = avx2 && ((a >> 4) & 1);
+  }
+};
+const X86Features& x86() {
+  static const X86Features f;
+  return f;
+}
+#endif
+
 }  // namespace
 
 const char* q8_kernel_name(Q8Kernel k) {
@@ -314,6 +348,12 @@ const char* q8_kernel_name(Q8Kernel k) {
       return "neon";
     case Q8Kernel::kNeonDot:
       return "neondot";
+    case Q8Kernel::kAvx512Vnni:
+      return "avx512vnni";
+    case Q8Kernel::kAvx512Vnni256:
+      return "avx512vnni256";
+    case Q8Kernel::kAvxVnni:
+      return "avxvnni";
     case Q8Kernel::kScalar:
       break;
   }
@@ -325,10 +365,17 @@ bool q8_kernel_available(Q8Kernel k) {
     case Q8Kernel::kScalar:
       return true;
 #ifdef BERTRT_Q8_X86
-    case Q8Kernel::kAvx2: {
-      static const bool have = __builtin_cpu_supports("avx2");
-      return have;
-    }
+    case Q8Kernel::kAvx2:
+      return x86().avx2;
+#ifdef BERTRT_Q8_AVX512VNNI
+    case Q8Kernel::kAvx512Vnni:
+    case Q8Kernel::kAvx512Vnni256:
+      return x86().avx512_vnni;
+#endif
+#ifdef BERTRT_Q8_AVXVNNI
+    case Q8Kernel::kAvxVnni:
+      return x86().avx_vnni;
+#endif
 #endif
 #ifdef BERTRT_Q8_NEON
     case Q8Kernel::kNeon:
@@ -341,10 +388,75 @@ bool q8_kernel_available(Q8Kernel k) {
   }
 }
 
-Q8Kernel q8_best_kernel() {
-  for (Q8Kernel k : {Q8Kernel::kNeonDot, Q8Kernel::kNeon, Q8Kernel::kAvx2})
+namespace {
+Q8Kernel pick_kernel() {
+  const char* env = std::getenv("BERTRT_Q8_KERNEL");
+  if (env && *env) {
+    std::string can;
+    for (Q8Kernel k : kAllQ8Kernels)
+      if (q8_kernel_available(k)) can += std::string(can.empty() ? "" : ", ") + q8_kernel_name(k);
+    for (Q8Kernel k : kAllQ8Kernels)
+      if (std::strcmp(env, q8_kernel_name(k)) == 0) {
+        if (!q8_kernel_available(k))
+          fail("BERTRT_Q8_KERNEL={}: this CPU cannot run that kernel (it can run: {})", env, can);
+        return k;
+      }
+    fail("BERTRT_Q8_KERNEL={}: no such int8 kernel (this CPU can run: {})", env, can);
+  }
+  // The 512-bit kernel before the 256-bit one: on Zen 4 a zmm vpdpbusd does twice the work of a
+  // ymm one per issue, and Intel parts with AVX-512 VNNI run it at full width too.
+  for (Q8Kernel k : {Q8Kernel::kNeonDot, Q8Kernel::kNeon, Q8Kernel::kAvx512Vnni, Q8Kernel::kAvxVnni,
+                     Q8Kernel::kAvx2})
     if (q8_kernel_available(k)) return k;
   return Q8Kernel::kScalar;
+}
+}  // namespace
+
+Q8Kernel q8_best_kernel() {
+  static const Q8Kernel k = pick_kernel();
+  return k;
+}
+
+int q8_kernel_tile_n(Q8Kernel k) {
+  switch (k) {
+    case Q8Kernel::kAvx512Vnni:
+      return kVnniPanelZmm;
+    case Q8Kernel::kAvx512Vnni256:
+    case Q8Kernel::kAvxVnni:
+      return kVnniPanelYmm;
+    default:
+      return kNR;
+  }
+}
+
+size_t vnni_panel_bytes(int nrp, int K) {
+  return static_cast<size_t>((K + 3) / 4) * static_cast<size_t>(nrp) * 4;
+}
+
+void vnni_pack_panel(int8_t* dst, const int8_t* W, int ldw, int n, int nr, int K, int nrp) {
+  const int k4 = K / 4, rem = K - 4 * k4;
+  if (nr < nrp || rem) std::memset(dst, 0, vnni_panel_bytes(nrp, K));
+  for (int j = 0; j < nr; ++j) {
+    const int8_t* w = W + static_cast<size_t>(n + j) * ldw;
+    int8_t* d = dst + static_cast<size_t>(j) * 4;
+    for (int q = 0; q < k4; ++q) std::memcpy(d + static_cast<size_t>(q) * nrp * 4, w + 4 * q, 4);
+    if (rem) std::memcpy(d + static_cast<size_t>(k4) * nrp * 4, w + 4 * k4, rem);
+  }
+}
+
+size_t q8_packed_w_bytes(Q8Kernel k, int N, int K) {
+  const int nrp = q8_kernel_tile_n(k);
+  if (nrp == kNR) return 0;
+  return static_cast<size_t>((N + nrp - 1) / nrp) * vnni_panel_bytes(nrp, K);
+}
+
+void q8_pack_w(Q8Kernel k, int8_t* dst, const int8_t* W, int ldw, int N, int K) {
+  const int nrp = q8_kernel_tile_n(k);
+  if (nrp == kNR) return;
+  const size_t panel = vnni_panel_bytes(nrp, K);
+  for (int n = 0; n < N; n += nrp)
+    vnni_pack_panel(dst + static_cast<size_t>(n / nrp) * panel, W, ldw, n, std::min(nrp, N - n), K,
+                    nrp);
 }
 
 void q8_pack_a(int16_t* a16, const uint8_t* A, int lda, int M, int k16) {
@@ -405,7 +517,29 @@ void qu8s8_gemm_scalar(int M, int n0, int n1, int K, const uint8_t* A, int lda, 
 
 void qu8s8_gemm(Q8Kernel k, int M, int n0, int n1, int K, const uint8_t* A, int lda,
                 [[maybe_unused]] const Q8PackedA& pa, const int8_t* W, int ldw,
-                const Q8Epilogue& epi) {
+                [[maybe_unused]] const int8_t* w_packed, const Q8Epilogue& epi) {
+#if defined(BERTRT_Q8_AVX512VNNI) || defined(BERTRT_Q8_AVXVNNI)
+  if (k == Q8Kernel::kAvx512Vnni || k == Q8Kernel::kAvx512Vnni256 || k == Q8Kernel::kAvxVnni) {
+    // One panel of W per call when it is not packed yet (reused between calls on this thread).
+    thread_local std::vector<int8_t> panel;
+    if (!w_packed) panel.resize(vnni_panel_bytes(q8_kernel_tile_n(k), K));
+    int8_t* buf = w_packed ? nullptr : panel.data();
+    switch (k) {
+#ifdef BERTRT_Q8_AVX512VNNI
+      case Q8Kernel::kAvx512Vnni:
+        return qu8s8_gemm_8x32_avx512vnni(M, n0, n1, K, A, lda, W, ldw, w_packed, buf, epi);
+      case Q8Kernel::kAvx512Vnni256:
+        return qu8s8_gemm_8x16_avx512vnni256(M, n0, n1, K, A, lda, W, ldw, w_packed, buf, epi);
+#endif
+#ifdef BERTRT_Q8_AVXVNNI
+      case Q8Kernel::kAvxVnni:
+        return qu8s8_gemm_8x16_avxvnni(M, n0, n1, K, A, lda, W, ldw, w_packed, buf, epi);
+#endif
+      default:
+        break;
+    }
+  }
+#endif
   switch (k) {
 #ifdef BERTRT_Q8_X86
     case Q8Kernel::kAvx2:

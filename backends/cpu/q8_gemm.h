@@ -13,6 +13,9 @@
 //     at run time from HWCAP_ASIMDDP): sdot takes s8×s8 only, so A is shifted to s8 (a − 128, one
 //     eor with 0x80) and the shift added back exactly: Σ a·w = Σ (a − 128)·w + 128·Σ w. |(a−128)·w|
 //     ≤ 2^14, so the shifted sums cannot overflow either.
+//   qu8s8_gemm_8x32_avx512vnni, _8x16_avx512vnni256, _8x16_avxvnni (q8_gemm_vnni.h): vpdpbusd,
+//     u8×s8 → int32 in one instruction with no int16 step, exact; W packed in panels of 32 or 16
+//     columns, once per weight (q8_pack_w, at load) or per call panel by panel.
 //   qu8s8_gemm_scalar: plain int32 loops (the portable fallback; the compiler may vectorise them,
 //     which is exact too: C integer arithmetic never saturates).
 // All kernels give the same int32 sums bit for bit (tests/unit/quant_ops_test.cpp runs each one
@@ -49,20 +52,34 @@ struct Q8PackedA {
   int k16 = 0;  // stride and width of a16
 };
 
-// Columns per tile of the SIMD kernels: callers split N in multiples of it.
-constexpr int kQ8TileN = 4;
+// The u8×s8 GEMM kernels.
+enum class Q8Kernel { kScalar, kAvx2, kNeon, kNeonDot, kAvx512Vnni, kAvx512Vnni256, kAvxVnni };
 
-// The u8×s8 GEMM kernels, in order of preference on their architecture.
-enum class Q8Kernel { kScalar, kAvx2, kNeon, kNeonDot };
+// Every kernel, scalar first (for tests and `--help` texts).
+constexpr Q8Kernel kAllQ8Kernels[] = {
+    Q8Kernel::kScalar,     Q8Kernel::kAvx2,          Q8Kernel::kNeon,   Q8Kernel::kNeonDot,
+    Q8Kernel::kAvx512Vnni, Q8Kernel::kAvx512Vnni256, Q8Kernel::kAvxVnni};
 
-// "scalar", "avx2", "neon", "neondot".
+// "scalar", "avx2", "neon", "neondot", "avx512vnni", "avx512vnni256", "avxvnni".
 const char* q8_kernel_name(Q8Kernel k);
 
-// True when kernel k can run on this CPU (checked once: cpuid on x86-64, HWCAP on aarch64).
+// True when kernel k can run on this CPU (checked once: cpuid and XGETBV — the OS must save the
+// ymm/zmm state — on x86-64, HWCAP on aarch64).
 bool q8_kernel_available(Q8Kernel k);
 
-// The fastest kernel this CPU can run.
+// The kernel the cpu backend uses: the one named by the environment variable BERTRT_Q8_KERNEL
+// when set (to measure e.g. the AVX2 path on a VNNI host; an unknown name or one this CPU cannot
+// run is an error naming the variable and the kernels it can run), else the fastest available:
+// avx512vnni > avxvnni > avx2 on x86-64, neondot > neon on aarch64.
 Q8Kernel q8_best_kernel();
+
+// Columns per tile of kernel k: callers split N in multiples of it.
+int q8_kernel_tile_n(Q8Kernel k);
+
+// Bytes of W [N, K] packed for kernel k by q8_pack_w; 0 when k reads W as it is.
+size_t q8_packed_w_bytes(Q8Kernel k, int N, int K);
+// Packs W [N, K] (row stride ldw) into dst (q8_packed_w_bytes bytes) for kernel k.
+void q8_pack_w(Q8Kernel k, int8_t* dst, const int8_t* W, int ldw, int N, int K);
 
 // True when kernel k reads A widened to int16 (Q8PackedA, q8_pack_a): the AVX2 tile.
 inline bool q8_kernel_packs_a(Q8Kernel k) { return k == Q8Kernel::kAvx2; }
@@ -70,10 +87,13 @@ inline bool q8_kernel_packs_a(Q8Kernel k) { return k == Q8Kernel::kAvx2; }
 // Widens the first k16 columns of A [M, K] (row stride lda) into a16 [M, k16].
 void q8_pack_a(int16_t* a16, const uint8_t* A, int lda, int M, int k16);
 
-// Output columns [n0, n1) for all M rows with kernel k (which must be available): acc from A (u8,
-// row stride lda), its packed form (only when q8_kernel_packs_a(k); otherwise pa may be empty)
-// and W [N, K] (row stride ldw), then `epi`.
+// Output columns [n0, n1) for all M rows with kernel k (which must be available; n0 a multiple of
+// q8_kernel_tile_n(k)): acc from A (u8, row stride lda), its widened form (only when
+// q8_kernel_packs_a(k); otherwise pa may be empty) and W [N, K] (row stride ldw) or, when
+// w_packed is non-null, q8_pack_w's packing of the whole W for kernel k; then `epi`. The VNNI
+// kernels need epi.a_zero_point in [0, 255] when epi.out is set (a quint8 zero point).
 void qu8s8_gemm(Q8Kernel k, int M, int n0, int n1, int K, const uint8_t* A, int lda,
-                const Q8PackedA& pa, const int8_t* W, int ldw, const Q8Epilogue& epi);
+                const Q8PackedA& pa, const int8_t* W, int ldw, const int8_t* w_packed,
+                const Q8Epilogue& epi);
 
 }  // namespace bertrt::cpu

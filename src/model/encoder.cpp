@@ -47,6 +47,7 @@ void carve(EncoderActs& a, Carver& cv, const BertConfig& c, int B, int T, bool t
       if (l < keep_from) {
         if (!alternate[0]) alternate[0] = cv.take(N * C), alternate[1] = cv.take(N * C);
         L.out = alternate[l % 2];
+        L.no_backward = true;
       } else {
         L.out = cv.take(N * C);  // recompute: the layer's output is all it keeps
       }

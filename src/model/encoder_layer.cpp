@@ -1,5 +1,7 @@
 #include "model/encoder_layer.h"
 
+#include <cmath>
+
 #include "model/bert_quant.h"
 #include "model/linear.h"
 
@@ -13,7 +15,11 @@ void encoder_layer_forward(Backend& be, const LayerActs& a, float* scores, const
   linear_forward(be, a.q, inp, w.query_w, w.query_b, N, C, C, 0, Q.query);
   linear_forward(be, a.k, inp, w.key_w, w.key_b, N, C, C, 0, Q.key);
   linear_forward(be, a.v, inp, w.value_w, w.value_b, N, C, C, 0, Q.value);
-  attention_forward(be, a.ctx, a.probs, scores, a.q, a.k, a.v, mask_add, d.att);
+  if (a.no_backward)
+    be.attention_forward_inference(a.ctx, a.probs, scores, a.q, a.k, a.v, mask_add, d.att.B,
+                                   d.att.NH, d.att.T, d.att.HS, 1.0f / std::sqrt(float(d.att.HS)));
+  else
+    attention_forward(be, a.ctx, a.probs, scores, a.q, a.k, a.v, mask_add, d.att);
   linear_forward(be, a.res1, a.ctx, w.attn_out_w, w.attn_out_b, N, C, C, 0, Q.attn_out);
   be.add(a.res1, a.res1, inp, size_t(N) * C);
   be.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, a.res1, w.attn_ln_w, w.attn_ln_b, N, C,
@@ -22,8 +28,7 @@ void encoder_layer_forward(Backend& be, const LayerActs& a, float* scores, const
   be.gelu_forward(a.inter, a.inter_pre, size_t(N) * I, d.gelu);
   linear_forward(be, a.res2, a.inter, w.out_w, w.out_b, N, I, C, 0, Q.out);
   be.add(a.res2, a.res2, a.ln1, size_t(N) * C);
-  be.layernorm_forward(a.out, a.ln2_mean, a.ln2_rstd, a.res2, w.out_ln_w, w.out_ln_b, N, C,
-                       d.eps);
+  be.layernorm_forward(a.out, a.ln2_mean, a.ln2_rstd, a.res2, w.out_ln_w, w.out_ln_b, N, C, d.eps);
 }
 
 void encoder_layer_backward(Backend& be, float* dinp, const LayerParams& dw,
@@ -39,20 +44,19 @@ void encoder_layer_backward(Backend& be, float* dinp, const LayerParams& dw,
                         a.ln2_rstd, N, C);
   be.copy(s.dln1, s.dres, NC * sizeof(float));  // residual: res2 = ffn(ln1) + ln1
   be.fill(s.dinter, 0.0f, NI);
-  linear_backward(be, s.dinter, dw.out_w, dw.out_b, s.dres, a.inter, w.out_w, N, I, C, 0, 0,
-                  Q.out);
+  linear_backward(be, s.dinter, dw.out_w, dw.out_b, s.dres, a.inter, w.out_w, N, I, C, 0, 0, Q.out);
   be.fill(s.dinter_pre, 0.0f, NI);
   be.gelu_backward(s.dinter_pre, a.inter_pre, s.dinter, NI, d.gelu);
-  linear_backward(be, s.dln1, dw.inter_w, dw.inter_b, s.dinter_pre, a.ln1, w.inter_w, N, C, I, 0,
-                  0, Q.inter);
+  linear_backward(be, s.dln1, dw.inter_w, dw.inter_b, s.dinter_pre, a.ln1, w.inter_w, N, C, I, 0, 0,
+                  Q.inter);
   // Attention block, from LayerNorm 1 back to the layer input.
   be.fill(s.dres, 0.0f, NC);
-  be.layernorm_backward(s.dres, dw.attn_ln_w, dw.attn_ln_b, s.dln1, a.res1, w.attn_ln_w,
-                        a.ln1_mean, a.ln1_rstd, N, C);
+  be.layernorm_backward(s.dres, dw.attn_ln_w, dw.attn_ln_b, s.dln1, a.res1, w.attn_ln_w, a.ln1_mean,
+                        a.ln1_rstd, N, C);
   be.add(dinp, dinp, s.dres, NC);  // residual: res1 = attn(inp) + inp
   be.fill(s.dctx, 0.0f, NC);
-  linear_backward(be, s.dctx, dw.attn_out_w, dw.attn_out_b, s.dres, a.ctx, w.attn_out_w, N, C,
-                  C, 0, 0, Q.attn_out);
+  linear_backward(be, s.dctx, dw.attn_out_w, dw.attn_out_b, s.dres, a.ctx, w.attn_out_w, N, C, C, 0,
+                  0, Q.attn_out);
   be.fill(s.dq, 0.0f, NC);
   be.fill(s.dk, 0.0f, NC);
   be.fill(s.dv, 0.0f, NC);

@@ -13,17 +13,20 @@ struct LayerQuant;
 
 // What the forward keeps for the backward, per layer.
 struct LayerActs {
-  float *q, *k, *v;          // [N, C]
-  float* probs;              // [B, NH, T, T]
-  float* ctx;                // [N, C]
-  float* res1;               // [N, C] inp + attention output (LayerNorm 1 input)
-  float* ln1;                // [N, C]
+  float *q, *k, *v;            // [N, C]
+  float* probs;                // [B, NH, T, T]
+  float* ctx;                  // [N, C]
+  float* res1;                 // [N, C] inp + attention output (LayerNorm 1 input)
+  float* ln1;                  // [N, C]
   float *ln1_mean, *ln1_rstd;  // [N]
-  float* inter_pre;          // [N, I] before GELU
-  float* inter;              // [N, I] after GELU
-  float* res2;               // [N, C] ln1 + FFN output (LayerNorm 2 input)
-  float* out;                // [N, C]
+  float* inter_pre;            // [N, I] before GELU
+  float* inter;                // [N, I] after GELU
+  float* res2;                 // [N, C] ln1 + FFN output (LayerNorm 2 input)
+  float* out;                  // [N, C]
   float *ln2_mean, *ln2_rstd;  // [N]
+  // No backward runs through this layer (inference, frozen layers): probs need not be kept, and
+  // the attention runs fused (Backend::attention_forward_inference).
+  bool no_backward = false;
 };
 
 // Gradient scratch shared by all layers (the backward visits one layer at a time).

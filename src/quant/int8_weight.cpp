@@ -34,7 +34,8 @@ Int8Weight quantize_weight_s8(const float* w, int rows, int cols) {
   out.scale.resize(static_cast<size_t>(rows));
   for (int r = 0; r < rows; ++r) {
     float m = 0.0f;
-    for (int c = 0; c < cols; ++c) m = std::fmax(m, std::fabs(w[static_cast<size_t>(r) * cols + c]));
+    for (int c = 0; c < cols; ++c)
+      m = std::fmax(m, std::fabs(w[static_cast<size_t>(r) * cols + c]));
     out.scale[r] = symmetric_scale(m, kWeightQMin, kWeightQMax);
   }
   out.q.resize(static_cast<size_t>(rows) * cols);
@@ -56,8 +57,12 @@ void int8_linear_forward(Backend& be, float* out, const float* x, int rows, int 
       be.quantize_u8(xq + static_cast<size_t>(r) * K, x + static_cast<size_t>(r) * lda,
                      static_cast<size_t>(K), act.scale, act.zero_point);
   }
-  be.linear_u8s8(out, w.rows, xq, K, act.scale, act.zero_point, w.q, w.scale, w.row_sum, bias, rows,
-                 w.rows, K);
+  if (w.packed)
+    be.linear_u8s8_packed(out, w.rows, xq, K, act.scale, act.zero_point, w.q, w.packed, w.scale,
+                          w.row_sum, bias, rows, w.rows, K);
+  else
+    be.linear_u8s8(out, w.rows, xq, K, act.scale, act.zero_point, w.q, w.scale, w.row_sum, bias,
+                   rows, w.rows, K);
 }
 
 }  // namespace bertrt

@@ -21,6 +21,8 @@ struct Int8WeightView {
   const float* scale = nullptr;      // [rows]
   const int32_t* row_sum = nullptr;  // [rows], Σ_c q[r, c] (the activation zero-point correction)
   int rows = 0, cols = 0;
+  const int8_t* packed =
+      nullptr;  // q in the backend's GEMM layout (Backend::pack_q8_weight) or null
 };
 
 // An owned int8 weight.
@@ -34,13 +36,24 @@ struct Int8Weight {
 
 // An int8 weight as a backend reads it: the host arrays themselves where the backend takes host
 // pointers, else copies uploaded on first use (a weight's host arrays never change in place).
+// The backend's packed layout of q is made here on first use, once per backend.
 struct Int8WeightMirror {
   ConstMirror<int8_t> q;
   ConstMirror<float> scale;
   ConstMirror<int32_t> row_sum;
+  DeviceArray<int8_t> packed;
+  const int8_t* packed_src = nullptr;
   Int8WeightView on(Backend& be, const Int8WeightView& w) {
-    return {q.on(be, w.q, size_t(w.rows) * w.cols), scale.on(be, w.scale, size_t(w.rows)),
-            row_sum.on(be, w.row_sum, size_t(w.rows)), w.rows, w.cols};
+    Int8WeightView v{q.on(be, w.q, size_t(w.rows) * w.cols), scale.on(be, w.scale, size_t(w.rows)),
+                     row_sum.on(be, w.row_sum, size_t(w.rows)), w.rows, w.cols};
+    const size_t bytes = be.q8_packed_weight_bytes(w.rows, w.cols);
+    if (bytes == 0) return v;
+    if (packed.backend() != &be || !packed.alive() || packed_src != w.q || packed.size() != bytes) {
+      be.pack_q8_weight(packed.ensure(be, bytes), v.q, w.rows, w.cols);
+      packed_src = w.q;
+    }
+    v.packed = packed.data();
+    return v;
   }
 };
 

@@ -184,15 +184,16 @@ TEST(GemmU8S8, SweepOfOddSizesBitExact) {
         ASSERT_TRUE(test::compare_gemm_u8s8(ref, cpu, M, N, K, 1000 + M * 131 + N * 17 + K));
 }
 
-// Every u8×s8 kernel this CPU can run (scalar, AVX2 on x86-64; NEON and NEON dot product on
-// aarch64, which CI runs under qemu) called directly against the scalar loops: raw int32 sums and
-// the dequantized epilogue, strided rows, K tails, and the extremes, including the longest K with
-// a = 0, w = −128, where the dot-product kernel's shifted sum (+2^30) and its correction (−2^30)
-// must cancel exactly.
+// Every u8×s8 kernel this CPU can run (scalar, AVX2, the AVX-512 VNNI zmm and ymm kernels and
+// AVX-VNNI on x86-64; NEON and NEON dot product on aarch64, which CI runs under qemu) called
+// directly against the scalar loops: raw int32 sums and the dequantized epilogue, strided rows, K
+// tails, W packed per call and packed once (q8_pack_w), and the extremes, including the longest K
+// with a = 0, w = −128, where the dot-product kernel's shifted sum (+2^30) and its correction
+// (−2^30) must cancel exactly.
 TEST(GemmU8S8, EveryKernelOfThisCpuEqualsTheScalarLoops) {
   using cpu::Q8Kernel;
   auto run = [](Q8Kernel k, int M, int N, int K, int pad, const std::vector<uint8_t>& A,
-                const std::vector<int8_t>& W) {
+                const std::vector<int8_t>& W, bool prepack) {
     const int lda = K + pad, ldw = K + pad / 2;
     std::vector<int16_t> a16;
     cpu::Q8PackedA pa;
@@ -202,6 +203,8 @@ TEST(GemmU8S8, EveryKernelOfThisCpuEqualsTheScalarLoops) {
       cpu::q8_pack_a(a16.data(), A.data(), lda, M, pa.k16);
       pa.a16 = a16.data();
     }
+    std::vector<int8_t> wp(prepack ? cpu::q8_packed_w_bytes(k, N, K) : 0);
+    if (!wp.empty()) cpu::q8_pack_w(k, wp.data(), W.data(), ldw, N, K);
     std::vector<int32_t> c(static_cast<size_t>(M) * N), wsum(N);
     for (int n = 0; n < N; ++n)
       for (int kk = 0; kk < K; ++kk) wsum[n] += W[static_cast<size_t>(n) * ldw + kk];
@@ -210,39 +213,53 @@ TEST(GemmU8S8, EveryKernelOfThisCpuEqualsTheScalarLoops) {
     cpu::Q8Epilogue epi;
     epi.c = c.data(), epi.ldc = N, epi.out = out.data(), epi.ldo = N, epi.a_scale = 0.02f;
     epi.a_zero_point = 117, epi.w_scale = ws.data(), epi.w_sum = wsum.data(), epi.bias = bias.data();
-    // Two calls over column ranges, as the thread pool splits them (whole tiles of kQ8TileN).
-    const int split = std::min(N, cpu::kQ8TileN * ((N / cpu::kQ8TileN + 1) / 2));
-    cpu::qu8s8_gemm(k, M, 0, split, K, A.data(), lda, pa, W.data(), ldw, epi);
-    cpu::qu8s8_gemm(k, M, split, N, K, A.data(), lda, pa, W.data(), ldw, epi);
+    // Two calls over column ranges, as the thread pool splits them (whole tiles of the kernel).
+    const int tile = cpu::q8_kernel_tile_n(k);
+    const int split = std::min(N, tile * ((N / tile + 1) / 2));
+    const int8_t* p = wp.empty() ? nullptr : wp.data();
+    cpu::qu8s8_gemm(k, M, 0, split, K, A.data(), lda, pa, W.data(), ldw, p, epi);
+    cpu::qu8s8_gemm(k, M, split, N, K, A.data(), lda, pa, W.data(), ldw, p, epi);
     return std::pair{c, out};
   };
-  std::string tested;
-  for (Q8Kernel k : {Q8Kernel::kAvx2, Q8Kernel::kNeon, Q8Kernel::kNeonDot}) {
-    if (!cpu::q8_kernel_available(k)) continue;
+  std::string tested, skipped;
+  for (Q8Kernel k : cpu::kAllQ8Kernels) {
+    if (k == Q8Kernel::kScalar) continue;
+    if (!cpu::q8_kernel_available(k)) {
+      skipped += std::string(skipped.empty() ? "" : ", ") + cpu::q8_kernel_name(k);
+      continue;
+    }
     tested += std::string(tested.empty() ? "" : ", ") + cpu::q8_kernel_name(k);
-    for (int M : {1, 2, 3, 5})
-      for (int N : {1, 3, 4, 5, 9})
-        for (int K : {1, 15, 16, 17, 33, 64, 100})
-          for (int pad : {0, 6}) {
-            const uint32_t seed = 7000 + M * 131 + N * 17 + K + pad;
-            const auto A = test::random_u8(static_cast<size_t>(M) * (K + pad), seed);
-            const auto W = test::random_s8(static_cast<size_t>(N) * (K + pad / 2), seed + 1, -128, 127);
-            const auto want = run(Q8Kernel::kScalar, M, N, K, pad, A, W);
-            const auto got = run(k, M, N, K, pad, A, W);
-            ASSERT_TRUE(all_equal(want.first, got.first)) << cpu::q8_kernel_name(k) << " M=" << M << " N=" << N << " K=" << K << " pad=" << pad;
-            ASSERT_EQ(0, std::memcmp(want.second.data(), got.second.data(), want.second.size() * sizeof(float)))
-                << cpu::q8_kernel_name(k) << " dequantized, M=" << M << " N=" << N << " K=" << K;
-          }
+    const bool packs = cpu::q8_packed_w_bytes(k, 1, 1) > 0;
+    for (bool prepack : {false, true}) {
+      if (prepack && !packs) continue;
+      for (int M : {1, 2, 3, 5, 8, 9, 17})
+        for (int N : {1, 3, 4, 5, 9, 16, 17, 33, 65})
+          for (int K : {1, 2, 3, 4, 5, 15, 16, 17, 33, 64, 100})
+            for (int pad : {0, 6}) {
+              const uint32_t seed = 7000 + M * 131 + N * 17 + K + pad;
+              const auto A = test::random_u8(static_cast<size_t>(M) * (K + pad), seed);
+              const auto W = test::random_s8(static_cast<size_t>(N) * (K + pad / 2), seed + 1, -128, 127);
+              const auto want = run(Q8Kernel::kScalar, M, N, K, pad, A, W, false);
+              const auto got = run(k, M, N, K, pad, A, W, prepack);
+              ASSERT_TRUE(all_equal(want.first, got.first))
+                  << cpu::q8_kernel_name(k) << " M=" << M << " N=" << N << " K=" << K << " pad=" << pad
+                  << " prepacked=" << prepack;
+              ASSERT_EQ(0, std::memcmp(want.second.data(), got.second.data(), want.second.size() * sizeof(float)))
+                  << cpu::q8_kernel_name(k) << " dequantized, M=" << M << " N=" << N << " K=" << K
+                  << " prepacked=" << prepack;
+            }
+    }
     for (auto [a, w] : {std::pair{0, -128}, std::pair{255, -128}, std::pair{255, 127}, std::pair{0, 127}}) {
       const int M = 3, N = 5, K = kMaxQ8K;
       const std::vector<uint8_t> A(static_cast<size_t>(M) * K, static_cast<uint8_t>(a));
       const std::vector<int8_t> W(static_cast<size_t>(N) * K, static_cast<int8_t>(w));
-      const auto got = run(k, M, N, K, 0, A, W);
+      const auto got = run(k, M, N, K, 0, A, W, packs);
       EXPECT_TRUE(all_equal(std::vector<int32_t>(got.first.size(), int32_t{a} * w * K), got.first))
           << cpu::q8_kernel_name(k) << " a=" << a << " w=" << w;
     }
   }
   std::cout << "kernels checked against the scalar loops: " << (tested.empty() ? "none (scalar only)" : tested)
+            << "; not runnable on this CPU: " << (skipped.empty() ? "none" : skipped)
             << "; chosen for this CPU: " << cpu::q8_kernel_name(cpu::q8_best_kernel()) << "\n";
   RecordProperty("kernels", tested);
 }

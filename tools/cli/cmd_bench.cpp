@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <random>
 
+#include "backends/cpu/q8_gemm.h"
 #include "common.h"
 #include "core/error.h"
 #include "io/model_io.h"
@@ -61,6 +62,8 @@ void add_bench(CLI::App& app) {
     const double median = ms[ms.size() / 2], best = ms.front();
     const double mb = std::filesystem::file_size(o->model) / 1e6;
     const char* mode = quant_mode_name(model.quant_mode());
+    // The cpu backend's u8×s8 kernel (BERTRT_Q8_KERNEL or the CPU's best): what an int8 row ran.
+    const char* int8_kernel = cpu::q8_kernel_name(cpu::q8_best_kernel());
     if (o->json) {
       fmt::print("{}\n", nlohmann::json{{"model", o->model},
                                         {"mode", mode},
@@ -69,12 +72,15 @@ void add_bench(CLI::App& app) {
                                         {"seq_len", o->seq_len},
                                         {"median_ms", median},
                                         {"min_ms", best},
-                                        {"iters", o->iters}}
+                                        {"iters", o->iters},
+                                        {"int8_kernel", int8_kernel}}
                              .dump());
       return;
     }
-    fmt::print("{} ({}, {:.2f} MB) B={} T={}: median {:.2f} ms, min {:.2f} ms over {} runs\n",
-               o->model, mode, mb, o->batch_size, o->seq_len, median, best, o->iters);
+    fmt::print(
+        "{} ({}, {:.2f} MB) B={} T={}: median {:.2f} ms, min {:.2f} ms over {} runs (int8 kernel "
+        "{})\n",
+        o->model, mode, mb, o->batch_size, o->seq_len, median, best, o->iters, int8_kernel);
   });
 }
 

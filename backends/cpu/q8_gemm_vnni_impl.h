@@ -1,0 +1,174 @@
+// The VNNI GEMM loop nest, one template for the three ISA files (q8_gemm_vnni.h). Included by
+// exactly those files, after they define `struct Isa` (vector type V, kLanes int32 lanes, zero,
+// load, bcast, dot, store) in an anonymous namespace: everything here has internal linkage, so
+// each file's copy is built with its own -m flags and cannot stand in for another's.
+#pragma once
+
+#include <cstring>
+
+#include "backends/cpu/q8_gemm_vnni.h"
+
+namespace bertrt::cpu {
+namespace {
+
+// c += the 4-byte dot products of a (u8) and b (s8), as inline assembly: with the intrinsics GCC 12
+// copies every accumulator once per iteration (vmovdqa between two registers per vpdpbusd) and
+// spills some; tied to one register ("+v") it keeps each in place.
+#define BERTRT_VPDPBUSD(insn, c, a, b)                                              \
+  ([](auto acc, auto x, auto y) {                                                   \
+    __asm__(insn " %[y], %[x], %[acc]" : [acc] "+v"(acc) : [x] "v"(x), [y] "v"(y)); \
+    return acc;                                                                     \
+  }(c, a, b))
+
+constexpr int kVnniMR = 8;  // rows of A per tile: 2·8 accumulators + 2 W vectors + 1 broadcast
+
+inline int imin(int a, int b) { return a < b ? a : b; }
+
+// acc [MR][2·kLanes] = Σ_k A[i, k]·panel[k][j], the K tail (K % 4 values) read byte by byte so
+// no load passes the end of a row (the panel is zero there). The 16 accumulators are named
+// variables: GCC keeps an array of vectors in memory (copies and spills every iteration).
+template <class Isa, int MR>
+inline void vnni_tile(int32_t* acc, const uint8_t* A, int lda, const int8_t* panel, int K) {
+  using V = typename Isa::V;
+  constexpr int L = Isa::kLanes;
+  constexpr int NRP = 2 * L;
+  V c00 = Isa::zero(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
+    c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00;
+  const uint8_t* a0 = A;
+  const uint8_t* a1 = a0 + (MR > 1 ? lda : 0);
+  const uint8_t* a2 = a1 + (MR > 2 ? lda : 0);
+  const uint8_t* a3 = a2 + (MR > 3 ? lda : 0);
+  const uint8_t* a4 = a3 + (MR > 4 ? lda : 0);
+  const uint8_t* a5 = a4 + (MR > 5 ? lda : 0);
+  const uint8_t* a6 = a5 + (MR > 6 ? lda : 0);
+  const uint8_t* a7 = a6 + (MR > 7 ? lda : 0);
+  const int k4 = K / 4, rem = K - 4 * k4;
+  const int8_t* b = panel;
+#define BERTRT_VNNI_ROW(i, LOAD)         \
+  if constexpr (MR > i) {                \
+    const V av = Isa::bcast(LOAD(a##i)); \
+    c##i##0 = Isa::dot(c##i##0, av, b0); \
+    c##i##1 = Isa::dot(c##i##1, av, b1); \
+  }
+#define BERTRT_VNNI_ROWS(LOAD) \
+  BERTRT_VNNI_ROW(0, LOAD)     \
+  BERTRT_VNNI_ROW(1, LOAD)     \
+  BERTRT_VNNI_ROW(2, LOAD)     \
+  BERTRT_VNNI_ROW(3, LOAD)     \
+  BERTRT_VNNI_ROW(4, LOAD)     \
+  BERTRT_VNNI_ROW(5, LOAD)     \
+  BERTRT_VNNI_ROW(6, LOAD)     \
+  BERTRT_VNNI_ROW(7, LOAD)
+  int q = 0;
+  auto quad = [&q](const uint8_t* p) {
+    int32_t x;
+    std::memcpy(&x, p + 4 * q, 4);
+    return x;
+  };
+  for (; q < k4; ++q, b += NRP * 4) {
+    const V b0 = Isa::load(b), b1 = Isa::load(b + L * 4);
+    BERTRT_VNNI_ROWS(quad)
+  }
+  if (rem) {
+    auto part = [k4, rem](const uint8_t* p) {
+      int32_t x = 0;
+      std::memcpy(&x, p + 4 * k4, static_cast<size_t>(rem));
+      return x;
+    };
+    const V b0 = Isa::load(b), b1 = Isa::load(b + L * 4);
+    BERTRT_VNNI_ROWS(part)
+  }
+#undef BERTRT_VNNI_ROWS
+#undef BERTRT_VNNI_ROW
+  Isa::store(acc, c00), Isa::store(acc + L, c01);
+  if constexpr (MR > 1) Isa::store(acc + 1 * NRP, c10), Isa::store(acc + 1 * NRP + L, c11);
+  if constexpr (MR > 2) Isa::store(acc + 2 * NRP, c20), Isa::store(acc + 2 * NRP + L, c21);
+  if constexpr (MR > 3) Isa::store(acc + 3 * NRP, c30), Isa::store(acc + 3 * NRP + L, c31);
+  if constexpr (MR > 4) Isa::store(acc + 4 * NRP, c40), Isa::store(acc + 4 * NRP + L, c41);
+  if constexpr (MR > 5) Isa::store(acc + 5 * NRP, c50), Isa::store(acc + 5 * NRP + L, c51);
+  if constexpr (MR > 6) Isa::store(acc + 6 * NRP, c60), Isa::store(acc + 6 * NRP + L, c61);
+  if constexpr (MR > 7) Isa::store(acc + 7 * NRP, c70), Isa::store(acc + 7 * NRP + L, c71);
+}
+
+template <class Isa>
+inline void vnni_tile_rows(int mr, int32_t* acc, const uint8_t* A, int lda, const int8_t* panel,
+                           int K) {
+  switch (mr) {
+    case 8:
+      return vnni_tile<Isa, 8>(acc, A, lda, panel, K);
+    case 7:
+      return vnni_tile<Isa, 7>(acc, A, lda, panel, K);
+    case 6:
+      return vnni_tile<Isa, 6>(acc, A, lda, panel, K);
+    case 5:
+      return vnni_tile<Isa, 5>(acc, A, lda, panel, K);
+    case 4:
+      return vnni_tile<Isa, 4>(acc, A, lda, panel, K);
+    case 3:
+      return vnni_tile<Isa, 3>(acc, A, lda, panel, K);
+    case 2:
+      return vnni_tile<Isa, 2>(acc, A, lda, panel, K);
+    default:
+      return vnni_tile<Isa, 1>(acc, A, lda, panel, K);
+  }
+}
+
+// The loop nest: per panel of columns (packed once, or here into panel_buf, then read from L1/L2
+// for every row of A), tiles of 8 rows, then the epilogue of q8_gemm.cpp's store() in the same
+// order of operations (these files are built with -ffp-contract=off: no FMA, results identical to
+// the scalar kernel's). acc − zp·Σw is computed in int32: exact for zp ∈ [0, 255] and K ≤ kMaxQ8K.
+template <class Isa>
+void vnni_gemm(int M, int n0, int n1, int K, const uint8_t* A, int lda, const int8_t* W, int ldw,
+               const int8_t* w_packed, int8_t* panel_buf, const Q8Epilogue& e) {
+  constexpr int NRP = 2 * Isa::kLanes;
+  const size_t panel_bytes = vnni_panel_bytes(NRP, K);
+  alignas(64) int32_t acc[kVnniMR * NRP];
+  alignas(64) int32_t zw[NRP];
+  alignas(64) float s[NRP], bias[NRP];
+  for (int n = n0; n < n1; n += NRP) {
+    const int nr = imin(NRP, n1 - n);
+    const int8_t* panel;
+    if (w_packed) {
+      panel = w_packed + static_cast<size_t>(n / NRP) * panel_bytes;
+    } else {
+      vnni_pack_panel(panel_buf, W, ldw, n, nr, K, NRP);
+      panel = panel_buf;
+    }
+    if (e.out)
+      for (int j = 0; j < nr; ++j) {
+        zw[j] = static_cast<int32_t>(static_cast<uint32_t>(e.a_zero_point) *
+                                     static_cast<uint32_t>(e.w_sum[n + j]));
+        s[j] = e.a_scale * e.w_scale[n + j];
+        bias[j] = e.bias ? e.bias[n + j] : 0.0f;
+      }
+    for (int m = 0; m < M; m += kVnniMR) {
+      const int mr = imin(kVnniMR, M - m);
+      vnni_tile_rows<Isa>(mr, acc, A + static_cast<size_t>(m) * lda, lda, panel, K);
+      for (int i = 0; i < mr; ++i) {
+        const int32_t* r = acc + i * NRP;
+        if (e.c) {
+          int32_t* c = e.c + static_cast<size_t>(m + i) * e.ldc + n;
+          for (int j = 0; j < nr; ++j) c[j] = r[j];
+        }
+        if (e.out) {
+          float* o = e.out + static_cast<size_t>(m + i) * e.ldo + n;
+          if (e.bias) {
+            for (int j = 0; j < nr; ++j)
+              o[j] = static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(r[j]) -
+                                                             static_cast<uint32_t>(zw[j]))) *
+                         s[j] +
+                     bias[j];
+          } else {
+            for (int j = 0; j < nr; ++j)
+              o[j] = static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(r[j]) -
+                                                             static_cast<uint32_t>(zw[j]))) *
+                     s[j];
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace bertrt::cpu
