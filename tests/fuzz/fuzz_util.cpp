@@ -56,8 +56,12 @@ void remove_scratch() {
 
 const std::string& scratch_dir() {
   if (g_scratch.empty()) {
+    // /dev/shm when there is one: the TF bundle target writes two files an input.
     const char* tmp = std::getenv("TMPDIR");
-    std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/bertrt-fuzz-XXXXXX";
+    const std::string base = tmp && *tmp                                 ? tmp
+                             : std::filesystem::is_directory("/dev/shm") ? "/dev/shm"
+                                                                         : "/tmp";
+    std::string tmpl = base + "/bertrt-fuzz-XXXXXX";
     if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
     g_scratch = tmpl;
     std::atexit(remove_scratch);
