@@ -22,11 +22,13 @@ while (($#)); do
     *) TARGETS+=("$1"); shift ;;
   esac
 done
-B=build-fuzz
+B=${BERTRT_FUZZ_BUILD:-build-fuzz}  # the build folder (CI and by-hand runs may keep their own)
 command -v clang++-14 >/dev/null || { echo "fuzz.sh: clang++-14 missing (scripts/setup.sh installs clang-14 and libclang-rt-14-dev)" >&2; exit 1; }
 cmake -S . -B $B -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-14 \
   -DCMAKE_CXX_COMPILER=clang++-14 -DBERTRT_FUZZ=ON -DBERTRT_BUILD_TESTS=OFF -DBERTRT_VULKAN=OFF >/dev/null
+start=$(date +%s)
 nice -n "$NICE" cmake --build $B --target fuzz_targets -j"$(nproc)" >/dev/null
+echo "fuzz.sh: built the targets in $(($(date +%s) - start)) s" >&2
 if ((${#TARGETS[@]} == 0)); then
   for f in tests/fuzz/corpus/*/; do TARGETS+=("$(basename "$f")"); done
 fi

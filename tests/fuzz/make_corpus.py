@@ -165,8 +165,8 @@ def main():
 
     for p, n in [("enwiki/enwiki_valid_1000docs.txt", "enwiki"), ("austen/persuasion.txt", "austen"),
                  ("gutenberg/blake-poems.txt", "blake")]:
-        put("corpus", n + "_split", b"\x02" + read(os.path.join(DATA, "corpus", p), 3000))
-        put("corpus", n + "_nsp", b"\x05" + read(os.path.join(DATA, "corpus", p), 2000))
+        put("corpus", n + "_split", b"\x02" + read(os.path.join(DATA, "corpus", p), 1200))
+        put("corpus", n + "_nsp", b"\x05" + read(os.path.join(DATA, "corpus", p), 800))
 
 
 main()
