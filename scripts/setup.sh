@@ -6,11 +6,11 @@ cd "$(dirname "$0")/.."
 PKGS=(cmake g++ make pkg-config libopenblas-dev libpthreadpool-dev libflatbuffers-dev flatbuffers-compiler
       libutf8proc-dev nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev python3-torch
       libzip-dev libsnappy-dev time
-      clang-14 libclang-rt-14-dev
       libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers)
 # (The Vulkan backend: headers and glslc to build; lavapipe, a CPU Vulkan device, and the Khronos
 # validation layer for its tests. The binary opens the loader at run time, so boards need none.)
-# (clang-14 and libclang-rt-14-dev: libFuzzer for the fuzz targets, scripts/fuzz.sh.)
+# libFuzzer (clang-14, libclang-rt-14-dev) for the fuzz targets (scripts/fuzz.sh).
+PKGS+=(clang-14 libclang-rt-14-dev)
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then
