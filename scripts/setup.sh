@@ -12,6 +12,8 @@ PKGS=(cmake g++ make pkg-config libopenblas-dev libpthreadpool-dev libflatbuffer
 # (The Vulkan backend: headers and glslc to build; lavapipe, a CPU Vulkan device, and the Khronos
 # validation layer for its tests. The binary opens the loader at run time, so boards need none.)
 # (python3-onnx: bench/side_by_side.sh builds the ONNX Runtime peers' graphs; benchmarks only.)
+# libFuzzer (clang-14, libclang-rt-14-dev) for the fuzz targets (scripts/fuzz.sh).
+PKGS+=(clang-14 libclang-rt-14-dev)
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then

@@ -29,11 +29,20 @@ Decoded decode_with_offsets(const std::string& text) {
   std::u32string one;
   for (size_t i = 0; i < text.size();) {
     const unsigned char lead = static_cast<unsigned char>(text[i]);
-    const size_t len = lead < 0x80 ? 1 : (lead >> 5) == 6 ? 2 : (lead >> 4) == 14 ? 3
-                                                : (lead >> 3) == 30 ? 4 : 1;
+    const size_t len = lead < 0x80         ? 1
+                       : (lead >> 5) == 6  ? 2
+                       : (lead >> 4) == 14 ? 3
+                       : (lead >> 3) == 30 ? 4
+                                           : 1;
     one.clear();
     if (i + len <= text.size()) unicode::decode_utf8(std::string_view(text).substr(i, len), one);
-    if (one.size() == 1) {
+    // A malformed lead is dropped by decode_utf8 and the bytes after it decoded on their own, which
+    // can also give one code point (0xE6 ' ' 0xC3 gives ' '): only a code point that takes all
+    // `len` bytes is this sequence (fuzz_tokenizer regression).
+    const auto encoded_len = [](char32_t c) -> size_t {
+      return c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+    };
+    if (one.size() == 1 && encoded_len(one[0]) == len) {
       d.cps.push_back(one[0]);
       d.begin.push_back(i);
       d.end.push_back(i + len);
@@ -47,9 +56,11 @@ Decoded decode_with_offsets(const std::string& text) {
 
 // Longest special token (case-sensitive, before any cleaning) starting at code point i, in code
 // points; 0 when none.
-size_t special_at(const Decoded& d, size_t i, const TokenizerOptions& o, const std::string*& which) {
+size_t special_at(const Decoded& d, size_t i, const TokenizerOptions& o,
+                  const std::string*& which) {
   size_t best = 0;
-  for (const std::string* t : {&o.unk_token, &o.sep_token, &o.pad_token, &o.cls_token, &o.mask_token}) {
+  for (const std::string* t :
+       {&o.unk_token, &o.sep_token, &o.pad_token, &o.cls_token, &o.mask_token}) {
     std::u32string cps;
     unicode::decode_utf8(*t, cps);
     if (cps.empty() || cps.size() > d.cps.size() - i || cps.size() <= best) continue;

@@ -7,36 +7,17 @@
 
 #include "common.h"
 #include "core/error.h"
+#include "forward_input.h"
 #include "io/model_io.h"
 
 namespace bertrt::cli {
 
 namespace {
 
-std::vector<int32_t> int_list(const nlohmann::json& j, const char* key, size_t line, bool required,
-                              size_t expect_len) {
-  if (!j.contains(key)) {
-    if (required) fail("stdin line {}: field \"{}\" is missing", line, key);
-    return {};
-  }
-  const auto& a = j[key];
-  if (!a.is_array()) fail("stdin line {}: \"{}\" must be a list of integers", line, key);
-  std::vector<int32_t> v;
-  for (const auto& x : a) {
-    // Range-checked before narrowing: 4294967397 must not wrap around to 101.
-    if (!x.is_number_integer() || x.get<int64_t>() < INT32_MIN || x.get<int64_t>() > INT32_MAX ||
-        (x.is_number_unsigned() && x.get<uint64_t>() > uint64_t(INT32_MAX)))
-      fail("stdin line {}: \"{}\" must be a list of 32-bit integers, got {}", line, key, x.dump());
-    v.push_back(x.get<int32_t>());
-  }
-  if (expect_len && v.size() != expect_len)
-    fail("stdin line {}: \"{}\" has {} entries, input_ids has {}", line, key, v.size(), expect_len);
-  return v;
-}
-
 nlohmann::json matrix(const float* x, size_t rows, size_t cols) {
   nlohmann::json m = nlohmann::json::array();
-  for (size_t r = 0; r < rows; ++r) m.push_back(std::vector<float>(x + r * cols, x + (r + 1) * cols));
+  for (size_t r = 0; r < rows; ++r)
+    m.push_back(std::vector<float>(x + r * cols, x + (r + 1) * cols));
   return m;
 }
 
@@ -61,14 +42,10 @@ void add_forward(CLI::App& app) {
     const BertConfig& cfg = model.config();
     for_each_stdin_line([&](const std::string& line, size_t n) {
       if (line.empty()) return;
-      nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-      if (j.is_discarded() || !j.is_object()) fail("stdin line {}: not a JSON object", n);
-      const auto ids = int_list(j, "input_ids", n, true, 0);
-      if (ids.empty()) fail("stdin line {}: input_ids is empty", n);
-      const auto types = int_list(j, "token_type_ids", n, false, ids.size());
-      const auto mask = int_list(j, "attention_mask", n, false, ids.size());
-      for (int32_t m : mask)
-        if (m != 0 && m != 1) fail("stdin line {}: attention_mask values must be 0 or 1, got {}", n, m);
+      const ForwardInput fin = parse_forward_line(line, n);
+      const auto& ids = fin.input_ids;
+      const auto& types = fin.token_type_ids;
+      const auto& mask = fin.attention_mask;
       const int T = int(ids.size());
       EncoderInputs in{1, T, ids.data(), types.empty() ? nullptr : types.data(),
                        mask.empty() ? nullptr : mask.data()};

@@ -1,0 +1,47 @@
+#include "forward_input.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace bertrt::cli {
+
+namespace {
+
+std::vector<int32_t> int_list(const nlohmann::json& j, const char* key, size_t line, bool required,
+                              size_t expect_len) {
+  if (!j.contains(key)) {
+    if (required) fail("stdin line {}: field \"{}\" is missing", line, key);
+    return {};
+  }
+  const auto& a = j[key];
+  if (!a.is_array()) fail("stdin line {}: \"{}\" must be a list of integers", line, key);
+  std::vector<int32_t> v;
+  for (const auto& x : a) {
+    // Range-checked before narrowing: 4294967397 must not wrap around to 101.
+    if (!x.is_number_integer() || x.get<int64_t>() < INT32_MIN || x.get<int64_t>() > INT32_MAX ||
+        (x.is_number_unsigned() && x.get<uint64_t>() > uint64_t(INT32_MAX)))
+      fail("stdin line {}: \"{}\" must be a list of 32-bit integers, got {}", line, key, x.dump());
+    v.push_back(x.get<int32_t>());
+  }
+  if (expect_len && v.size() != expect_len)
+    fail("stdin line {}: \"{}\" has {} entries, input_ids has {}", line, key, v.size(), expect_len);
+  return v;
+}
+
+}  // namespace
+
+ForwardInput parse_forward_line(const std::string& line, size_t n) {
+  nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) fail("stdin line {}: not a JSON object", n);
+  ForwardInput in;
+  in.input_ids = int_list(j, "input_ids", n, true, 0);
+  if (in.input_ids.empty()) fail("stdin line {}: input_ids is empty", n);
+  in.token_type_ids = int_list(j, "token_type_ids", n, false, in.input_ids.size());
+  in.attention_mask = int_list(j, "attention_mask", n, false, in.input_ids.size());
+  for (int32_t m : in.attention_mask)
+    if (m != 0 && m != 1) fail("stdin line {}: attention_mask values must be 0 or 1, got {}", n, m);
+  return in;
+}
+
+}  // namespace bertrt::cli

@@ -1,0 +1,24 @@
+// One stdin line of `bertrt forward` ({"input_ids", "token_type_ids", "attention_mask"}) parsed
+// and checked, apart from the command so the fuzz target (tests/fuzz/fuzz_forward_jsonl.cpp)
+// drives exactly the code the CLI runs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace bertrt::cli {
+
+struct ForwardInput {
+  std::vector<int32_t> input_ids;       // non-empty
+  std::vector<int32_t> token_type_ids;  // empty or input_ids.size()
+  std::vector<int32_t> attention_mask;  // empty or input_ids.size(), values 0/1
+};
+
+// Throws bertrt::Error "stdin line N: ..." for a line that is not a JSON object, a missing or empty
+// input_ids, a field that is not a list of 32-bit integers, a length that differs from input_ids,
+// or an attention_mask value other than 0/1. Token ids are checked against the model later.
+ForwardInput parse_forward_line(const std::string& line, size_t n);
+
+}  // namespace bertrt::cli
