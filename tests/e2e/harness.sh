@@ -13,6 +13,21 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 pass=0 fail=0
 ok() { pass=$((pass + 1)); }
+# The step of a checkpoint (`bertrt info` prints "training   step N"), or nothing.
+step_of() { "$BIN" info "$1" 2>/dev/null | sed -n 's/^training *step \([0-9]*\)$/\1/p'; }
+# The largest "step" of the train lines of a metrics file (0 when none).
+progress_of() { { grep -o '"step":[0-9]*' "$1" 2>/dev/null || true; } | cut -d: -f2 | sort -n | tail -1 | sed 's/^$/0/'; }
+# wait_for_checkpoint FILE TRIES PAUSE: prints FILE's step as soon as it holds a checkpoint
+# (polling TRIES times, PAUSE seconds apart), nothing if it never did.
+wait_for_checkpoint() {
+  local s="" i
+  for i in $(seq "$2"); do
+    s=$(step_of "$1")
+    [ -n "$s" ] && break
+    sleep "$3"
+  done
+  echo "$s"
+}
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
 # expect_error NAME OUTFILE PATTERN -- CMD...: non-zero exit, stderr matches PATTERN, OUTFILE absent.

@@ -17,10 +17,6 @@ if [ ! -f "$TEXT" ]; then
   if [ "${BERTRT_REQUIRE_DATA:-0}" = 1 ]; then echo "required data missing: $TEXT"; exit 1; fi
   echo "SKIP: data missing ($TEXT)"; exit 0
 fi
-# The step of a checkpoint (`bertrt info` prints "training   step N"), or nothing.
-step_of() { "$BIN" info "$1" 2>/dev/null | sed -n 's/^training *step \([0-9]*\)$/\1/p'; }
-# The largest "step" of the train lines of a metrics file (0 when none).
-progress_of() { { grep -o '"step":[0-9]*' "$1" 2>/dev/null || true; } | cut -d: -f2 | sort -n | tail -1 | sed 's/^$/0/'; }
 
 head -c 200000 "$TEXT" > "$T/corpus.txt"
 tail -c 60000 "$TEXT" > "$T/valid.txt"
@@ -35,12 +31,7 @@ M=60
 "$BIN" pretrain --model "$T/init.brt" "${COMMON[@]}" --max-steps $M --save-steps 20 -o "$T/part.brt" \
   --metrics "$T/part.jsonl" > /dev/null 2>&1 &
 pid=$!
-saved=""
-for _ in $(seq 600); do  # wait for the first save, then kill at once
-  saved=$(step_of "$T/part.brt")
-  [ -n "$saved" ] && break
-  sleep 0.02
-done
+saved=$(wait_for_checkpoint "$T/part.brt" 600 0.02)  # the first save, then kill at once
 kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
 if [ -n "$saved" ] && [ "$saved" -lt $M ]; then
   ok

@@ -14,8 +14,6 @@ for f in "$TEXT" "$DATA/glue/SST-2/train.tsv"; do
     echo "SKIP: data missing ($f)"; exit 0
   fi
 done
-step_of() { "$BIN" info "$1" 2>/dev/null | sed -n 's/^training *step \([0-9]*\)$/\1/p'; }
-progress_of() { { grep -o '"step":[0-9]*' "$1" 2>/dev/null || true; } | cut -d: -f2 | sort -n | tail -1 | sed 's/^$/0/'; }
 
 head -c 200000 "$TEXT" > "$T/corpus.txt"
 head -n 600 "$DATA/glue/SST-2/train.tsv" > "$T/train.tsv"

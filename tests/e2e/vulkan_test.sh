@@ -47,17 +47,11 @@ if /usr/bin/python3 "$SRC/platforms/compare_runs.py" "$T/vulkan" "$T/cpu"; then 
 if /usr/bin/python3 "$SRC/platforms/compare_runs.py" --rtol 1e-3 "$T/vulkan/qat" "$T/cpu/qat"; then ok; else bad "QAT losses differ"; fi
 # kill -9 after the first checkpoint, then --resume, both on vulkan: byte-identical to the
 # uninterrupted vulkan run above (same flags, so the same file).
-step_of() { "$BIN" info "$1" 2>/dev/null | sed -n 's/^training *step \([0-9]*\)$/\1/p'; }
 PT=(--backend vulkan --corpus "$T/corpus.txt" --max-steps 20 --batch-size 4 --max-seq-length 32
     --learning-rate 1e-3 --seed 11 --save-steps 10)
 "$BIN" pretrain --model "$T/vulkan/init.brt" "${PT[@]}" -o "$T/killed.brt" > "$T/killed.log" 2>&1 &
 pid=$!
-saved=""
-for _ in $(seq 3000); do  # wait for the first save, then kill at once
-  saved=$(step_of "$T/killed.brt")
-  [ -n "$saved" ] && break
-  sleep 0.1
-done
+saved=$(wait_for_checkpoint "$T/killed.brt" 3000 0.1)  # the first save, then kill at once
 kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
 if [ -n "$saved" ] && [ "$saved" -lt 20 ]; then
   "$BIN" pretrain --resume "$T/killed.brt" "${PT[@]}" -o "$T/killed.brt" >> "$T/killed.log" 2>&1 &&
