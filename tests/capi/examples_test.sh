@@ -35,7 +35,9 @@ others=$(nm -D --defined-only "$P/lib/libbertrt.so" | awk '{print $3}' | grep -v
 export PKG_CONFIG_PATH=$P/lib/pkgconfig
 if cc -std=c99 -Wall -Wextra -Werror "$SRC/examples/classify.c" $(pkg-config --cflags --libs bertrt) -lm \
      -Wl,-rpath,"$P/lib" -o "$T/classify" 2>"$T/cc.log"; then ok; else bad "cc classify.c: $(head -5 "$T/cc.log")"; fi
-ldd "$T/classify" | grep -q "$P/lib/libbertrt.so.0" && ok || bad "classify does not load the installed libbertrt.so.0"
+# grep -F > /dev/null, not grep -q: with pipefail, grep -q's early exit can kill ldd with SIGPIPE.
+ldd "$T/classify" | grep -F "$P/lib/libbertrt.so.0" > /dev/null && ok ||
+  bad "classify does not load the installed libbertrt.so.0: $(ldd "$T/classify" | grep bertrt)"
 # examples/CMakeLists.txt: find_package(bertrt).
 if cmake -S "$SRC/examples" -B "$T/ex" -DCMAKE_PREFIX_PATH="$P" -DCMAKE_BUILD_TYPE=Release >"$T/ex.log" 2>&1 &&
    cmake --build "$T/ex" -j2 >>"$T/ex.log" 2>&1; then ok; else bad "examples/ with find_package: $(grep -m3 -i error "$T/ex.log")"; fi
@@ -77,7 +79,7 @@ out=$(cd "$T" && env -u BERTRT_LIBRARY PYTHONPATH="$PYDIR" /usr/bin/python3 -c "
 import bertrt
 m = bertrt.Model('$T/fp32.brt')
 print(m.predict(['a gorgeous, witty movie'])[0]['label'], bertrt.__file__)" 2>&1)
-echo "$out" | grep -q "^[01] $PYDIR/bertrt/__init__.py$" && ok || bad "installed Python module: $out"
+echo "$out" | grep "^[01] $PYDIR/bertrt/__init__.py$" > /dev/null && ok || bad "installed Python module: $out"
 
 echo "examples_test: $pass passed, $fail failed"
 [ $fail -eq 0 ]
