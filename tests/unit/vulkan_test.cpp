@@ -11,6 +11,8 @@
 #include <limits>
 #include <string>
 
+#include <unistd.h>
+
 #ifdef BERTRT_HAVE_VULKAN
 #include "backends/cpu/cpu_backend.h"
 #include "backends/device_array.h"
@@ -879,7 +881,9 @@ TEST_F(Vulkan, MemoryPathFollowsTheDeviceOrTheOverride) {
 // The pipeline cache goes to disk when pipelines were made, is read back by the next backend of
 // the same device, and a damaged file is ignored (and replaced), never an error.
 TEST_F(Vulkan, PipelineCacheIsSavedReloadedAndSurvivesDamage) {
-  const std::string path = ::testing::TempDir() + "bertrt_pipeline_cache_test/cache.bin";
+  // Per process: ctest runs this suite on both memory paths at once.
+  const std::string path = ::testing::TempDir() + "bertrt_pipeline_cache_test_" +
+                           std::to_string(getpid()) + "/cache.bin";
   std::remove(path.c_str());
   const char* old = std::getenv("BERTRT_VULKAN_PIPELINE_CACHE");
   const std::string saved = old ? old : "";
