@@ -8,6 +8,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/q8_gemm.h"
 #include "backends/cpu/quant_kernels.h"
+#include "backends/quant_checks.h"
 #include "core/error.h"
 
 namespace bertrt {
@@ -15,15 +16,7 @@ namespace {
 
 constexpr size_t kGrainElems = 16384;  // as cpu_backend.cpp: below this a hand-off costs more
 
-void check_scale(const char* op, float scale, int row) {
-  if (!(scale > 0.0f) || !std::isfinite(scale))
-    fail("{}: row {}: scale {} must be positive and finite", op, row, scale);
-}
 
-void check_k(const char* op, int K) {
-  if (K > kMaxQ8K)
-    fail("{}: K = {} exceeds {} (an int32 sum of u8·s8 products could overflow)", op, K, kMaxQ8K);
-}
 
 // Below this many multiply-adds a GEMM runs on the calling thread.
 constexpr double kQ8SplitOps = 1 << 18;
@@ -90,7 +83,7 @@ void CpuBackend::absmax_rows(float* out, const float* x, int rows, int cols) {
 
 void CpuBackend::fake_quant_per_tensor(float* out, uint8_t* mask, const float* x, size_t n,
                                        float scale, int zero_point, int qmin, int qmax) {
-  check_scale("fake_quant_per_tensor", scale, 0);
+  check_quant_scale("fake_quant_per_tensor", scale, 0);
   const float inv = 1.0f / scale;
   pool_.parallel_for(n, kGrainElems, [&](size_t i0, size_t i1) {
     cpu::fake_quant_kernel(out + i0, mask ? mask + i0 : nullptr, x + i0, i1 - i0, scale, inv,
@@ -100,7 +93,7 @@ void CpuBackend::fake_quant_per_tensor(float* out, uint8_t* mask, const float* x
 
 void CpuBackend::fake_quant_per_row(float* out, uint8_t* mask, const float* x, const float* scale,
                                     int rows, int cols, int qmin, int qmax) {
-  for (int r = 0; r < rows; ++r) check_scale("fake_quant_per_row", scale[r], r);
+  for (int r = 0; r < rows; ++r) check_quant_scale("fake_quant_per_row", scale[r], r);
   const size_t grain = cols > 0 ? (kGrainElems + cols - 1) / cols : 1;
   pool_.parallel_for(rows, grain, [&](size_t r0, size_t r1) {
     for (size_t r = r0; r < r1; ++r) {
@@ -119,7 +112,7 @@ void CpuBackend::fake_quant_backward(float* dinp, const uint8_t* mask, const flo
 }
 
 void CpuBackend::quantize_u8(uint8_t* q, const float* x, size_t n, float scale, int zero_point) {
-  check_scale("quantize_u8", scale, 0);
+  check_quant_scale("quantize_u8", scale, 0);
   const float inv = 1.0f / scale;
   pool_.parallel_for(n, kGrainElems, [&](size_t i0, size_t i1) {
     cpu::quantize_u8_kernel(q + i0, x + i0, i1 - i0, inv, zero_point);
@@ -128,7 +121,7 @@ void CpuBackend::quantize_u8(uint8_t* q, const float* x, size_t n, float scale, 
 
 void CpuBackend::gemm_u8s8_s32(int M, int N, int K, const uint8_t* A, int lda, const int8_t* B,
                                int ldb, int32_t* C, int ldc) {
-  check_k("gemm_u8s8_s32", K);
+  check_q8_k("gemm_u8s8_s32", K);
   cpu::Q8Epilogue epi;
   epi.c = C;
   epi.ldc = ldc;
@@ -154,7 +147,7 @@ void CpuBackend::linear_u8s8_packed(float* out, int ldo, const uint8_t* A, int l
                                     int a_zero_point, const int8_t* W, const int8_t* w_packed,
                                     const float* w_scale, const int32_t* w_sum, const float* bias,
                                     int M, int N, int K) {
-  check_k("linear_u8s8", K);
+  check_q8_k("linear_u8s8", K);
   cpu::Q8Epilogue epi;
   epi.out = out;
   epi.ldo = ldo;

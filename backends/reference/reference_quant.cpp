@@ -9,21 +9,13 @@
 
 #include "backends/quant_rules.h"
 #include "backends/reference/reference_backend.h"
+#include "backends/quant_checks.h"
 #include "core/error.h"
 
 namespace bertrt {
 namespace {
 
-void check_scale(const char* op, float scale, int row) {
-  if (!(scale > 0.0f) || !std::isfinite(scale))
-    fail("{}: row {}: scale {} must be positive and finite", op, row, scale);
-}
 
-void check_k(const char* op, int K) {
-  if (K > kMaxQ8K)
-    fail("{}: K = {} exceeds {} (an int32 sum of u8·s8 products could overflow)", op, K,
-         kMaxQ8K);
-}
 
 // One element of the fake-quant forward; `inv` is 1.0f / scale.
 inline void fake_quant_one(float* out, uint8_t* mask, float x, float scale, float inv, int zp,
@@ -63,7 +55,7 @@ void ReferenceBackend::symmetric_scale_rows(float* scale, const float* x, int ro
 
 void ReferenceBackend::fake_quant_per_tensor(float* out, uint8_t* mask, const float* x, size_t n,
                                              float scale, int zero_point, int qmin, int qmax) {
-  check_scale("fake_quant_per_tensor", scale, 0);
+  check_quant_scale("fake_quant_per_tensor", scale, 0);
   const float inv = 1.0f / scale;
   for (size_t i = 0; i < n; ++i)
     fake_quant_one(out + i, mask ? mask + i : nullptr, x[i], scale, inv, zero_point, qmin, qmax);
@@ -73,7 +65,7 @@ void ReferenceBackend::fake_quant_per_row(float* out, uint8_t* mask, const float
                                           const float* scale, int rows, int cols, int qmin,
                                           int qmax) {
   for (int r = 0; r < rows; ++r) {
-    check_scale("fake_quant_per_row", scale[r], r);
+    check_quant_scale("fake_quant_per_row", scale[r], r);
     const float inv = 1.0f / scale[r];
     for (int c = 0; c < cols; ++c) {
       const size_t i = static_cast<size_t>(r) * cols + c;
@@ -90,7 +82,7 @@ void ReferenceBackend::fake_quant_backward(float* dinp, const uint8_t* mask, con
 
 void ReferenceBackend::quantize_u8(uint8_t* q, const float* x, size_t n, float scale,
                                    int zero_point) {
-  check_scale("quantize_u8", scale, 0);
+  check_quant_scale("quantize_u8", scale, 0);
   const float inv = 1.0f / scale;
   for (size_t i = 0; i < n; ++i) {
     const float v = std::nearbyint(x[i] * inv) + static_cast<float>(zero_point);
@@ -100,7 +92,7 @@ void ReferenceBackend::quantize_u8(uint8_t* q, const float* x, size_t n, float s
 
 void ReferenceBackend::gemm_u8s8_s32(int M, int N, int K, const uint8_t* A, int lda,
                                      const int8_t* B, int ldb, int32_t* C, int ldc) {
-  check_k("gemm_u8s8_s32", K);
+  check_q8_k("gemm_u8s8_s32", K);
   for (int m = 0; m < M; ++m)
     for (int n = 0; n < N; ++n) {
       int64_t acc = 0;
@@ -113,7 +105,7 @@ void ReferenceBackend::gemm_u8s8_s32(int M, int N, int K, const uint8_t* A, int 
 void ReferenceBackend::linear_u8s8(float* out, int ldo, const uint8_t* A, int lda, float a_scale,
                                    int a_zero_point, const int8_t* W, const float* w_scale,
                                    const int32_t* w_sum, const float* bias, int M, int N, int K) {
-  check_k("linear_u8s8", K);
+  check_q8_k("linear_u8s8", K);
   for (int m = 0; m < M; ++m)
     for (int n = 0; n < N; ++n) {
       int64_t acc = 0;

@@ -13,6 +13,7 @@
 #include "backends/vulkan/shaders/push_constants.h"
 #include "backends/vulkan/vk_pipeline_cache.h"
 #include "backends/vulkan/vk_shaders.h"
+#include "backends/quant_checks.h"
 #include "core/error.h"
 
 namespace bertrt {
@@ -437,7 +438,8 @@ struct VulkanBackend::Impl {
           "activation observer: batch range [{}, {}] is not finite (NaN or Inf in the "
           "activations?)",
           x, y);
-    fail("fake_quant_per_row: row {}: scale {} must be positive and finite", a, y);
+    check_quant_scale("fake_quant_per_row", y, int(a));  // throws: the shader found y bad
+    fail("fake_quant_per_row: row {}: scale {} reported invalid by the device", a, y);
   }
 
   // Partials a reduction of n elements needs in scratch.
@@ -685,12 +687,6 @@ void VulkanBackend::gemm_batched(int batch, bool trans_a, bool trans_b, int M, i
                   (uint32_t(M) + block - 1) / block, uint32_t(batch));
 }
 
-// One workgroup per row (rows folded into y beyond 65535 workgroups).
-static void row_grid(size_t rows, uint32_t* gx, uint32_t* gy) {
-  *gx = uint32_t(std::min<size_t>(std::max<size_t>(rows, 1), 65535));
-  *gy = uint32_t((std::max<size_t>(rows, 1) + *gx - 1) / *gx);
-}
-
 void VulkanBackend::gelu_forward(float* out, const float* inp, size_t n, Gelu kind) {
   if (!n) return;
   const Ref o = impl_->resolve("gelu_forward", "out", out, n * 4);
@@ -722,7 +718,7 @@ void VulkanBackend::layernorm_forward(float* out, float* mean, float* rstd, cons
   vk::LayerNormPush p{uint32_t(rows), uint32_t(C), o.offset, mu.offset, rs.offset,
                       x.offset,       w.offset,    b.offset, eps,       0};
   uint32_t gx, gy;
-  row_grid(size_t(rows), &gx, &gy);
+  Impl::fold(size_t(rows), &gx, &gy);
   p.groups_x = gx;
   Pipeline& pl = impl_->pipeline(op, vk::shader_layernorm_forward(), 6, sizeof p, {impl_->group});
   impl_->dispatch(pl, {o, mu, rs, x, w, b}, &p, sizeof p, gx, gy, 1);
@@ -751,7 +747,7 @@ void VulkanBackend::layernorm_backward(float* dinp, float* dweight, float* dbias
   for (uint32_t pass : {0u, 1u}) {
     uint32_t gx, gy;
     if (pass == 0)
-      row_grid(size_t(rows), &gx, &gy);
+      Impl::fold(size_t(rows), &gx, &gy);
     else
       impl_->grid(size_t(C), &gx, &gy);
     p.groups_x = gx;
@@ -772,7 +768,7 @@ void VulkanBackend::softmax_forward(float* probs, const float* scores, const flo
   vk::SoftmaxPush p{uint32_t(B), uint32_t(NH),   uint32_t(T), pr.offset, sc.offset,
                     mk.offset,   mask ? 1u : 0u, scale,       0};
   uint32_t gx, gy;
-  row_grid(rows, &gx, &gy);
+  Impl::fold(rows, &gx, &gy);
   p.groups_x = gx;
   Pipeline& pl = impl_->pipeline(op, vk::shader_softmax_forward(), 3, sizeof p, {impl_->group});
   impl_->dispatch(pl, {pr, sc, mk}, &p, sizeof p, gx, gy, 1);
@@ -879,7 +875,7 @@ void VulkanBackend::softmax_backward(float* dscores, const float* probs, const f
             dp = impl_->resolve(op, "dprobs", dprobs, n);
   vk::SoftmaxBackwardPush p{uint32_t(rows), uint32_t(T), ds.offset, pr.offset, dp.offset, scale, 0};
   uint32_t gx, gy;
-  row_grid(size_t(rows), &gx, &gy);
+  Impl::fold(size_t(rows), &gx, &gy);
   p.groups_x = gx;
   Pipeline& pl = impl_->pipeline(op, vk::shader_softmax_backward(), 3, sizeof p, {impl_->group});
   impl_->dispatch(pl, {ds, pr, dp}, &p, sizeof p, gx, gy, 1);
@@ -1048,15 +1044,7 @@ void VulkanBackend::embedding_backward(float* dtable, const int32_t* ids, const 
 
 namespace {
 
-void check_scale(const char* op, float scale) {
-  if (!(scale > 0.0f) || !std::isfinite(scale))
-    fail("{}: row 0: scale {} must be positive and finite", op, scale);
-}
 
-void check_k(const char* op, int K) {
-  if (K > kMaxQ8K)
-    fail("{}: K = {} exceeds {} (an int32 sum of u8·s8 products could overflow)", op, K, kMaxQ8K);
-}
 
 // OP 0–2 run one thread per 32-bit word of the byte output (mask or q), OP 3 one per element.
 void fake_quant_op(VulkanBackend::Impl& im, uint32_t op, vk::FakeQuantPush p, Ref out, Ref bytes,
@@ -1077,7 +1065,7 @@ void fake_quant_op(VulkanBackend::Impl& im, uint32_t op, vk::FakeQuantPush p, Re
 void VulkanBackend::fake_quant_per_tensor(float* out, uint8_t* mask, const float* x, size_t n,
                                           float scale, int zero_point, int qmin, int qmax) {
   const char* op = "fake_quant_per_tensor";
-  check_scale(op, scale);
+  check_quant_scale(op, scale, 0);
   if (!n) return;
   if (!impl_->binds(5)) {
     on_cpu(op, {{"out", out}, {"mask", mask}, {"x", x}});
@@ -1160,7 +1148,7 @@ void VulkanBackend::fake_quant_backward(float* dinp, const uint8_t* mask, const 
 
 void VulkanBackend::quantize_u8(uint8_t* q, const float* x, size_t n, float scale, int zero_point) {
   const char* op = "quantize_u8";
-  check_scale(op, scale);
+  check_quant_scale(op, scale, 0);
   if (!n) return;
   if (!impl_->binds(5)) {
     on_cpu(op, {{"q", q}, {"x", x}});
@@ -1187,7 +1175,7 @@ void q8_gemm(VulkanBackend::Impl& im, uint32_t op, vk::Q8GemmPush p, Ref a, Ref 
 void VulkanBackend::gemm_u8s8_s32(int M, int N, int K, const uint8_t* A, int lda, const int8_t* B,
                                   int ldb, int32_t* C, int ldc) {
   const char* op = "gemm_u8s8_s32";
-  check_k(op, K);
+  check_q8_k(op, K);
   if (M <= 0 || N <= 0) return;
   if (!impl_->binds(6)) {
     on_cpu(op, {{"A", A}, {"B", B}, {"C", C}});
@@ -1219,7 +1207,7 @@ void VulkanBackend::linear_u8s8(float* out, int ldo, const uint8_t* A, int lda, 
                                 int a_zero_point, const int8_t* W, const float* w_scale,
                                 const int32_t* w_sum, const float* bias, int M, int N, int K) {
   const char* op = "linear_u8s8";
-  check_k(op, K);
+  check_q8_k(op, K);
   if (M <= 0 || N <= 0) return;
   if (!impl_->binds(6)) {
     on_cpu(
