@@ -77,6 +77,7 @@ bool CpuBackend::supports(Op op) const {
     case Op::kMseLoss:
     case Op::kSymmetricScaleRows:
     case Op::kEmbeddingForwardS8:
+    case Op::kObserveMinMax:
     case Op::kTanhForward:
     case Op::kTanhBackward:
     case Op::kCount: return false;

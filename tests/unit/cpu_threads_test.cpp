@@ -43,7 +43,8 @@ TEST(CpuThreads, Gemm) {
   for (bool ta : {false, true})
     for (bool tb : {false, true}) {
       const int M = kRows / 4, N = kFF, K = kC;  // also N > M: split along the other side
-      for (auto [m, n] : {std::pair{M, N}, std::pair{N, M}}) {
+      for (auto mn : {std::pair{M, N}, std::pair{N, M}}) {
+        const int m = mn.first, n = mn.second;  // C++17 lambdas cannot capture structured bindings
         const auto a = randn(static_cast<size_t>(m) * K, 1), b = randn(static_cast<size_t>(n) * K, 2);
         const auto c0 = randn(static_cast<size_t>(m) * n, 3);
         expect_same_for_all_thread_counts("gemm", [&](CpuBackend& be) {
