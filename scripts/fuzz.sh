@@ -7,17 +7,20 @@
 # the input is kept in build-fuzz/artifacts/<target>/ — copy it to tests/fuzz/regressions/<target>/
 # and fix the parser. Prints a table (target, CPU seconds, execs, edges, crashes); exits 1 when
 # any target found something.
-# Usage: scripts/fuzz.sh [-t SECS] [--json FILE] [--nice N] [TARGET...]   (default: 30 s, all)
+# -j N runs N targets at once (each libFuzzer process is one thread; -t is wall time, so on an
+# idle machine -j $(nproc) gives each target a whole core and the sweep takes 1/N as long).
+# Usage: scripts/fuzz.sh [-t SECS] [-j N] [--json FILE] [--nice N] [TARGET...]   (default: 30 s, -j 1, all)
 #   e.g. scripts/fuzz.sh -t 300 tokenizer pickle
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SECS=30 JSON="" NICE=15 TARGETS=()
+SECS=30 JOBS=1 JSON="" NICE=15 TARGETS=()
 while (($#)); do
   case "$1" in
     -t) SECS=$2; shift 2 ;;
+    -j) JOBS=$2; shift 2 ;;
     --json) JSON=$2; shift 2 ;;
     --nice) NICE=$2; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *) TARGETS+=("$1"); shift ;;
   esac
@@ -34,29 +37,43 @@ if ((${#TARGETS[@]} == 0)); then
 fi
 export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-rows=() found=0
-printf '%-14s %8s %12s %7s %8s\n' target cpu_s execs edges crashes
-for t in "${TARGETS[@]}"; do
-  exe=$B/fuzz_$t
-  [ -x "$exe" ] || { echo "fuzz.sh: no target $t ($exe)" >&2; exit 2; }
-  work=$B/corpus/$t art=$B/artifacts/$t log=$B/logs/$t.log
+# One target: its libFuzzer run, then one JSON row in $B/logs/$t.row (read back in target order).
+fuzz_one() {
+  local t=$1 exe=$B/fuzz_$1 work=$B/corpus/$1 art=$B/artifacts/$1 log=$B/logs/$1.log rc=0 dict=()
   mkdir -p "$work" "$art" "$(dirname "$log")"
-  dict=()
   [ -f tests/fuzz/dict/$t.dict ] && dict=(-dict=tests/fuzz/dict/$t.dict)
-  rc=0
   touch "$art/.start"  # findings of earlier runs stay in $art; count only this run's
   /usr/bin/time -f '%U %S' -o $B/logs/$t.time nice -n "$NICE" "$exe" -max_total_time="$SECS" \
     -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$art/" "${dict[@]}" \
     "$work" tests/fuzz/corpus/$t >"$log" 2>&1 || rc=$?
+  local cpu execs edges crashes
   cpu=$(awk 'END { printf "%.0f", $1 + $2 }' $B/logs/$t.time)
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   edges=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
   crashes=$(find "$art" -type f -newer "$art/.start" \( -name 'crash-*' -o -name 'timeout-*' -o -name 'oom-*' -o -name 'leak-*' \) | wc -l)
   if ((rc != 0 && crashes == 0)); then crashes=1; fi  # died without an artifact: still a finding
+  printf '%s\t%s\t%s\t%s\t%s\n' "$t" "$cpu" "${execs:-0}" "${edges:-0}" "$crashes" >$B/logs/$t.row
+}
+for t in "${TARGETS[@]}"; do
+  [ -x "$B/fuzz_$t" ] || { echo "fuzz.sh: no target $t ($B/fuzz_$t)" >&2; exit 2; }
+  rm -f $B/logs/$t.row
+done
+running=0
+for t in "${TARGETS[@]}"; do
+  if ((running >= JOBS)); then wait -n || true; running=$((running - 1)); fi
+  fuzz_one "$t" &
+  running=$((running + 1))
+done
+wait
+rows=() found=0
+printf '%-14s %8s %12s %7s %8s\n' target cpu_s execs edges crashes
+for t in "${TARGETS[@]}"; do
+  [ -f $B/logs/$t.row ] || { echo "fuzz.sh: $t left no result ($B/logs/$t.log)" >&2; found=1; continue; }
+  IFS=$'\t' read -r _ cpu execs edges crashes <$B/logs/$t.row
   ((crashes)) && found=1
-  printf '%-14s %8s %12s %7s %8s\n' "$t" "$cpu" "${execs:-0}" "${edges:-0}" "$crashes"
-  ((crashes)) && echo "  -> $log, $art" >&2
-  rows+=("{\"target\": \"$t\", \"seconds\": $SECS, \"cpu_seconds\": $cpu, \"execs\": ${execs:-0}, \"edges\": ${edges:-0}, \"crashes\": $crashes}")
+  printf '%-14s %8s %12s %7s %8s\n' "$t" "$cpu" "$execs" "$edges" "$crashes"
+  ((crashes)) && echo "  -> $B/logs/$t.log, $B/artifacts/$t" >&2
+  rows+=("{\"target\": \"$t\", \"seconds\": $SECS, \"cpu_seconds\": $cpu, \"execs\": $execs, \"edges\": $edges, \"crashes\": $crashes}")
 done
 if [ -n "$JSON" ]; then
   { echo "["; (IFS=$'\n'; echo "${rows[*]}" | sed '$!s/$/,/'); echo "]"; } >"$JSON"
