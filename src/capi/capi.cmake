@@ -19,8 +19,12 @@ set_target_properties(bertrt_shared PROPERTIES
 # Only bertrt_* leaves the library (exports.map): the C++ internals, fmt, FlatBuffers, nlohmann
 # and the libstdc++ template instances stay private, so an app's own copies of them cannot clash
 # with ours and the ABI is exactly bertrt.h.
-target_link_options(bertrt_shared PRIVATE -Wl,--version-script=${CMAKE_SOURCE_DIR}/src/capi/exports.map
-                    -Wl,--no-undefined)
+target_link_options(bertrt_shared PRIVATE -Wl,--version-script=${CMAKE_SOURCE_DIR}/src/capi/exports.map)
+# Every symbol resolved at link time, except in clang's sanitizer builds: there the ASan/UBSan
+# runtime lives in the (instrumented) executable that loads the library.
+if(NOT (CMAKE_CXX_COMPILER_ID MATCHES "Clang" AND CMAKE_CXX_FLAGS MATCHES "-fsanitize"))
+  target_link_options(bertrt_shared PRIVATE -Wl,--no-undefined)
+endif()
 # Every object of the archives goes in (nothing calls the C API inside the library, so a plain
 # link would drop it); the plain bertrt/bertrt_convert after them bring their dependencies.
 if(TARGET bertrt_convert)
