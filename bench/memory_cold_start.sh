@@ -3,7 +3,8 @@
 # each model file, the peak RSS (/usr/bin/time, maximum resident set) and the wall time of
 # `bertrt predict` of one sentence (process start to the first prediction, page cache warm: the
 # file is read once first) and the peak RSS of `bertrt bench --iters 1`, over RUNS runs: the
-# lowest time, the highest RSS. A benchmark: it prints figures and asserts nothing.
+# lowest time, the highest RSS (MB = 10^6 bytes, as the file size). A benchmark: it prints figures
+# and asserts nothing.
 # Usage: bench/memory_cold_start.sh BERTRT_BINARY MODEL.brt...
 # env:   RUNS=5  THREADS="1 2" (BERTRT_NUM_THREADS of each row)
 set -euo pipefail
@@ -23,10 +24,10 @@ for m in "$@"; do
     for _ in $(seq "$RUNS"); do
       echo "a fine movie" | BERTRT_NUM_THREADS=$t /usr/bin/time -o "$T/t" -f '%e %M' \
         "$BIN" predict --model "$m" > /dev/null
-      read -r s kb < "$T/t"; echo "$s" >> "$T/s"; echo $((kb / 1024)) >> "$T/p"
+      read -r s kb < "$T/t"; echo "$s" >> "$T/s"; echo $((kb * 1024 / 1000000)) >> "$T/p"
       BERTRT_NUM_THREADS=$t /usr/bin/time -o "$T/t" -f '%M' "$BIN" bench --model "$m" --iters 1 \
         > /dev/null
-      echo $(( $(cat "$T/t") / 1024 )) >> "$T/b"
+      echo $(( $(cat "$T/t") * 1024 / 1000000 )) >> "$T/b"
     done
     printf '| %s | %s | %s | %s | %s | %s |\n' "$(basename "$m")" "$mb" "$t" "$(best < "$T/s")" \
       "$(worst < "$T/p")" "$(worst < "$T/b")"
