@@ -4,6 +4,7 @@
 // holds no fp32 copy of its int8 weights and reads their integers from the mapping. Each asserts on
 // what the model holds and computes, never on resident memory or time.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <random>
@@ -79,8 +80,9 @@ std::vector<float> logits_of(BertModel& m, Backend& be, const Batch& b) {
 }
 
 bool inside(const void* p, size_t n, const MappedFile& map) {
+  const size_t page = size_t(::sysconf(_SC_PAGESIZE));
   const auto* q = static_cast<const uint8_t*>(p);
-  return q >= map.data() && q + n <= map.data() + map.size() + 4096;  // + the last page's tail
+  return q >= map.data() && q + n <= map.data() + (map.size() + page - 1) / page * page;
 }
 
 // Finds the unique little-endian u64 `value` in bytes [0, limit).
