@@ -117,6 +117,10 @@ class ModelFile {
   size_t checksummed_segments() const;
   size_t segments() const;
   bool checksums_verified() const { return checksums_verified_; }
+  // Gives back the mapping's pages of the optimizer moments (MappedFile::release_pages) once they
+  // were copied (restore_training_state): a model using its parameters in place keeps the mapping
+  // alive, and these pages would stay resident with it. Reading them again maps them again.
+  void release_optimizer_pages() const;
 
  private:
   std::shared_ptr<const MappedFile> file_;

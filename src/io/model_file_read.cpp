@@ -274,6 +274,11 @@ size_t ModelFile::checksummed_segments() const {
   return n;
 }
 
+void ModelFile::release_optimizer_pages() const {
+  if (const auto& s = contents_.training_state)
+    for (const TensorRecord& t : s->optimizer_tensors) MappedFile::release_pages(t.data, t.nbytes);
+}
+
 const TensorRecord& ModelFile::at(const std::string& name) const {
   const TensorRecord* t = find(name);
   if (!t) fail("{}: no tensor named '{}' ({} tensors in the file)", path(), name, contents_.tensors.size());
