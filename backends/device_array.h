@@ -18,6 +18,7 @@
 #include "backends/backend.h"
 #include "core/buffer.h"
 #include "core/error.h"
+#include "core/host_floats.h"
 
 namespace bertrt {
 
@@ -84,7 +85,8 @@ class DeviceArray {
 // A float buffer the host creates and reads (initialisation, loading, saving, tests) and ops use
 // on a backend. Where the backend accepts host pointers the host buffer is what ops get; else
 // on(be) moves the data into backend memory and host() brings it back (sync + download), after
-// which the host copy is the current one until the next on(be).
+// which the host copy is the current one until the next on(be). The host copy is owned (zeros cost
+// no memory until written) or borrowed in place (core/host_floats.h: a mapped model file).
 class HostDeviceBuffer {
  public:
   void assign(size_t n, float value) {
@@ -92,6 +94,13 @@ class HostDeviceBuffer {
     dev_.reset();
     on_device_ = false;
   }
+  // n floats at p used in place while `owner` keeps them alive (HostFloats::borrow).
+  void borrow(float* p, size_t n, std::shared_ptr<const void> owner) {
+    host_.borrow(p, n, std::move(owner));
+    dev_.reset();
+    on_device_ = false;
+  }
+  bool borrowed() const { return host_.borrowed(); }
   void clear() { assign(0, 0.0f); }
   size_t size() const { return host_.size(); }
   bool empty() const { return host_.empty(); }
@@ -123,7 +132,7 @@ class HostDeviceBuffer {
   }
 
  private:
-  FloatBuffer host_;
+  HostFloats host_;
   DeviceArray<float> dev_;
   bool on_device_ = false;
 };

@@ -13,7 +13,7 @@
 
 namespace bertrt {
 
-MappedFile MappedFile::open(const std::string& path) {
+MappedFile MappedFile::open(const std::string& path, bool copy_on_write) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail("{}: cannot open: {}", path, std::strerror(errno));
   struct stat st {};
@@ -34,7 +34,12 @@ MappedFile MappedFile::open(const std::string& path) {
   f.path_ = path;
   f.size_ = static_cast<size_t>(st.st_size);
   if (f.size_ > 0) {
-    void* p = ::mmap(nullptr, f.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    void* p = MAP_FAILED;
+    if (copy_on_write) {
+      p = ::mmap(nullptr, f.size_, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+      f.writable_ = p != MAP_FAILED;
+    }
+    if (p == MAP_FAILED) p = ::mmap(nullptr, f.size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
       const int err = errno;
       ::close(fd);
@@ -46,18 +51,31 @@ MappedFile MappedFile::open(const std::string& path) {
   return f;
 }
 
+void MappedFile::release_pages(const void* p, size_t n) {
+  static const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t first = (a + page - 1) / page * page, last = (a + n) / page * page;
+  // Advice only: a kernel that refuses it leaves the pages resident, nothing else changes.
+  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 void MappedFile::release() {
   if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
   data_ = nullptr;
   size_ = 0;
+  writable_ = false;
 }
 
 MappedFile::~MappedFile() { release(); }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
-    : path_(std::move(other.path_)), data_(other.data_), size_(other.size_) {
+    : path_(std::move(other.path_)),
+      data_(other.data_),
+      size_(other.size_),
+      writable_(other.writable_) {
   other.data_ = nullptr;
   other.size_ = 0;
+  other.writable_ = false;
 }
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
@@ -66,8 +84,10 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     path_ = std::move(other.path_);
     data_ = other.data_;
     size_ = other.size_;
+    writable_ = other.writable_;
     other.data_ = nullptr;
     other.size_ = 0;
+    other.writable_ = false;
   }
   return *this;
 }

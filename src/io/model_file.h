@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -92,7 +93,9 @@ bool default_verify_checksums();
 void set_default_verify_checksums(bool verify);
 
 // A memory-mapped model file; tensors' data point into the mapping and stay valid while the
-// ModelFile lives (moving it keeps them valid).
+// ModelFile lives (moving it keeps them valid), or while a holder of mapping() does. The mapping
+// is copy-on-write where the system allows (core/mapped_file.h): a model can use its fp32
+// parameters in place and still train them (io/model_io.cpp); the file itself never changes.
 class ModelFile {
  public:
   // Verifies size, identifier "BRT1", format version, the FlatBuffer (flatbuffers::Verifier),
@@ -105,16 +108,22 @@ class ModelFile {
   static ModelFile open(const std::string& path, const OpenOptions& options);
 
   const ModelContents& contents() const { return contents_; }
-  const std::string& path() const { return file_.path(); }
+  const std::string& path() const { return file_->path(); }
+  // The mapping, shared: whoever holds it keeps every tensor's bytes valid.
+  const std::shared_ptr<const MappedFile>& mapping() const { return file_; }
   const TensorRecord* find(const std::string& name) const;  // nullptr if absent
   const TensorRecord& at(const std::string& name) const;    // throws naming file + tensor
   // Segments (weights and optimizer moments) that carry a checksum, of all segments.
   size_t checksummed_segments() const;
   size_t segments() const;
   bool checksums_verified() const { return checksums_verified_; }
+  // Gives back the mapping's pages of the optimizer moments (MappedFile::release_pages) once they
+  // were copied (restore_training_state): a model using its parameters in place keeps the mapping
+  // alive, and these pages would stay resident with it. Reading them again maps them again.
+  void release_optimizer_pages() const;
 
  private:
-  MappedFile file_;
+  std::shared_ptr<const MappedFile> file_;
   ModelContents contents_;
   std::unordered_map<std::string, size_t> index_;
   bool checksums_verified_ = false;
@@ -123,6 +132,8 @@ class ModelFile {
 // f32/f16/bf16 -> f32; i8/i32 with scales -> dequantized f32 (per tensor or per `axis`).
 // Throws bertrt::Error for an integer tensor without scales.
 std::vector<float> tensor_to_f32(const TensorRecord& t);
+// The same into out[0, t.numel()).
+void tensor_to_f32(const TensorRecord& t, float* out);
 
 // Throws bertrt::Error (prefixed by `where`) when `t` is inconsistent: negative dimension, nbytes
 // != numel * itemsize, or scales/zero_points that do not fit the shape and axis.

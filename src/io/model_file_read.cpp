@@ -222,12 +222,12 @@ ModelFile ModelFile::open(const std::string& path) {
 ModelFile ModelFile::open(const std::string& path, const OpenOptions& options) {
   ModelFile f;
   f.checksums_verified_ = options.verify_checksums;
-  f.file_ = MappedFile::open(path);
-  const uint8_t* base = f.file_.data();
-  const fb::Model* model = verify_buffer(path, base, f.file_.size());
+  f.file_ = std::make_shared<const MappedFile>(MappedFile::open(path, /*copy_on_write=*/true));
+  const uint8_t* base = f.file_->data();
+  const fb::Model* model = verify_buffer(path, base, f.file_->size());
   uint32_t buffer_size = 0;
   std::memcpy(&buffer_size, base, 4);
-  const Layout layout{path, base, f.file_.size(), buffer_size + uint64_t(4),
+  const Layout layout{path, base, f.file_->size(), buffer_size + uint64_t(4),
                       options.verify_checksums};
 
   ModelContents& m = f.contents_;
@@ -272,6 +272,11 @@ size_t ModelFile::checksummed_segments() const {
   if (const auto& s = contents_.training_state)
     for (const TensorRecord& t : s->optimizer_tensors) n += t.crc32c.has_value();
   return n;
+}
+
+void ModelFile::release_optimizer_pages() const {
+  if (const auto& s = contents_.training_state)
+    for (const TensorRecord& t : s->optimizer_tensors) MappedFile::release_pages(t.data, t.nbytes);
 }
 
 const TensorRecord& ModelFile::at(const std::string& name) const {

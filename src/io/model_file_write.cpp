@@ -1,11 +1,13 @@
 // write_model_file: FlatBuffer first, then the tensor bytes in 64-byte-aligned segments.
 #include <set>
+#include <unordered_map>
 
 #include "bertrt_generated.h"
 #include "core/atomic_file.h"
 #include "core/crc32c.h"
 #include "core/error.h"
 #include "io/model_file.h"
+#include "model/params.h"
 
 namespace bertrt {
 
@@ -152,13 +154,39 @@ flatbuffers::DetachedBuffer build_buffer(const ModelContents& m, const SegmentPl
   return b.Release();
 }
 
-// Segments packed in order after the buffer, each starting on a 64-byte boundary.
-std::vector<uint64_t> plan_segments(const std::vector<const TensorRecord*>& segs, uint64_t buffer_size) {
-  std::vector<uint64_t> offsets;
+// The order segments are placed in (indices into all_segments): first the f32 tensors of the
+// model's parameter layout, in layout order, so that their bytes lie exactly as the model's
+// parameter arena lays them out (both pad every tensor to 64 bytes) and a loader can use them in
+// place (io/model_io.cpp); then every other segment in the order given.
+std::vector<size_t> placement_order(const ModelContents& m,
+                                    const std::vector<const TensorRecord*>& segs) {
+  std::vector<size_t> order;
+  std::vector<bool> placed(segs.size(), false);
+  std::unordered_map<std::string, size_t> by_name;
+  for (size_t i = 0; i < m.tensors.size(); ++i) by_name.emplace(m.tensors[i].name, i);
+  const ParamLayout layout = bert_param_layout(m.config, m.heads);
+  for (const ParamInfo& p : layout.params()) {
+    const auto it = by_name.find(p.name);
+    if (it == by_name.end()) continue;
+    const TensorRecord& t = m.tensors[it->second];
+    if (t.dtype != DType::f32 || t.nbytes != p.numel * sizeof(float)) continue;
+    order.push_back(it->second);
+    placed[it->second] = true;
+  }
+  for (size_t i = 0; i < segs.size(); ++i)
+    if (!placed[i]) order.push_back(i);
+  return order;
+}
+
+// Segments placed in `order` after the buffer, each starting on a 64-byte boundary; offsets are
+// indexed like segs.
+std::vector<uint64_t> plan_segments(const std::vector<const TensorRecord*>& segs,
+                                    const std::vector<size_t>& order, uint64_t buffer_size) {
+  std::vector<uint64_t> offsets(segs.size(), 0);
   uint64_t pos = align_up(buffer_size);
-  for (const TensorRecord* t : segs) {
-    offsets.push_back(pos);
-    pos = align_up(pos + t->nbytes);
+  for (size_t i : order) {
+    offsets[i] = pos;
+    pos = align_up(pos + segs[i]->nbytes);
   }
   return offsets;
 }
@@ -175,9 +203,10 @@ void write_model_file(const std::string& path, const ModelContents& m) {
   for (const TensorRecord* t : segs) plan.crcs.push_back(crc32c::value(t->data, t->nbytes));
   // Two passes: the buffer's size fixes where the segments start, and (with ForceDefaults) the
   // offsets' values do not change that size; loop in case they ever do.
+  const std::vector<size_t> order = placement_order(m, segs);
   flatbuffers::DetachedBuffer buf = build_buffer(m, plan);
   for (int pass = 0;; ++pass) {
-    plan.offsets = plan_segments(segs, buf.size());
+    plan.offsets = plan_segments(segs, order, buf.size());
     flatbuffers::DetachedBuffer next = build_buffer(m, plan);
     const bool stable = next.size() == buf.size();
     buf = std::move(next);
@@ -187,7 +216,7 @@ void write_model_file(const std::string& path, const ModelContents& m) {
 
   AtomicFile out(path);
   out.write(buf.data(), buf.size());
-  for (size_t i = 0; i < segs.size(); ++i) {
+  for (size_t i : order) {
     out.write_zeros(plan.offsets[i] - out.written());
     out.write(segs[i]->data, segs[i]->nbytes);
   }

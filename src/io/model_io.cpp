@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include <fmt/ranges.h>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "io/config_check.h"
@@ -35,6 +36,36 @@ std::unique_ptr<Tokenizer> make_tokenizer(const TokenizerSpec& s) {
   return std::make_unique<Tokenizer>(Vocab(s.vocab), o);
 }
 
+namespace {
+
+// Where the model's fp32 parameters lie in `file` exactly as its arena lays them out — every
+// tensor f32, at its layout offset from the first, the 64-byte alignment gaps zero, the whole
+// arena inside the file, the mapping copy-on-write — the writable address of the first; else
+// nullptr (older files, f16/bf16 or quantized tensors: the loader copies).
+float* params_in_file(const ModelFile& file, const ParamLayout& layout) {
+  const MappedFile& map = *file.mapping();
+  if (!map.writable_data() || layout.params().empty()) return nullptr;
+  const TensorRecord* first = file.find(layout.params().front().name);
+  if (!first) return nullptr;
+  const uint8_t* base = first->data;
+  const size_t at = size_t(base - map.data());
+  // The mapping runs to the end of the file's last page, zeros past its end (POSIX mmap): a file
+  // that ends with the last tensor, unpadded (older writers), still holds the arena's padding.
+  static const size_t page = size_t(::sysconf(_SC_PAGESIZE));
+  const size_t mapped = (map.size() + page - 1) / page * page;
+  if (at % 64 != 0 || layout.total() * sizeof(float) > mapped - at) return nullptr;
+  for (const ParamInfo& p : layout.params()) {
+    const TensorRecord* t = file.find(p.name);
+    if (!t || t->dtype != DType::f32 || t->data != base + p.offset * sizeof(float)) return nullptr;
+    const size_t padded = (p.numel + 15) / 16 * 16 * sizeof(float);
+    for (size_t i = t->nbytes; i < padded; ++i)
+      if (t->data[i] != 0) return nullptr;
+  }
+  return reinterpret_cast<float*>(map.writable_data() + at);
+}
+
+}  // namespace
+
 LoadedModel load_model(const std::string& path) {
   LoadedModel m{nullptr, nullptr, {}, std::nullopt, ModelFile::open(path)};
   const ModelContents& c = m.file.contents();
@@ -54,17 +85,40 @@ LoadedModel load_model(const std::string& path) {
   };
   check_config_against_tensors(c.config, present, path);
   check_config_against_values(c.config, values, path);
-  m.model = std::make_unique<BertModel>(c.config, c.heads);
-  for (const ParamInfo& p : m.model->layout().params()) {
+  m.model = std::make_unique<BertModel>(c.config, c.heads);  // zeros that take no memory yet
+  const ParamLayout& layout = m.model->layout();
+  for (const ParamInfo& p : layout.params()) {
     const TensorRecord* t = m.file.find(p.name);
     if (!t) fail("{}: tensor '{}' is missing (the config and heads need it)", path, p.name);
     if (t->shape != p.shape)
       fail("{}: tensor '{}' has shape [{}], expected [{}]", path, p.name,
            fmt::join(t->shape, ", "), fmt::join(p.shape, ", "));
-    const std::vector<float> v = tensor_to_f32(*t);
-    std::copy(v.begin(), v.end(), m.model->params() + p.offset);
+  }
+  // Memory (docs/performance.md "Memory and cold start"): fp32 parameters are used in place from
+  // the copy-on-write mapping when the file lays them out as the arena does (bertrt's writer does);
+  // otherwise copied, and the copied pages of the mapping given back. An int8 model gets no fp32
+  // copy of the weights it runs in int8 (their integers are used in place, quant_io.cpp).
+  const std::vector<std::string> int8_only = int8_weight_names(m.file, c.config, c.heads);
+  if (float* in_file = int8_only.empty() ? params_in_file(m.file, layout) : nullptr) {
+    m.model->use_params_in_place(in_file, m.file.mapping());
+  } else {
+    float* params = m.model->params();
+    for (const ParamInfo& p : layout.params()) {
+      const TensorRecord& t = *m.file.find(p.name);
+      if (t.dtype == DType::i8 &&
+          std::find(int8_only.begin(), int8_only.end(), p.name) != int8_only.end())
+        continue;
+      tensor_to_f32(t, params + p.offset);
+      MappedFile::release_pages(t.data, t.nbytes);
+    }
   }
   restore_quantization(*m.model, m.file);  // fake-quant ranges / int8 weights (quant_io.h)
+  if (!int8_only.empty()) {
+    std::vector<std::string> skipped;
+    for (const std::string& n : int8_only)
+      if (m.file.find(n)->dtype == DType::i8) skipped.push_back(n);
+    m.model->set_int8_only(std::move(skipped));
+  }
   m.tokenizer = make_tokenizer(c.tokenizer);
   m.metadata = c.metadata;
   m.training_state = c.training_state;

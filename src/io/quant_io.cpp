@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -20,8 +21,8 @@ TensorRecord i8_record(const std::string& name, const Int8Weight& w) {
   t.dtype = DType::i8;
   t.scales = w.scale;
   t.axis = 0;
-  t.data = reinterpret_cast<const uint8_t*>(w.q.data());
-  t.nbytes = w.q.size();
+  t.data = reinterpret_cast<const uint8_t*>(w.data());
+  t.nbytes = size_t(w.rows) * w.cols;
   return t;
 }
 
@@ -34,8 +35,10 @@ void replace_record(ModelContents& c, TensorRecord t) {
   fail("int8 export: no tensor '{}' to replace", t.name);
 }
 
-// An Int8Weight from an i8 record [rows, cols] with per-row scales (axis 0, zero points 0).
-Int8Weight int8_from_record(const std::string& path, const TensorRecord& t, int rows, int cols) {
+// An Int8Weight from an i8 record [rows, cols] with per-row scales (axis 0, zero points 0): its
+// integers used in place from the file's mapping (one pass here checks them and sums the rows).
+Int8Weight int8_from_record(const ModelFile& file, const TensorRecord& t, int rows, int cols) {
+  const std::string& path = file.path();
   if (t.dtype != DType::i8 || t.axis != 0 || t.scales.size() != size_t(rows) ||
       t.shape != std::vector<int64_t>{rows, cols})
     fail(
@@ -51,13 +54,19 @@ Int8Weight int8_from_record(const std::string& path, const TensorRecord& t, int 
            t.scales[r], r);
   Int8Weight w;
   w.rows = rows, w.cols = cols;
-  w.q.resize(size_t(rows) * cols);
-  std::memcpy(w.q.data(), t.data, w.q.size());
-  for (int8_t v : w.q)
-    if (v == -128)
-      fail("{}: tensor '{}': -128 found, int8 weights are in [-127, 127]", path, t.name);
+  w.mapped = reinterpret_cast<const int8_t*>(t.data);
+  w.keep = file.mapping();
   w.scale = t.scales;
-  w.row_sum = row_sums_s8(w.q.data(), rows, cols);
+  w.row_sum.resize(size_t(rows));
+  for (int r = 0; r < rows; ++r) {
+    const int8_t* q = w.mapped + size_t(r) * cols;
+    int32_t sum = 0;
+    int8_t lo = 0;
+    for (int c = 0; c < cols; ++c) sum += q[c], lo = std::min(lo, q[c]);  // vectorises
+    if (lo == -128)
+      fail("{}: tensor '{}': -128 found, int8 weights are in [-127, 127]", path, t.name);
+    w.row_sum[r] = sum;
+  }
   return w;
 }
 
@@ -91,7 +100,7 @@ void append_quantization(const BertModel& model, ModelContents& c,
     t.nbytes = 2 * sizeof(float);
     c.tensors.push_back(std::move(t));
     if (q->mode() == QuantMode::kInt8 && !(s.name == "cls.predictions.decoder"))
-      replace_record(c, i8_record(s.weight, ql.own8));
+      replace_record(c, i8_record(s.weight, ql.own8));  // own8 holds the Linear's weight
   }
   if (q->mode() == QuantMode::kInt8 && q->emb.int8) {
     replace_record(c, i8_record("bert.embeddings.word_embeddings.weight", q->emb.word.w8));
@@ -102,6 +111,19 @@ void append_quantization(const BertModel& model, ModelContents& c,
   c.metadata["quantization.embeddings"] = q->emb.int8 ? "int8" : "float";
   c.metadata["quantization.observer_momentum"] = fmt::format("{}", q->qat().observer_momentum);
   c.metadata["quantization.observers_frozen"] = q->observers_frozen() ? "true" : "false";
+}
+
+std::vector<std::string> int8_weight_names(const ModelFile& file, const BertConfig& config,
+                                           const HeadsConfig& heads) {
+  const ModelContents& c = file.contents();
+  std::vector<std::string> names;
+  if (meta(c, "quantization", "") != "int8") return names;
+  if (meta(c, "quantization.embeddings", "float") == "int8")
+    names = {"bert.embeddings.word_embeddings.weight", "bert.embeddings.position_embeddings.weight",
+             "bert.embeddings.token_type_embeddings.weight"};
+  for (const LinearSite& s : linear_sites(config, heads))
+    if (s.name != "cls.predictions.decoder") names.push_back(s.weight);
+  return names;
 }
 
 void restore_quantization(BertModel& model, const ModelFile& file) {
@@ -144,11 +166,11 @@ void restore_quantization(BertModel& model, const ModelFile& file) {
     const int C = cfg.hidden_size;
     EmbeddingQuant& e = q->emb;
     if (e.int8) {
-      e.word.w8 = int8_from_record(path, file.at("bert.embeddings.word_embeddings.weight"),
+      e.word.w8 = int8_from_record(file, file.at("bert.embeddings.word_embeddings.weight"),
                                    cfg.vocab_size, C);
-      e.pos.w8 = int8_from_record(path, file.at("bert.embeddings.position_embeddings.weight"),
+      e.pos.w8 = int8_from_record(file, file.at("bert.embeddings.position_embeddings.weight"),
                                   cfg.max_position_embeddings, C);
-      e.type.w8 = int8_from_record(path, file.at("bert.embeddings.token_type_embeddings.weight"),
+      e.type.w8 = int8_from_record(file, file.at("bert.embeddings.token_type_embeddings.weight"),
                                    cfg.type_vocab_size, C);
     }
     for (const LinearSite& s : linear_sites(cfg, model.heads())) {
@@ -163,7 +185,7 @@ void restore_quantization(BertModel& model, const ModelFile& file) {
         }
         continue;
       }
-      ql.own8 = int8_from_record(path, file.at(s.weight), s.out_f, s.in_f);
+      ql.own8 = int8_from_record(file, file.at(s.weight), s.out_f, s.in_f);
       ql.w8 = ql.own8.view();
     }
     q->set_mode(QuantMode::kInt8);

@@ -18,6 +18,8 @@
 
 #include <array>
 #include <deque>
+#include <string>
+#include <vector>
 
 #include "io/model_file.h"
 #include "model/bert_model.h"
@@ -29,6 +31,11 @@ namespace bertrt {
 // replacements of an int8 model's weights, and the metadata.
 void append_quantization(const BertModel& model, ModelContents& c,
                          std::deque<std::array<float, 2>>& storage);
+
+// The weights restore_quantization takes in int8 from `file` (none unless the file is int8): the
+// fp32 parameters an int8 model does not need (io/model_io.cpp leaves them out).
+std::vector<std::string> int8_weight_names(const ModelFile& file, const BertConfig& config,
+                                           const HeadsConfig& heads);
 
 // After the fp32 parameters of `model` were loaded from `file`: restores its quantization from
 // the records above (int8 weights are taken from the file's integers, not re-quantized). Throws

@@ -83,14 +83,13 @@ static T load(const uint8_t* p) {
 
 // real = (q - zero_point[c]) * scale[c], c = index along `axis` (or 0 for per-tensor).
 template <typename Q>
-static std::vector<float> dequantize(const TensorRecord& t) {
+static void dequantize(const TensorRecord& t, float* out) {
   const size_t n = static_cast<size_t>(t.numel());
   size_t inner = 1, channels = 1;
   if (t.axis >= 0) {
     channels = static_cast<size_t>(t.shape[t.axis]);
     for (size_t d = static_cast<size_t>(t.axis) + 1; d < t.shape.size(); ++d) inner *= static_cast<size_t>(t.shape[d]);
   }
-  std::vector<float> out(n);
   for (size_t i = 0; i < n; ++i) {
     const size_t c = channels == 1 ? 0 : (i / inner) % channels;
     const int64_t zp = t.zero_points.empty() ? 0 : t.zero_points[t.zero_points.size() == 1 ? 0 : c];
@@ -100,33 +99,35 @@ static std::vector<float> dequantize(const TensorRecord& t) {
                                 static_cast<double>(zp)) *
              t.scales[c];
   }
-  return out;
 }
 
-std::vector<float> tensor_to_f32(const TensorRecord& t) {
+void tensor_to_f32(const TensorRecord& t, float* out) {
   validate_tensor_record(t, "tensor_to_f32");
   const size_t n = static_cast<size_t>(t.numel());
-  std::vector<float> out;
   switch (t.dtype) {
     case DType::f32:
-      out.resize(n);
-      if (n) std::memcpy(out.data(), t.data, t.nbytes);
-      return out;
+      if (n) std::memcpy(out, t.data, t.nbytes);
+      return;
     case DType::f16:
-      out.resize(n);
       for (size_t i = 0; i < n; ++i) out[i] = f16_to_f32(load<uint16_t>(t.data + 2 * i));
-      return out;
+      return;
     case DType::bf16:
-      out.resize(n);
       for (size_t i = 0; i < n; ++i) out[i] = bf16_to_f32(load<uint16_t>(t.data + 2 * i));
-      return out;
+      return;
     case DType::i8:
     case DType::i32:
       if (t.scales.empty())
         fail("tensor '{}': {} data has no quantization scales, cannot convert to f32", t.name, dtype_name(t.dtype));
-      return t.dtype == DType::i8 ? dequantize<int8_t>(t) : dequantize<int32_t>(t);
+      return t.dtype == DType::i8 ? dequantize<int8_t>(t, out) : dequantize<int32_t>(t, out);
   }
   fail("tensor '{}': invalid dtype", t.name);
+}
+
+std::vector<float> tensor_to_f32(const TensorRecord& t) {
+  validate_tensor_record(t, "tensor_to_f32");
+  std::vector<float> out(static_cast<size_t>(t.numel()));
+  tensor_to_f32(t, out.data());
+  return out;
 }
 
 }  // namespace bertrt

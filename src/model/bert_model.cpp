@@ -49,6 +49,20 @@ void BertModel::bind(Backend& be) {
   if (g != dw_at_) dw_ = bind_params(layout_, config_, const_cast<float*>(g)), dw_at_ = g;
 }
 
+void BertModel::use_params_in_place(float* base, std::shared_ptr<const void> owner) {
+  params_.borrow(base, layout_.total(), std::move(owner));
+  w_at_ = nullptr;
+}
+
+void BertModel::set_int8_only(std::vector<std::string> names) {
+  for (const std::string& n : names) layout_.at(n);  // a name outside the layout is a bug
+  int8_only_ = std::move(names);
+}
+
+bool BertModel::holds_fp32(const std::string& name) const {
+  return std::find(int8_only_.begin(), int8_only_.end(), name) == int8_only_.end();
+}
+
 size_t BertModel::num_params() const {
   size_t n = 0;
   for (const ParamInfo& p : layout_.params()) n += p.numel;
@@ -111,6 +125,7 @@ void BertModel::set_heads(const HeadsConfig& new_heads, uint64_t seed) {
   heads_ = heads;
   layout_ = std::move(layout);
   params_ = std::move(params);
+  int8_only_.clear();
   grads_.clear();
   w_at_ = dw_at_ = nullptr;
   if (quant_) quant_->bind(config_, heads_);

@@ -11,6 +11,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "backends/device_array.h"
 #include "heads/classifier_head.h"
@@ -53,6 +55,18 @@ class BertModel {
   void zero_grad();             // on the host
   void zero_grad(Backend& be);  // an op on `be`
   size_t num_params() const;  // real parameters (without alignment padding)
+
+  // Memory of the parameters (io/model_io.cpp load_model, docs/performance.md "Memory and cold
+  // start"). In place: params() becomes `base` (layout().total() floats, 64-byte aligned, e.g. a
+  // copy-on-write mapping of the model file) for as long as the model lives, `owner` keeping it
+  // valid; nothing is copied, and training writes private copies of the pages it changes.
+  void use_params_in_place(float* base, std::shared_ptr<const void> owner);
+  bool params_in_place() const { return params_.borrowed(); }
+  // An int8 model loaded from its file holds no fp32 copy of the weights it runs in int8 (their
+  // slots in params() read 0 and take no memory): `names` are those weights. holds_fp32(name) is
+  // false for them; disable_quantization() dequantizes them back first.
+  void set_int8_only(std::vector<std::string> names);
+  bool holds_fp32(const std::string& name) const;
 
   // Hugging Face BertPreTrainedModel._init_weights: Linear/Embedding weights ~ N(0, 0.02²),
   // biases 0, LayerNorm weight 1 / bias 0, the [PAD] embedding row 0.
@@ -103,8 +117,8 @@ class BertModel {
   // qparams; from then on forward() runs the int8 kernels and training throws. save_model() of an
   // int8 model writes i8 tensors.
   void convert_to_int8();
-  // Back to plain fp32 (drops observers and int8 weights; an int8 model keeps its dequantized
-  // weights, which are exactly the fake-quant weights).
+  // Back to plain fp32 (drops observers and int8 weights; an int8 model keeps — or, loaded from
+  // its file, first gets back — its dequantized weights, which are exactly the fake-quant weights).
   void disable_quantization();
   // Replaces the quantization state (the loader of quantized files).
   void set_quant(std::unique_ptr<BertQuant> quant);
@@ -137,6 +151,7 @@ class BertModel {
   DeviceArray<int32_t> all_positions_;
 
   std::unique_ptr<BertQuant> quant_;  // nullptr: fp32
+  std::vector<std::string> int8_only_;  // weights without fp32 values (set_int8_only)
 
   void bind(Backend& be);  // params (and grads, if any) on `be`, the views rebound
   void task_forward(Backend& be, float loss_weight, HeadReadout out);

@@ -79,7 +79,32 @@ void BertModel::convert_to_int8() {
   dw_at_ = nullptr;
 }
 
-void BertModel::disable_quantization() { quant_.reset(); }
+void BertModel::disable_quantization() {
+  if (!int8_only_.empty() && quant_) {
+    // Loaded from an int8 file: the fp32 values are the dequantized integers, as in
+    // convert_to_int8 (and tensor_to_f32: float(q − 0) · scale is the same float).
+    float* base = params_.host();
+    auto restore = [&](const std::string& name, const Int8WeightView& w) {
+      if (holds_fp32(name)) return;
+      float* x = base + layout_.at(name).offset;
+      for (int r = 0; r < w.rows; ++r)
+        for (int c = 0; c < w.cols; ++c) {
+          const size_t i = size_t(r) * w.cols + c;
+          x[i] = float(w.q[i]) * w.scale[r];
+        }
+    };
+    const EmbeddingQuant& e = quant_->emb;
+    if (e.int8) {
+      restore("bert.embeddings.word_embeddings.weight", e.word.w8.view());
+      restore("bert.embeddings.position_embeddings.weight", e.pos.w8.view());
+      restore("bert.embeddings.token_type_embeddings.weight", e.type.w8.view());
+    }
+    for (const LinearSite& s : linear_sites(config_, heads_))
+      if (s.name != "cls.predictions.decoder") restore(s.weight, quant_->at(s.name).w8);
+  }
+  int8_only_.clear();
+  quant_.reset();
+}
 
 void BertModel::set_quant(std::unique_ptr<BertQuant> quant) { quant_ = std::move(quant); }
 

@@ -17,7 +17,7 @@ void add_rows(Backend& be, float* out, const int32_t* ids, const float* table, i
   }
   const size_t NC = size_t(N) * C;
   if (q->mode == QuantMode::kInt8) {
-    const Int8WeightView w8 = t->dev.on(be, t->w8.view());
+    const Int8WeightView w8 = t->dev.on(be, t->w8.view(), /*pack=*/false);  // read by rows
     be.embedding_forward_s8(out, ids, w8.q, w8.scale, N, C, w8.rows);
     return;
   }

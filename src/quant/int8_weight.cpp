@@ -3,8 +3,13 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/mapped_file.h"
 
 namespace bertrt {
+
+void Int8WeightMirror::release_file_pages(const int8_t* q, size_t n) {
+  MappedFile::release_pages(q, n);
+}
 
 void quantize_rows_s8(int8_t* q, const float* w, const float* scale, int rows, int cols) {
   for (int r = 0; r < rows; ++r) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "backends/backend.h"
@@ -23,38 +24,61 @@ struct Int8WeightView {
   int rows = 0, cols = 0;
   const int8_t* packed =
       nullptr;  // q in the backend's GEMM layout (Backend::pack_q8_weight) or null
+  // q lies in a model file's mapping and was never written: once the backend holds its own copy
+  // (packed or uploaded), the pages of q are given back (MappedFile::release_pages).
+  bool q_in_file = false;
 };
 
-// An owned int8 weight.
+// An int8 weight: its integers owned (q) or, loaded from a model file, used in place from its
+// mapping (`mapped`, kept valid by `keep`; q empty); the scales and row sums owned.
 struct Int8Weight {
   std::vector<int8_t> q;
+  const int8_t* mapped = nullptr;
+  std::shared_ptr<const void> keep;
   std::vector<float> scale;
   std::vector<int32_t> row_sum;
   int rows = 0, cols = 0;
-  Int8WeightView view() const { return {q.data(), scale.data(), row_sum.data(), rows, cols}; }
+  const int8_t* data() const { return mapped ? mapped : q.data(); }
+  Int8WeightView view() const {
+    return {data(), scale.data(), row_sum.data(), rows, cols, nullptr, mapped != nullptr};
+  }
 };
 
 // An int8 weight as a backend reads it: the host arrays themselves where the backend takes host
 // pointers, else copies uploaded on first use (a weight's host arrays never change in place).
-// The backend's packed layout of q is made here on first use, once per backend.
+// The backend's packed layout of q is made here on first use, once per backend, for a GEMM weight
+// (pack = false for a table read by rows: the int8 embedding lookup).
 struct Int8WeightMirror {
   ConstMirror<int8_t> q;
   ConstMirror<float> scale;
   ConstMirror<int32_t> row_sum;
   DeviceArray<int8_t> packed;
   const int8_t* packed_src = nullptr;
-  Int8WeightView on(Backend& be, const Int8WeightView& w) {
-    Int8WeightView v{q.on(be, w.q, size_t(w.rows) * w.cols), scale.on(be, w.scale, size_t(w.rows)),
+  Int8WeightView on(Backend& be, const Int8WeightView& w, bool pack = true) {
+    const size_t n = size_t(w.rows) * w.cols;
+    const bool upload = !be.accepts_host_pointers() && n > 0 && (q_src != w.q || !q_sent);
+    Int8WeightView v{q.on(be, w.q, n), scale.on(be, w.scale, size_t(w.rows)),
                      row_sum.on(be, w.row_sum, size_t(w.rows)), w.rows, w.cols};
-    const size_t bytes = be.q8_packed_weight_bytes(w.rows, w.cols);
+    if (upload) {
+      q_src = w.q, q_sent = true;
+      if (w.q_in_file) release_file_pages(w.q, n);  // the backend has its copy
+    }
+    const size_t bytes = pack ? be.q8_packed_weight_bytes(w.rows, w.cols) : 0;
     if (bytes == 0) return v;
     if (packed.backend() != &be || !packed.alive() || packed_src != w.q || packed.size() != bytes) {
       be.pack_q8_weight(packed.ensure(be, bytes), v.q, w.rows, w.cols);
       packed_src = w.q;
+      // One int8 copy resident: the packed one (a kernel that still reads q maps it again).
+      if (w.q_in_file && be.accepts_host_pointers()) release_file_pages(w.q, n);
     }
     v.packed = packed.data();
     return v;
   }
+
+ private:
+  const int8_t* q_src = nullptr;
+  bool q_sent = false;
+  static void release_file_pages(const int8_t* q, size_t n);
 };
 
 // q[r, c] = clamp(nearbyint(w[r, c] · (1.0f / scale[r])), −127, 127): the fake-quant forward's

@@ -52,6 +52,19 @@ TEST(Crc32c, ExtendAndEveryLengthMatchTheBitwiseDefinition) {
             crc32c::value(data.data(), 300));
 }
 
+// The hardware instructions this CPU has (SSE4.2 or ARMv8 CRC32; CI runs the aarch64 build under
+// qemu) against the table-driven reference over buffers of model-file size classes.
+TEST(Crc32c, HardwarePathEqualsThePortableOneOnLongBuffers) {
+  std::vector<uint8_t> data(size_t(1) << 20 | 13);
+  uint64_t x = 0x9e3779b97f4a7c15u;
+  for (uint8_t& b : data) x ^= x << 13, x ^= x >> 7, x ^= x << 17, b = uint8_t(x);
+  for (size_t n : {size_t(4096), size_t(65536 + 5), data.size()})
+    for (size_t start : {size_t(0), size_t(3)})
+      EXPECT_EQ(crc32c::value(data.data() + start, n - start),
+                crc32c::extend_portable(0, data.data() + start, n - start))
+          << crc32c::implementation() << " " << n << " " << start;
+}
+
 TEST(Crc32c, MaskAsLeveldb) {
   // leveldb crc32c_test.cc "Mask": masking changes the value, twice too, and unmask inverts it.
   const uint32_t crc = crc32c::value("foo", 3);

@@ -192,6 +192,7 @@ void add_finetune(CLI::App& app) {
     if (resuming) {
       check_resumable(o->resume, m, run);
       restore_training_state(trainer, *m.training_state, o->resume);  // copies the moments
+      m.file.release_optimizer_pages();  // the model may keep the mapping: not these pages
       fmt::print("resuming {} at step {} of {}\n", o->resume, trainer.steps_done(), total);
     }
     MetricsLog metrics = o->metrics.empty() ? MetricsLog()

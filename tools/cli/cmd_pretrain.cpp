@@ -424,6 +424,7 @@ void run(const Flags& o) {
     if (resuming) {
       stream_owner->restore_state(m.training_state->rng_state);
       restore_training_state(*trainer_owner, *m.training_state, o.resume);  // copies the moments
+      m.file.release_optimizer_pages();  // the model may keep the mapping: not these pages
       fmt::print("resuming {} at step {} of {}\n", o.resume, trainer_owner->steps_done(),
                  o.max_steps);
     }
