@@ -8,7 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake --preset asan > /dev/null
+start=$SECONDS
 cmake --build --preset asan -j"$(nproc)"
+echo "test_asan.sh: built in $((SECONDS - start)) s" >&2
 # Mesa's lavapipe leaves 128 bytes of its global state behind when the Vulkan loader unloads it
 # at vkDestroyInstance (a dozen lines of C that create and destroy an instance show it; nothing
 # leaks while the library stays loaded). LeakSanitizer runs at exit, after the loader's dlclose,
