@@ -4,14 +4,28 @@
 // Everything else (tanh, the memory moves and small reductions of the contract, the int8
 // embedding lookup) falls back to the scalar ReferenceBackend, host memory included.
 //
+// Fully-connected provider (xnnpack_fc.h): the Linear-form GEMMs (gemm(no-trans A, trans B,
+// alpha 1, beta 0), i.e. nn.Linear's X·Wᵀ) run on OpenBLAS or on XNNPACK with W packed once per
+// weight, chosen by BERTRT_FC_PROVIDER (openblas | xnnpack | auto; default auto, which takes
+// XNNPACK only for shapes where a measurement showed it faster: none on x86-64). XNNPACK keeps a
+// packed copy per weight, valid while the weight does not change, so it serves only inference:
+// the first op of a backward or an optimizer step on this backend (a weight-gradient GEMM,
+// bias/GELU/tanh/LayerNorm/softmax/embedding/fake-quant backward, cross-entropy with a gradient,
+// AdamW) drops the packed copies and turns the provider off for the backend's life, so training
+// always runs on OpenBLAS, bit-identical to a build without XNNPACK.
+//
 // Threads: one pool per backend (thread_pool.h), BERTRT_NUM_THREADS or all hardware threads.
 // Results do not depend on the thread count: elementwise and row ops split over rows, and the
 // reductions (bias/LayerNorm parameter gradients, embedding scatter-add, the loss sum) over
 // their outputs, each summed in the serial order.
 #pragma once
 
+#include <memory>
+#include <string>
+
 #include "backends/cpu/q8_gemm.h"
 #include "backends/cpu/thread_pool.h"
+#include "backends/cpu/xnnpack_fc.h"
 #include "backends/reference/reference_backend.h"
 
 namespace bertrt {
@@ -20,8 +34,22 @@ class CpuBackend : public ReferenceBackend {
  public:
   // num_threads ≤ 0: cpu::default_num_threads().
   explicit CpuBackend(int num_threads = 0);
+  ~CpuBackend() override;
   const char* name() const override { return "cpu"; }
   int num_threads() const { return pool_.threads(); }
+  // The fully-connected provider (fc_provider_from_env() at construction) and what ran.
+  cpu::FcProvider fc_provider() const { return fc_provider_; }
+  // Throws bertrt::Error for kXnnpack when cpu::xnnpack_available() is false.
+  void set_fc_provider(cpu::FcProvider p);
+  struct FcStats {
+    size_t xnnpack_calls = 0;    // Linear-form GEMMs XNNPACK ran
+    size_t openblas_calls = 0;   // Linear-form GEMMs OpenBLAS ran
+    size_t packed_bytes = 0;     // XNNPACK's packed weights held now
+    bool training_seen = false;  // a backward/optimizer op ran: the provider is off for good
+  };
+  FcStats fc_stats() const;
+  // One line for bench / verbose output, e.g. "fc provider auto: openblas 146, xnnpack 0 calls".
+  std::string fc_summary() const;
   // True exactly for the ops overridden below.
   bool supports(Op op) const override;
 
@@ -66,6 +94,8 @@ class CpuBackend : public ReferenceBackend {
 
   void adamw_step(float* param, float* m, float* v, const float* grad, size_t n,
                   const AdamWHyper& h, int64_t t) override;
+  // The reference loop; overridden only to note training (see "Fully-connected provider").
+  void tanh_backward(float* dinp, const float* out, const float* dout, size_t n) override;
 
   // Quantization ops (cpu_quant.cpp): vectorised loops (quant_kernels.h) and the exact u8×s8
   // GEMM tiles (q8_gemm.h, AVX2 when the CPU has it), split over the pool by output columns.
@@ -93,6 +123,12 @@ class CpuBackend : public ReferenceBackend {
  private:
   cpu::ThreadPool pool_;
   cpu::Q8Kernel q8_kernel_;  // q8_best_kernel() at construction (BERTRT_Q8_KERNEL or cpuid)
+  cpu::FcProvider fc_provider_;
+  std::unique_ptr<cpu::XnnpackFc> xnn_;  // created at the first XNNPACK call
+  bool training_seen_ = false;
+  size_t fc_xnnpack_calls_ = 0, fc_openblas_calls_ = 0;
+  bool use_xnnpack(int M, int N, int K) const;
+  void note_training();  // drops the packed weights, provider off (see above)
 };
 
 }  // namespace bertrt
