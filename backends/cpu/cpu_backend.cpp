@@ -65,6 +65,15 @@ bool CpuBackend::use_xnnpack(int M, int N, int K) const {
   return false;
 }
 
+// auto packs weights only while their copies stay within cpu::xnnpack_auto_budget_bytes() (the
+// packed copy is extra memory: issue #13 bounds inference RSS); an explicit xnnpack packs all.
+bool CpuBackend::within_pack_budget(const float* W, int N, int K, int lda, int ldc) const {
+  if (fc_provider_ != cpu::FcProvider::kAuto) return true;
+  if (xnn_ && xnn_->holds(W, nullptr, N, K, lda, ldc)) return true;
+  const size_t held = xnn_ ? xnn_->packed_bytes() : 0;
+  return held + static_cast<size_t>(N) * K * sizeof(float) <= cpu::xnnpack_auto_budget_bytes();
+}
+
 void CpuBackend::note_training() {
   if (training_seen_) return;
   training_seen_ = true;
@@ -165,7 +174,7 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int M, int N, int K, float alp
   if (trans_a) note_training();  // only weight gradients (dW += doutᵀ·X) transpose A
   // nn.Linear's forward X·Wᵀ: the fully-connected provider's form (W contiguous [N, K]).
   if (!trans_a && trans_b && alpha == 1.0f && beta == 0.0f && ldb == K && K > 0) {
-    if (use_xnnpack(M, N, K)) {
+    if (use_xnnpack(M, N, K) && within_pack_budget(B, N, K, lda, ldc)) {
       if (!xnn_) xnn_ = std::make_unique<cpu::XnnpackFc>();
       xnn_->run(C, ldc, A, lda, B, nullptr, M, N, K, pool_.handle());
       ++fc_xnnpack_calls_;
@@ -278,6 +287,8 @@ void CpuBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, c
 
 void CpuBackend::softmax_forward(float* probs, const float* scores, const float* mask, int B,
                                  int NH, int T, float scale) {
+  // The training forward's attention: inference takes the fused attention_forward_inference.
+  note_training();
   const size_t rows = static_cast<size_t>(B) * NH * T;
   pool_.parallel_for(rows, row_grain(T), [&](size_t r0, size_t r1) {
     cpu::softmax_forward_rows(probs, scores, mask, NH, T, scale, r0, r1);

@@ -7,12 +7,14 @@
 // Fully-connected provider (xnnpack_fc.h): the Linear-form GEMMs (gemm(no-trans A, trans B,
 // alpha 1, beta 0), i.e. nn.Linear's X·Wᵀ) run on OpenBLAS or on XNNPACK with W packed once per
 // weight, chosen by BERTRT_FC_PROVIDER (openblas | xnnpack | auto; default auto, which takes
-// XNNPACK only for shapes where a measurement showed it faster: none on x86-64). XNNPACK keeps a
-// packed copy per weight, valid while the weight does not change, so it serves only inference:
-// the first op of a backward or an optimizer step on this backend (a weight-gradient GEMM,
-// bias/GELU/tanh/LayerNorm/softmax/embedding/fake-quant backward, cross-entropy with a gradient,
-// AdamW) drops the packed copies and turns the provider off for the backend's life, so training
-// always runs on OpenBLAS, bit-identical to a build without XNNPACK.
+// XNNPACK only for shapes where a measurement showed it faster, cpu::xnnpack_fc_wins, and only
+// while the packed copies fit cpu::xnnpack_auto_budget_bytes()). XNNPACK keeps a packed copy per
+// weight, valid while the weight does not change, so it serves only inference: the first
+// training op on this backend (the unfused attention softmax of a training forward, a
+// weight-gradient GEMM, any backward op, cross-entropy with a gradient, AdamW) drops the packed
+// copies and turns the provider off for the backend's life. Training then runs on OpenBLAS; only
+// the Linears of a training run's first forward that come before its first softmax (layer 0's
+// Q, K, V; frozen layers of a BackwardPlan) may run on XNNPACK.
 //
 // Threads: one pool per backend (thread_pool.h), BERTRT_NUM_THREADS or all hardware threads.
 // Results do not depend on the thread count: elementwise and row ops split over rows, and the
@@ -128,6 +130,7 @@ class CpuBackend : public ReferenceBackend {
   bool training_seen_ = false;
   size_t fc_xnnpack_calls_ = 0, fc_openblas_calls_ = 0;
   bool use_xnnpack(int M, int N, int K) const;
+  bool within_pack_budget(const float* W, int N, int K, int lda, int ldc) const;
   void note_training();  // drops the packed weights, provider off (see above)
 };
 

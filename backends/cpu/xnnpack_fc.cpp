@@ -73,13 +73,48 @@ FcProvider fc_provider_from_env() {
   fail("BERTRT_FC_PROVIDER: '{}' is not a provider (expected openblas, xnnpack or auto)", env);
 }
 
-bool xnnpack_fc_wins(int M, int N, int K) {
-  // No shape measured a win on the hosts bench/xnnpack_bench.cpp ran on (docs/performance.md,
-  // "XNNPACK"): x86-64 AVX2/FMA and AVX-512 lose to OpenBLAS at every BERT-mini and BERT-base
-  // Linear shape, M = 1 included. Nothing was measured on aarch64 yet, so auto stays OpenBLAS
-  // there too until a board's figures say otherwise (add the rule here, with its figures).
-  (void)M, (void)N, (void)K;
+namespace {
+
+// XNNPACK runs its 7x16 AVX-512F f32 GEMM microkernel (the snapshot's src/init.c) when cpuinfo
+// reports AVX-512F with the OS saving zmm state; libgcc's __builtin_cpu_supports checks the same
+// (CPUID and XGETBV). Without it XNNPACK falls back to 5x16 FMA3, which spills an accumulator
+// and lost 2.4x to OpenBLAS (../shared/notes/cpu-kernels.md §2).
+bool xnnpack_has_avx512_kernel() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  static const bool yes = __builtin_cpu_supports("avx512f");
+  return yes;
+#else
   return false;
+#endif
+}
+
+}  // namespace
+
+bool xnnpack_fc_wins(int M, int N, int K) {
+  // Measured with bench/xnnpack_bench.cpp (docs/performance.md, "XNNPACK"), the two providers
+  // interleaved, medians: on x86-64 with AVX-512F (OpenBLAS on its Cooperlake kernel) XNNPACK was
+  // 0.73-0.95x OpenBLAS's time on every BERT-mini/base Linear shape with M ≥ 8 rows and
+  // N, K ≥ 256, and slower at M = 1 (pooler, B = 1: 1.2x) and N = 2 (classifier: 4-9x, though
+  // only µs). The rule takes exactly the measured winning region. Not measured: AVX2-only hosts
+  // (XNNPACK's FMA3 kernel, expected slower) and aarch64: OpenBLAS there until a board's figures
+  // say otherwise.
+  return xnnpack_has_avx512_kernel() && M >= 8 && N >= 256 && K >= 256;
+}
+
+size_t xnnpack_auto_budget_bytes() {
+  static const size_t bytes = [] {
+    const char* env = std::getenv("BERTRT_FC_XNNPACK_MAX_MB");
+    if (!env || !*env) return size_t{16'000'000};
+    char* end = nullptr;
+    const long long mb = std::strtoll(env, &end, 10);
+    if (*end != '\0' || mb < 0 || mb > 1'000'000)
+      fail(
+          "BERTRT_FC_XNNPACK_MAX_MB: '{}' is not a size in MB (expected an integer in [0, "
+          "1000000])",
+          env);
+    return static_cast<size_t>(mb) * 1'000'000;
+  }();
+  return bytes;
 }
 
 // --- the operators ---------------------------------------------------------------------------
@@ -129,6 +164,10 @@ XnnpackFc::~XnnpackFc() { clear(); }
 void XnnpackFc::clear() {
   for (auto& [key, e] : impl_->ops) Impl::destroy(e);
   impl_->ops.clear();
+}
+
+bool XnnpackFc::holds(const float* W, const float* bias, int N, int K, int ldx, int ldy) const {
+  return impl_->ops.count(Impl::Key{W, bias, N, K, ldx, ldy}) != 0;
 }
 
 size_t XnnpackFc::operators() const { return impl_->ops.size(); }

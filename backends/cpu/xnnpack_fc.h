@@ -50,6 +50,12 @@ FcProvider fc_provider_from_env();
 // OpenBLAS path. False wherever nothing was measured.
 bool xnnpack_fc_wins(int M, int N, int K);
 
+// The most bytes of packed weights auto lets one backend hold: BERTRT_FC_XNNPACK_MAX_MB (a
+// non-negative integer, MB = 10⁶ bytes), else 16 MB: all of BERT-mini's Linears (12.8 MB), a
+// quarter of the 64 MB over the file size that issue #13 allows inference. Beyond it auto leaves
+// the remaining weights on OpenBLAS. Throws bertrt::Error naming the variable for a bad value.
+size_t xnnpack_auto_budget_bytes();
+
 // The operators of one backend: one XNNPACK fully-connected operator per (weight, shape,
 // strides), each holding its packed copy of W. Not thread-safe: one caller at a time, as a
 // backend is.
@@ -70,6 +76,8 @@ class XnnpackFc {
            int N, int K, pthreadpool* pool);
   // Deletes every operator (and its packed weights).
   void clear();
+  // True when an operator for exactly these arguments is held.
+  bool holds(const float* W, const float* bias, int N, int K, int ldx, int ldy) const;
   size_t operators() const;
   size_t packed_bytes() const;  // Σ N·K·4 (+ N·4 with a bias) over the operators
 

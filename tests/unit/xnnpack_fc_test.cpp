@@ -196,6 +196,44 @@ TEST(XnnpackFc, ProviderNames) {
   EXPECT_EQ(be.fc_provider(), cpu::FcProvider::kXnnpack);
 }
 
+// auto never takes XNNPACK where the bench measured it slower (M = 1, a 2-label classifier) and
+// counts every Linear it routes.
+TEST(XnnpackFc, AutoLeavesTheMeasuredLosingShapesOnOpenBlas) {
+  EXPECT_FALSE(cpu::xnnpack_fc_wins(1, 768, 768));
+  EXPECT_FALSE(cpu::xnnpack_fc_wins(8, 2, 768));
+  EXPECT_FALSE(cpu::xnnpack_fc_wins(128, 17, 5));
+  CpuBackend be(1);
+  be.set_fc_provider(cpu::FcProvider::kAuto);
+  const int M = 1, N = 2, K = 768;
+  const auto X = test::randn(size_t(M) * K, 8);
+  const auto W = test::randn(size_t(N) * K, 9, 0.1f);
+  linear_gemm(be, X, W, M, N, K);
+  EXPECT_EQ(be.fc_stats().openblas_calls, 1u);
+  EXPECT_EQ(be.fc_stats().xnnpack_calls, 0u);
+}
+
+// auto packs only while the copies fit its budget (16 MB unless BERTRT_FC_XNNPACK_MAX_MB says
+// otherwise); the weights beyond it stay on OpenBLAS, those already packed keep running on XNNPACK.
+TEST(XnnpackFc, AutoPacksWithinItsMemoryBudget) {
+  SKIP_WITHOUT_XNNPACK();
+  const int M = 8, N = 1024, K = 1024;
+  if (!cpu::xnnpack_fc_wins(M, N, K))
+    GTEST_SKIP() << "auto takes XNNPACK for no shape on this CPU (xnnpack_fc_wins)";
+  CpuBackend be(2);
+  be.set_fc_provider(cpu::FcProvider::kAuto);
+  const size_t w_bytes = size_t(N) * K * sizeof(float), budget = cpu::xnnpack_auto_budget_bytes();
+  const size_t fit = budget / w_bytes;
+  const auto X = test::randn(size_t(M) * K, 10);
+  std::vector<std::vector<float>> weights;
+  for (size_t i = 0; i < fit + 2; ++i) weights.push_back(test::randn(size_t(N) * K, 11 + i, 0.1f));
+  for (int pass = 0; pass < 2; ++pass)
+    for (const auto& W : weights) linear_gemm(be, X, W, M, N, K);
+  EXPECT_EQ(be.fc_stats().xnnpack_calls, 2 * fit);
+  EXPECT_EQ(be.fc_stats().openblas_calls, 2 * (weights.size() - fit));
+  EXPECT_EQ(be.fc_stats().packed_bytes, fit * w_bytes);
+  EXPECT_LE(be.fc_stats().packed_bytes, budget);
+}
+
 // A BERT forward (MLM + NSP + classifier heads, both GELUs) with every Linear on XNNPACK against
 // the PyTorch float64 reference (tests/reference/bert_reference.py): within 2e-5 of the largest
 // magnitude, bert_reference_test's kTol, which the OpenBLAS path meets on the same file. The two
