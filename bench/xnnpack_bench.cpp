@@ -131,9 +131,9 @@ int main(int argc, char** argv) {
         "# %s\n# threads %d, OPENBLAS_CORETYPE=%s, %d interleaved rounds, median ms of "
         "gemm + bias_add\n",
         cpu_line().c_str(), blas.num_threads(), coretype ? coretype : "(unset)", rounds);
-    std::printf("%-5s %-13s %2s %5s %5s %5s | %9s %9s | %7s %8s %8s | %8s %9s\n", "model", "layer",
-                "B", "M", "K", "N", "openblas", "xnnpack", "x/o", "GF/s o", "GF/s x", "pack ms",
-                "max diff");
+    std::printf("%-5s %-13s %2s %5s %5s %5s | %9s %9s | %7s %8s %8s | %8s %9s %4s\n", "model",
+                "layer", "B", "M", "K", "N", "openblas", "xnnpack", "x/o", "GF/s o", "GF/s x",
+                "pack ms", "max diff", "auto");
   }
   for (const Shape& s : shapes()) {
     const auto X = randn(size_t(s.M) * s.K, 1u + s.M + s.K, 1.0f);
@@ -159,22 +159,26 @@ int main(int argc, char** argv) {
     const double mo = median(to), mx = median(tx);
     const double gflop = 2.0 * s.M * s.N * s.K * 1e-9;
     const double rel = scale > 0 ? diff / scale : diff;
+    const bool wins = cpu::xnnpack_fc_wins(s.M, s.N, s.K);  // auto's choice, before its budget
     if (json)
       std::printf(
           "{\"model\":\"%s\",\"layer\":\"%s\",\"B\":%d,\"M\":%d,\"K\":%d,\"N\":%d,"
           "\"openblas_ms\":%.4f,\"xnnpack_ms\":%.4f,\"ratio\":%.3f,\"pack_ms\":%.3f,"
-          "\"max_rel_diff\":%.2e,\"rounds\":%d,\"threads\":%d}\n",
-          s.model, s.layer, s.B, s.M, s.K, s.N, mo, mx, mx / mo, pack, rel, rounds,
-          blas.num_threads());
+          "\"max_rel_diff\":%.2e,\"auto_xnnpack\":%s,\"rounds\":%d,\"threads\":%d}\n",
+          s.model, s.layer, s.B, s.M, s.K, s.N, mo, mx, mx / mo, pack, rel, wins ? "true" : "false",
+          rounds, blas.num_threads());
     else
-      std::printf("%-5s %-13s %2d %5d %5d %5d | %9.3f %9.3f | %7.2f %8.1f %8.1f | %8.2f %9.1e\n",
-                  s.model, s.layer, s.B, s.M, s.K, s.N, mo, mx, mx / mo, gflop / (mo * 1e-3),
-                  gflop / (mx * 1e-3), pack, rel);
+      std::printf(
+          "%-5s %-13s %2d %5d %5d %5d | %9.3f %9.3f | %7.2f %8.1f %8.1f | %8.2f %9.1e %4s\n",
+          s.model, s.layer, s.B, s.M, s.K, s.N, mo, mx, mx / mo, gflop / (mo * 1e-3),
+          gflop / (mx * 1e-3), pack, rel, wins ? "x" : "o");
     std::fflush(stdout);
   }
   if (!json)
     std::printf(
-        "# x/o > 1: XNNPACK slower. max diff: max |openblas − xnnpack| / max |openblas|.\n"
+        "# x/o > 1: XNNPACK slower. max diff: max |openblas − xnnpack| / max |openblas|. auto: "
+        "what\n"
+        "# BERTRT_FC_PROVIDER=auto takes for the shape (x xnnpack, o openblas) within its budget.\n"
         "# %s\n# %s\n",
         blas.fc_summary().c_str(), xnn.fc_summary().c_str());
   return 0;

@@ -216,7 +216,7 @@ TEST(XnnpackFc, AutoLeavesTheMeasuredLosingShapesOnOpenBlas) {
 // otherwise); the weights beyond it stay on OpenBLAS, those already packed keep running on XNNPACK.
 TEST(XnnpackFc, AutoPacksWithinItsMemoryBudget) {
   SKIP_WITHOUT_XNNPACK();
-  const int M = 8, N = 1024, K = 1024;
+  const int M = 8, N = 768, K = 768;
   if (!cpu::xnnpack_fc_wins(M, N, K))
     GTEST_SKIP() << "auto takes XNNPACK for no shape on this CPU (xnnpack_fc_wins)";
   CpuBackend be(2);
