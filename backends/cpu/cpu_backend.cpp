@@ -176,7 +176,11 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int M, int N, int K, float alp
   if (!trans_a && trans_b && alpha == 1.0f && beta == 0.0f && ldb == K && K > 0) {
     if (use_xnnpack(M, N, K) && within_pack_budget(B, N, K, lda, ldc)) {
       if (!xnn_) xnn_ = std::make_unique<cpu::XnnpackFc>();
-      xnn_->run(C, ldc, A, lda, B, nullptr, M, N, K, pool_.handle());
+      // Threads exactly where the OpenBLAS path below splits: a small GEMM runs on the caller,
+      // where a fork-join would cost more (and wait for a busy core on a loaded machine).
+      const bool split = static_cast<double>(M) * N * K >= kGemmSplitFlops &&
+                         std::max(M, N) >= 2 * kGemmBlock;
+      xnn_->run(C, ldc, A, lda, B, nullptr, M, N, K, split ? pool_.handle() : nullptr);
       ++fc_xnnpack_calls_;
       return;
     }

@@ -60,9 +60,11 @@ struct Shape {
   int M, N, K;
 };
 
-const Shape kOddShapes[] = {{1, 1, 1},    {1, 17, 5},      {2, 3, 7},     {5, 16, 16},
-                            {7, 33, 31},  {8, 15, 64},     {13, 37, 29},  {17, 48, 97},
-                            {31, 64, 13}, {128, 100, 256}, {129, 257, 33}};
+// The last two are big enough for the cpu backend to hand XNNPACK its thread pool.
+const Shape kOddShapes[] = {{1, 1, 1},    {1, 17, 5},      {2, 3, 7},      {5, 16, 16},
+                            {7, 33, 31},  {8, 15, 64},     {13, 37, 29},   {17, 48, 97},
+                            {31, 64, 13}, {128, 100, 256}, {129, 257, 33}, {521, 33, 17},
+                            {3, 613, 151}};
 
 TEST(XnnpackFc, OddShapesStridesAndBiasAgainstFloat64) {
   SKIP_WITHOUT_XNNPACK();
