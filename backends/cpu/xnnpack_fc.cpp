@@ -93,14 +93,15 @@ bool xnnpack_has_avx512_kernel() {
 bool xnnpack_fc_wins(int M, int N, int K) {
   // Measured with bench/xnnpack_bench.cpp (docs/performance.md, "XNNPACK vs OpenBLAS"), the two
   // providers interleaved in one process, medians of 31 rounds, 1 thread, on x86-64 with AVX-512F
-  // (OpenBLAS on its Cooperlake kernel), in two runs at load 5-10: XNNPACK took 0.69-0.92x
-  // OpenBLAS's time in both runs for every Linear with M ≥ 8 rows, N and K ≥ 256 and a weight of
+  // (OpenBLAS on its Cooperlake kernel), three runs at load 5-10: XNNPACK took 0.66-0.93x
+  // OpenBLAS's time in every run for every Linear with M ≥ 8 rows, N and K ≥ 256 and a weight of
   // at most 768 x 768 (BERT-mini's Linears, BERT-base's attention projections, the pooler at
   // B = 8); the bigger BERT-base FFN weights (9.4 MB) went either way (0.91-1.32x: XNNPACK streams
   // the whole packed weight once per 7-row tile, so it suffers more when others share the cache);
   // it lost at M = 1 (pooler, B = 1: 1.2-1.3x) and N = 2 (classifier: 4-9x, though µs). The rule
-  // takes the region that won in both runs. Not measured: AVX2-only hosts (XNNPACK's FMA3
-  // kernel, expected slower) and aarch64: OpenBLAS there until a board's figures say otherwise.
+  // takes the region that won in every run. Not measured: AVX2-only hosts (XNNPACK's FMA3
+  // kernel, expected slower), 2 threads on a quiet machine, and aarch64: OpenBLAS there until
+  // figures say otherwise.
   return xnnpack_has_avx512_kernel() && M >= 8 && N >= 256 && K >= 256 &&
          static_cast<int64_t>(N) * K <= 768 * 768;
 }
