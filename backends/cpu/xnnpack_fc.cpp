@@ -131,7 +131,7 @@ namespace {
 constexpr int kSamples = 17;
 using Sample = std::array<uint32_t, kSamples>;
 
-Sample sample_of(const float* W, size_t n) {
+[[maybe_unused]] Sample sample_of(const float* W, size_t n) {
   Sample s{};
   for (int i = 0; i < kSamples; ++i) {
     const size_t at = i + 1 == kSamples ? n - 1 : n * static_cast<size_t>(i) / (kSamples - 1);
