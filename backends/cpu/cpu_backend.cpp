@@ -60,7 +60,8 @@ bool CpuBackend::use_xnnpack(int M, int N, int K) const {
     case cpu::FcProvider::kXnnpack:
       return true;
     case cpu::FcProvider::kAuto:
-      return cpu::xnnpack_available() && cpu::xnnpack_fc_wins(M, N, K);
+      // The rule first: where it never wins (aarch64), XNNPACK is never even initialised.
+      return cpu::xnnpack_fc_wins(M, N, K) && cpu::xnnpack_available();
   }
   return false;
 }
@@ -93,8 +94,9 @@ std::string CpuBackend::fc_summary() const {
   if (s.packed_bytes) line += fmt::format(" ({:.1f} MB packed)", s.packed_bytes / 1e6);
   if (s.training_seen && fc_provider_ != cpu::FcProvider::kOpenBlas)
     line += " (training ran: xnnpack off)";
-  if (fc_provider_ == cpu::FcProvider::kAuto && !cpu::xnnpack_available())
-    line += " (xnnpack unavailable: " + cpu::xnnpack_unavailable_reason() + ")";
+  // Without initialising XNNPACK (auto never does where its rule says no, e.g. aarch64).
+  if (fc_provider_ == cpu::FcProvider::kAuto && !cpu::xnnpack_built())
+    line += " (no XNNPACK in this build)";
   return line;
 }
 

@@ -57,6 +57,14 @@ const InitState& init_state() {
 
 }  // namespace
 
+bool xnnpack_built() {
+#ifdef BERTRT_HAVE_XNNPACK
+  return true;
+#else
+  return false;
+#endif
+}
+
 bool xnnpack_available() { return init_state().ok; }
 std::string xnnpack_unavailable_reason() { return init_state().why; }
 

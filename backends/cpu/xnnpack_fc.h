@@ -35,7 +35,10 @@ enum class FcProvider {
 };
 const char* fc_provider_name(FcProvider p);
 
-// True when this build has XNNPACK (BERTRT_XNNPACK) and xnn_initialize accepted this CPU.
+// True when this build has XNNPACK (BERTRT_XNNPACK), without initialising it.
+bool xnnpack_built();
+// True when this build has XNNPACK and xnn_initialize (run once, on the first call) accepted
+// this CPU.
 bool xnnpack_available();
 // Why xnnpack_available() is false ("" when it is true).
 std::string xnnpack_unavailable_reason();
