@@ -46,14 +46,29 @@ CpuBackend::~CpuBackend() = default;
 
 // --- fully-connected provider ------------------------------------------------------------------
 
-void CpuBackend::set_fc_provider(cpu::FcProvider p) {
+namespace {
+
+void check_xnnpack_available(cpu::FcProvider p) {
   if (p == cpu::FcProvider::kXnnpack && !cpu::xnnpack_available())
-    fail("cpu backend: fc provider xnnpack: {}", cpu::xnnpack_unavailable_reason());
+    fail("cpu backend: fc provider xnnpack (BERTRT_FC_PROVIDER): {}; use openblas or auto",
+         cpu::xnnpack_unavailable_reason());
+}
+
+}  // namespace
+
+void CpuBackend::set_constant_weights(bool constant) {
+  if (constant) check_xnnpack_available(fc_provider_);
+  if (!constant) xnn_.reset();
+  constant_weights_ = constant;
+}
+
+void CpuBackend::set_fc_provider(cpu::FcProvider p) {
+  if (constant_weights_) check_xnnpack_available(p);
   fc_provider_ = p;
 }
 
 bool CpuBackend::use_xnnpack(int M, int N, int K) const {
-  if (training_seen_) return false;
+  if (!constant_weights_) return false;
   switch (fc_provider_) {
     case cpu::FcProvider::kOpenBlas:
       return false;
@@ -75,25 +90,20 @@ bool CpuBackend::within_pack_budget(const float* W, int N, int K, int lda, int l
   return held + static_cast<size_t>(N) * K * sizeof(float) <= cpu::xnnpack_auto_budget_bytes();
 }
 
-void CpuBackend::note_training() {
-  if (training_seen_) return;
-  training_seen_ = true;
-  xnn_.reset();
-}
-
 CpuBackend::FcStats CpuBackend::fc_stats() const {
   return FcStats{fc_xnnpack_calls_, fc_openblas_calls_, xnn_ ? xnn_->packed_bytes() : 0,
-                 training_seen_};
+                 constant_weights_};
 }
 
 std::string CpuBackend::fc_summary() const {
   const FcStats s = fc_stats();
-  std::string line =
-      fmt::format("fc provider {}: openblas {}, xnnpack {} Linear GEMMs",
-                  cpu::fc_provider_name(fc_provider_), s.openblas_calls, s.xnnpack_calls);
+  // XNNPACK (forced or auto) runs only where the caller declared the weights constant.
+  std::string line = fmt::format(
+      "fc provider {} ({}): openblas {}, xnnpack {} Linear GEMMs",
+      cpu::fc_provider_name(fc_provider_),
+      s.constant_weights ? "weights declared constant" : "weights not constant: openblas only",
+      s.openblas_calls, s.xnnpack_calls);
   if (s.packed_bytes) line += fmt::format(" ({:.1f} MB packed)", s.packed_bytes / 1e6);
-  if (s.training_seen && fc_provider_ != cpu::FcProvider::kOpenBlas)
-    line += " (training ran: xnnpack off)";
   // Without initialising XNNPACK (auto never does where its rule says no, e.g. aarch64).
   if (fc_provider_ == cpu::FcProvider::kAuto && !cpu::xnnpack_built())
     line += " (no XNNPACK in this build)";
@@ -173,7 +183,6 @@ void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const f
 void CpuBackend::gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                       int lda, const float* B, int ldb, float beta, float* C, int ldc) {
   if (M <= 0 || N <= 0) return;
-  if (trans_a) note_training();  // only weight gradients (dW += doutᵀ·X) transpose A
   // nn.Linear's forward X·Wᵀ: the fully-connected provider's form (W contiguous [N, K]).
   if (!trans_a && trans_b && alpha == 1.0f && beta == 0.0f && ldb == K && K > 0) {
     if (use_xnnpack(M, N, K) && within_pack_budget(B, N, K, lda, ldc)) {
@@ -239,7 +248,6 @@ void CpuBackend::bias_add(float* out, const float* bias, int rows, int cols) {
 }
 
 void CpuBackend::bias_backward(float* dbias, const float* dout, int rows, int cols) {
-  note_training();
   for_column_blocks(pool_, rows, cols,
                     [&](int c0, int c1) { cpu::bias_backward_cols(dbias, dout, rows, cols, c0, c1); });
 }
@@ -255,7 +263,6 @@ void CpuBackend::gelu_forward(float* out, const float* inp, size_t n, Gelu kind)
 
 void CpuBackend::gelu_backward(float* dinp, const float* inp, const float* dout, size_t n,
                                Gelu kind) {
-  note_training();
   pool_.parallel_for(n, kGrainElems / 4, [&](size_t i0, size_t i1) {
     if (kind == Gelu::kErf)
       cpu::gelu_erf_backward_kernel(dinp + i0, inp + i0, dout + i0, i1 - i0);
@@ -278,7 +285,6 @@ void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const f
 void CpuBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                     const float* inp, const float* weight, const float* mean,
                                     const float* rstd, int rows, int C) {
-  note_training();
   // Two passes: dinp by rows, then dweight/dbias by columns (each a sum over rows in order).
   pool_.parallel_for(rows, row_grain(C), [&](size_t r0, size_t r1) {
     cpu::layernorm_backward_dinp_rows(dinp, dout, inp, weight, mean, rstd, static_cast<int>(r0),
@@ -293,8 +299,6 @@ void CpuBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, c
 
 void CpuBackend::softmax_forward(float* probs, const float* scores, const float* mask, int B,
                                  int NH, int T, float scale) {
-  // The training forward's attention: inference takes the fused attention_forward_inference.
-  note_training();
   const size_t rows = static_cast<size_t>(B) * NH * T;
   pool_.parallel_for(rows, row_grain(T), [&](size_t r0, size_t r1) {
     cpu::softmax_forward_rows(probs, scores, mask, NH, T, scale, r0, r1);
@@ -326,7 +330,6 @@ void CpuBackend::attention_forward_inference(float* ctx, float*, float*, const f
 
 void CpuBackend::softmax_backward(float* dscores, const float* probs, const float* dprobs,
                                   int rows, int T, float scale) {
-  note_training();
   pool_.parallel_for(rows, row_grain(T), [&](size_t r0, size_t r1) {
     cpu::softmax_backward_rows(dscores, probs, dprobs, T, scale, r0, r1);
   });
@@ -343,7 +346,6 @@ void CpuBackend::embedding_forward(float* out, const int32_t* ids, const float* 
 
 void CpuBackend::embedding_backward(float* dtable, const int32_t* ids, const float* dout, int n,
                                     int C) {
-  note_training();
   for_column_blocks(pool_, n, C, [&](int c0, int c1) {
     cpu::embedding_backward_cols(dtable, ids, dout, n, C, c0, c1);
   });
@@ -353,7 +355,6 @@ void CpuBackend::embedding_backward(float* dtable, const int32_t* ids, const flo
 
 void CpuBackend::cross_entropy(float* dlogits, double* loss_sum, const float* logits,
                                const int32_t* targets, int rows, int V, float grad_scale) {
-  if (dlogits) note_training();
   for (int r = 0; r < rows; ++r)  // checked up front: the pool's tasks must not throw
     if (targets[r] >= V)
       fail("cross_entropy: row {}: target {} is outside the vocabulary [0, {})", r, targets[r], V);
@@ -371,7 +372,6 @@ void CpuBackend::cross_entropy(float* dlogits, double* loss_sum, const float* lo
 
 void CpuBackend::adamw_step(float* param, float* m, float* v, const float* grad, size_t n,
                             const AdamWHyper& h, int64_t t) {
-  note_training();
   const double lr = h.lr, b1d = h.beta1, b2d = h.beta2;
   cpu::AdamWScalars s{};
   s.b1 = h.beta1;
@@ -390,11 +390,6 @@ void CpuBackend::adamw_step(float* param, float* m, float* v, const float* grad,
   pool_.parallel_for(n, kGrainElems, [&](size_t i0, size_t i1) {
     cpu::adamw_kernel(param + i0, m + i0, v + i0, grad + i0, i1 - i0, s);
   });
-}
-
-void CpuBackend::tanh_backward(float* dinp, const float* out, const float* dout, size_t n) {
-  note_training();
-  ReferenceBackend::tanh_backward(dinp, out, dout, n);
 }
 
 }  // namespace bertrt

@@ -4,17 +4,16 @@
 // Everything else (tanh, the memory moves and small reductions of the contract, the int8
 // embedding lookup) falls back to the scalar ReferenceBackend, host memory included.
 //
-// Fully-connected provider (xnnpack_fc.h): the Linear-form GEMMs (gemm(no-trans A, trans B,
-// alpha 1, beta 0), i.e. nn.Linear's X·Wᵀ) run on OpenBLAS or on XNNPACK with W packed once per
-// weight, chosen by BERTRT_FC_PROVIDER (openblas | xnnpack | auto; default auto, which takes
-// XNNPACK only for shapes where a measurement showed it faster, cpu::xnnpack_fc_wins, and only
-// while the packed copies fit cpu::xnnpack_auto_budget_bytes()). XNNPACK keeps a packed copy per
-// weight, valid while the weight does not change, so it serves only inference: the first
-// training op on this backend (the unfused attention softmax of a training forward, a
-// weight-gradient GEMM, any backward op, cross-entropy with a gradient, AdamW) drops the packed
-// copies and turns the provider off for the backend's life. Training then runs on OpenBLAS; only
-// the Linears of a training run's first forward that come before its first softmax (layer 0's
-// Q, K, V; frozen layers of a BackwardPlan) may run on XNNPACK.
+// Fully-connected provider (xnnpack_fc.h): only on a backend whose caller declared its weights
+// constant (set_constant_weights(true): the inference-only CLI commands and the C API's model
+// handle until a trainer is created on it), the Linear-form GEMMs (gemm(no-trans A, trans B,
+// alpha 1, beta 0), i.e. nn.Linear's X·Wᵀ) may run on XNNPACK with W packed once per weight
+// (keyed by W's address and shape), chosen by BERTRT_FC_PROVIDER (openblas | xnnpack | auto;
+// default auto, which takes XNNPACK only for shapes where a measurement showed it faster,
+// cpu::xnnpack_fc_wins, and only while the packed copies fit cpu::xnnpack_auto_budget_bytes()).
+// Without the declaration (the default, and always in training) every GEMM runs on OpenBLAS,
+// bit-identical to a build without the provider, whatever BERTRT_FC_PROVIDER says: a training
+// run and its resume from a checkpoint compute each step with the same rounding.
 //
 // Threads: one pool per backend (thread_pool.h), BERTRT_NUM_THREADS or all hardware threads.
 // Results do not depend on the thread count: elementwise and row ops split over rows, and the
@@ -39,18 +38,28 @@ class CpuBackend : public ReferenceBackend {
   ~CpuBackend() override;
   const char* name() const override { return "cpu"; }
   int num_threads() const { return pool_.threads(); }
+  // true declares that every weight this backend's ops are given stays unchanged (and its
+  // memory is not reused for another weight) until the backend is destroyed or this is set back
+  // to false, which drops the packed copies. The only way XNNPACK is ever used (see
+  // "Fully-connected provider" above); inference-only callers set it, training never does.
+  // true throws bertrt::Error when the provider is kXnnpack and cpu::xnnpack_available() is
+  // false (an explicit request is not silently ignored).
+  void set_constant_weights(bool constant);
+  bool constant_weights() const { return constant_weights_; }
   // The fully-connected provider (fc_provider_from_env() at construction) and what ran.
   cpu::FcProvider fc_provider() const { return fc_provider_; }
-  // Throws bertrt::Error for kXnnpack when cpu::xnnpack_available() is false.
+  // Throws bertrt::Error for kXnnpack when cpu::xnnpack_available() is false and the weights are
+  // declared constant.
   void set_fc_provider(cpu::FcProvider p);
   struct FcStats {
-    size_t xnnpack_calls = 0;    // Linear-form GEMMs XNNPACK ran
-    size_t openblas_calls = 0;   // Linear-form GEMMs OpenBLAS ran
-    size_t packed_bytes = 0;     // XNNPACK's packed weights held now
-    bool training_seen = false;  // a backward/optimizer op ran: the provider is off for good
+    size_t xnnpack_calls = 0;       // Linear-form GEMMs XNNPACK ran
+    size_t openblas_calls = 0;      // Linear-form GEMMs OpenBLAS ran
+    size_t packed_bytes = 0;        // XNNPACK's packed weights held now
+    bool constant_weights = false;  // declared: without it XNNPACK never runs
   };
   FcStats fc_stats() const;
-  // One line for bench / verbose output, e.g. "fc provider auto: openblas 146, xnnpack 0 calls".
+  // One line for bench / verbose output, e.g. "fc provider auto (weights declared constant):
+  // openblas 2, xnnpack 144 Linear GEMMs (12.8 MB packed)".
   std::string fc_summary() const;
   // True exactly for the ops overridden below.
   bool supports(Op op) const override;
@@ -96,8 +105,6 @@ class CpuBackend : public ReferenceBackend {
 
   void adamw_step(float* param, float* m, float* v, const float* grad, size_t n,
                   const AdamWHyper& h, int64_t t) override;
-  // The reference loop; overridden only to note training (see "Fully-connected provider").
-  void tanh_backward(float* dinp, const float* out, const float* dout, size_t n) override;
 
   // Quantization ops (cpu_quant.cpp): vectorised loops (quant_kernels.h) and the exact u8×s8
   // GEMM tiles (q8_gemm.h, AVX2 when the CPU has it), split over the pool by output columns.
@@ -127,11 +134,10 @@ class CpuBackend : public ReferenceBackend {
   cpu::Q8Kernel q8_kernel_;  // q8_best_kernel() at construction (BERTRT_Q8_KERNEL or cpuid)
   cpu::FcProvider fc_provider_;
   std::unique_ptr<cpu::XnnpackFc> xnn_;  // created at the first XNNPACK call
-  bool training_seen_ = false;
+  bool constant_weights_ = false;
   size_t fc_xnnpack_calls_ = 0, fc_openblas_calls_ = 0;
   bool use_xnnpack(int M, int N, int K) const;
   bool within_pack_budget(const float* W, int N, int K, int lda, int ldc) const;
-  void note_training();  // drops the packed weights, provider off (see above)
 };
 
 }  // namespace bertrt

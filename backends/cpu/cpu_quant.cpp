@@ -106,7 +106,6 @@ void CpuBackend::fake_quant_per_row(float* out, uint8_t* mask, const float* x, c
 
 void CpuBackend::fake_quant_backward(float* dinp, const uint8_t* mask, const float* dout,
                                      size_t n) {
-  note_training();  // cpu_backend.h: training turns the xnnpack provider off
   pool_.parallel_for(n, kGrainElems, [&](size_t i0, size_t i1) {
     cpu::fake_quant_backward_kernel(dinp + i0, mask + i0, dout + i0, i1 - i0);
   });

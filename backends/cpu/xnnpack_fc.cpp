@@ -1,6 +1,5 @@
 #include "backends/cpu/xnnpack_fc.h"
 
-#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -73,11 +72,7 @@ FcProvider fc_provider_from_env() {
   if (!env || !*env) return FcProvider::kAuto;
   if (std::strcmp(env, "openblas") == 0) return FcProvider::kOpenBlas;
   if (std::strcmp(env, "auto") == 0) return FcProvider::kAuto;
-  if (std::strcmp(env, "xnnpack") == 0) {
-    if (!xnnpack_available())
-      fail("BERTRT_FC_PROVIDER=xnnpack: {}; use openblas or auto", xnnpack_unavailable_reason());
-    return FcProvider::kXnnpack;
-  }
+  if (std::strcmp(env, "xnnpack") == 0) return FcProvider::kXnnpack;
   fail("BERTRT_FC_PROVIDER: '{}' is not a provider (expected openblas, xnnpack or auto)", env);
 }
 
@@ -132,24 +127,6 @@ size_t xnnpack_auto_budget_bytes() {
 
 // --- the operators ---------------------------------------------------------------------------
 
-namespace {
-
-// W's values at 16 evenly spaced places and the last: compared on every call, so a weight that
-// was re-loaded at the same address (another model freed and allocated there) is re-packed.
-constexpr int kSamples = 17;
-using Sample = std::array<uint32_t, kSamples>;
-
-[[maybe_unused]] Sample sample_of(const float* W, size_t n) {
-  Sample s{};
-  for (int i = 0; i < kSamples; ++i) {
-    const size_t at = i + 1 == kSamples ? n - 1 : n * static_cast<size_t>(i) / (kSamples - 1);
-    std::memcpy(&s[static_cast<size_t>(i)], W + at, sizeof(float));
-  }
-  return s;
-}
-
-}  // namespace
-
 struct XnnpackFc::Impl {
   using Key =
       std::tuple<const float*, const float*, int, int, int, int>;  // W, bias, N, K, ldx, ldy
@@ -157,7 +134,6 @@ struct XnnpackFc::Impl {
 #ifdef BERTRT_HAVE_XNNPACK
     xnn_operator_t op = nullptr;
 #endif
-    Sample sample{};
     size_t bytes = 0;
   };
   std::map<Key, Entry> ops;
@@ -199,13 +175,7 @@ void XnnpackFc::run(float* Y, int ldy, const float* X, int ldx, const float* W, 
   if (!xnnpack_available()) fail("xnnpack fully connected: {}", xnnpack_unavailable_reason());
 #ifdef BERTRT_HAVE_XNNPACK
   const Impl::Key key{W, bias, N, K, ldx, ldy};
-  const Sample now = sample_of(W, static_cast<size_t>(N) * K);
   auto it = impl_->ops.find(key);
-  if (it != impl_->ops.end() && it->second.sample != now) {
-    Impl::destroy(it->second);
-    impl_->ops.erase(it);
-    it = impl_->ops.end();
-  }
   if (it == impl_->ops.end()) {
     Impl::Entry e;
     // Kernel [N, K] is XNNPACK's default layout (flags 0, no XNN_FLAG_TRANSPOSE_WEIGHTS); no
@@ -219,7 +189,6 @@ void XnnpackFc::run(float* Y, int ldy, const float* X, int ldx, const float* W, 
           "(xnn_status "
           "{})",
           N, K, static_cast<int>(st));
-    e.sample = now;
     e.bytes = (static_cast<size_t>(N) * K + (bias ? N : 0)) * sizeof(float);
     it = impl_->ops.emplace(key, e).first;
   }

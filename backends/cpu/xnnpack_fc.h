@@ -44,8 +44,9 @@ bool xnnpack_available();
 std::string xnnpack_unavailable_reason();
 
 // The provider named by BERTRT_FC_PROVIDER (openblas | xnnpack | auto), else kAuto. Throws
-// bertrt::Error naming the variable for another value, and for xnnpack when
-// xnnpack_available() is false (an explicit request is not silently ignored).
+// bertrt::Error naming the variable for another value. Whether XNNPACK is available is checked
+// where it would run (CpuBackend::set_constant_weights), not here: a backend whose weights are
+// not declared constant never runs it, so a training run is not refused over it.
 FcProvider fc_provider_from_env();
 
 // The auto rule: true for a Linear shape [M, K] · [N, K]ᵀ on this CPU family where the bench
@@ -71,10 +72,10 @@ class XnnpackFc {
 
   // Y[m, n] (row stride ldy) = Σ_k X[m, k] · W[n, k] (+ bias[n] when bias is non-null), X row
   // stride ldx, W [N, K] contiguous. The operator for (W, bias, N, K, ldx, ldy) is created on the
-  // first call and reused; a sample of W's values is compared on every call and the operator is
-  // re-created when it differs (a weight re-loaded at the same address), but a weight must not
-  // otherwise change in place while its operator is kept: call clear() first. pool may be null
-  // (run on the caller). Throws bertrt::Error when XNNPACK reports a failure.
+  // first call and reused: W's values are read once, when it is packed, so W must not change
+  // (nor its memory be reused for another weight of that shape) while its operator is kept; call
+  // clear() first. The caller guarantees it (CpuBackend: constant weights declared). pool may be
+  // null (run on the caller). Throws bertrt::Error when XNNPACK reports a failure.
   void run(float* Y, int ldy, const float* X, int ldx, const float* W, const float* bias, int M,
            int N, int K, pthreadpool* pool);
   // Deletes every operator (and its packed weights).

@@ -50,7 +50,7 @@ void add_bench(CLI::App& app) {
                                                std::min(29000, model.config().vocab_size - 1));
     for (auto& x : ids) x = tok(rng);
     const EncoderInputs in{o->batch_size, o->seq_len, ids.data(), types.data(), mask.data()};
-    auto be = o->backend.make();
+    auto be = o->backend.make_inference();
     for (int i = 0; i < o->warmup; ++i) model.forward(*be, in, Targets{}, false);
     std::vector<double> ms;
     for (int i = 0; i < o->iters; ++i) {
@@ -81,6 +81,7 @@ void add_bench(CLI::App& app) {
                      {"iters", o->iters},
                      {"int8_kernel", int8_kernel},
                      {"fc_provider", cpu_be ? cpu::fc_provider_name(cpu_be->fc_provider()) : "n/a"},
+                     {"fc_constant_weights", cpu_be && cpu_be->constant_weights()},
                      {"fc_xnnpack_calls", cpu_be ? cpu_be->fc_stats().xnnpack_calls : 0},
                      {"fc_openblas_calls", cpu_be ? cpu_be->fc_stats().openblas_calls : 0}}
                      .dump());
