@@ -58,8 +58,12 @@ if(CMAKE_CROSSCOMPILING AND CMAKE_SYSROOT AND TARGET bertrt_cli)
   set(_libdir ${CMAKE_SYSROOT}/usr/lib/${_triplet})
   # Sonames as the binary records them (DT_NEEDED); platforms/ci_arm.sh checks that every NEEDED
   # entry of the package is either shipped here or part of the base system.
-  foreach(_so openblas-pthread/libopenblas.so.0 libgfortran.so.5 libutf8proc.so.2 libpthreadpool.so.0
-              libfmt.so.9)
+  set(_shipped openblas-pthread/libopenblas.so.0 libgfortran.so.5 libutf8proc.so.2
+               libpthreadpool.so.0 libfmt.so.9)
+  if(BERTRT_XNNPACK)  # the fully-connected provider (backends/cpu/xnnpack_fc.h) and its cpuinfo
+    list(APPEND _shipped libXNNPACK.so.0 libcpuinfo.so.0)
+  endif()
+  foreach(_so ${_shipped})
     if(NOT EXISTS ${_libdir}/${_so})
       message(FATAL_ERROR "package: ${_libdir}/${_so} is missing from the sysroot")
     endif()

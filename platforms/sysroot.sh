@@ -36,7 +36,8 @@ PKGS=(libc6 libc6-dev linux-libc-dev libcrypt1 libcrypt-dev libgcc-s1 libstdc++6
       libopenblas0 libopenblas0-pthread libopenblas-dev libopenblas-pthread-dev libgfortran5
       libutf8proc2 libutf8proc-dev libflatbuffers2 libflatbuffers-dev libfmt9 libfmt-dev
       libpthreadpool0 libpthreadpool-dev nlohmann-json3-dev libcli11-dev libgtest-dev
-      libvulkan1 libvulkan-dev)  # the Vulkan headers: the backend is built for ARM too
+      libvulkan1 libvulkan-dev  # the Vulkan headers: the backend is built for ARM too
+      libxnnpack0 libxnnpack-dev libcpuinfo0)  # the XNNPACK fully-connected provider (NEON kernels)
 STAMP="$SUITE $ARCH ${PKGS[*]}"
 if [ -f "$DIR/.complete" ] && [ "$(cat "$DIR/.complete")" = "$STAMP" ]; then
   echo "sysroot: $DIR is up to date"

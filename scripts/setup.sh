@@ -8,7 +8,8 @@ PKGS=(cmake g++ make pkg-config libopenblas-dev libpthreadpool-dev libflatbuffer
       libzip-dev libsnappy-dev time
       libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers
       python3-pytest  # the Python module's tests (python/tests, ctest python_api)
-      python3-onnx)
+      python3-onnx
+      libxnnpack-dev)  # the XNNPACK fully-connected provider (backends/cpu/xnnpack_fc.h)
 # (The Vulkan backend: headers and glslc to build; lavapipe, a CPU Vulkan device, and the Khronos
 # validation layer for its tests. The binary opens the loader at run time, so boards need none.)
 # (python3-onnx: bench/side_by_side.sh builds the ONNX Runtime peers' graphs; benchmarks only.)

@@ -33,10 +33,81 @@ void for_column_blocks(cpu::ThreadPool& pool, int rows, int cols, F&& f) {
 
 }  // namespace
 
-CpuBackend::CpuBackend(int num_threads) : pool_(num_threads), q8_kernel_(cpu::q8_best_kernel()) {
+CpuBackend::CpuBackend(int num_threads)
+    : pool_(num_threads),
+      q8_kernel_(cpu::q8_best_kernel()),
+      fc_provider_(cpu::fc_provider_from_env()) {
 #ifdef OPENBLAS_VERSION
   openblas_set_num_threads(1);  // process-wide; see gemm below
 #endif
+}
+
+CpuBackend::~CpuBackend() = default;
+
+// --- fully-connected provider ------------------------------------------------------------------
+
+namespace {
+
+void check_xnnpack_available(cpu::FcProvider p) {
+  if (p == cpu::FcProvider::kXnnpack && !cpu::xnnpack_available())
+    fail("cpu backend: fc provider xnnpack (BERTRT_FC_PROVIDER): {}; use openblas or auto",
+         cpu::xnnpack_unavailable_reason());
+}
+
+}  // namespace
+
+void CpuBackend::set_constant_weights(bool constant) {
+  if (constant) check_xnnpack_available(fc_provider_);
+  if (!constant) xnn_.reset();
+  constant_weights_ = constant;
+}
+
+void CpuBackend::set_fc_provider(cpu::FcProvider p) {
+  if (constant_weights_) check_xnnpack_available(p);
+  fc_provider_ = p;
+}
+
+bool CpuBackend::use_xnnpack(int M, int N, int K) const {
+  if (!constant_weights_) return false;
+  switch (fc_provider_) {
+    case cpu::FcProvider::kOpenBlas:
+      return false;
+    case cpu::FcProvider::kXnnpack:
+      return true;
+    case cpu::FcProvider::kAuto:
+      // The rule first: where it never wins (aarch64), XNNPACK is never even initialised.
+      return cpu::xnnpack_fc_wins(M, N, K) && cpu::xnnpack_available();
+  }
+  return false;
+}
+
+// auto packs weights only while their copies stay within cpu::xnnpack_auto_budget_bytes() (the
+// packed copy is extra memory: issue #13 bounds inference RSS); an explicit xnnpack packs all.
+bool CpuBackend::within_pack_budget(const float* W, int N, int K, int lda, int ldc) const {
+  if (fc_provider_ != cpu::FcProvider::kAuto) return true;
+  if (xnn_ && xnn_->holds(W, nullptr, N, K, lda, ldc)) return true;
+  const size_t held = xnn_ ? xnn_->packed_bytes() : 0;
+  return held + static_cast<size_t>(N) * K * sizeof(float) <= cpu::xnnpack_auto_budget_bytes();
+}
+
+CpuBackend::FcStats CpuBackend::fc_stats() const {
+  return FcStats{fc_xnnpack_calls_, fc_openblas_calls_, xnn_ ? xnn_->packed_bytes() : 0,
+                 constant_weights_};
+}
+
+std::string CpuBackend::fc_summary() const {
+  const FcStats s = fc_stats();
+  // XNNPACK (forced or auto) runs only where the caller declared the weights constant.
+  std::string line = fmt::format(
+      "fc provider {} ({}): openblas {}, xnnpack {} Linear GEMMs",
+      cpu::fc_provider_name(fc_provider_),
+      s.constant_weights ? "weights declared constant" : "weights not constant: openblas only",
+      s.openblas_calls, s.xnnpack_calls);
+  if (s.packed_bytes) line += fmt::format(" ({:.1f} MB packed)", s.packed_bytes / 1e6);
+  // Without initialising XNNPACK (auto never does where its rule says no, e.g. aarch64).
+  if (fc_provider_ == cpu::FcProvider::kAuto && !cpu::xnnpack_built())
+    line += " (no XNNPACK in this build)";
+  return line;
 }
 
 bool CpuBackend::supports(Op op) const {
@@ -113,6 +184,20 @@ void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const f
 void CpuBackend::gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                       int lda, const float* B, int ldb, float beta, float* C, int ldc) {
   if (M <= 0 || N <= 0) return;
+  // nn.Linear's forward X·Wᵀ: the fully-connected provider's form (W contiguous [N, K]).
+  if (!trans_a && trans_b && alpha == 1.0f && beta == 0.0f && ldb == K && K > 0) {
+    if (use_xnnpack(M, N, K) && within_pack_budget(B, N, K, lda, ldc)) {
+      if (!xnn_) xnn_ = std::make_unique<cpu::XnnpackFc>();
+      // Threads exactly where the OpenBLAS path below splits: a small GEMM runs on the caller,
+      // where a fork-join would cost more (and wait for a busy core on a loaded machine).
+      const bool split = static_cast<double>(M) * N * K >= kGemmSplitFlops &&
+                         std::max(M, N) >= 2 * kGemmBlock;
+      xnn_->run(C, ldc, A, lda, B, nullptr, M, N, K, split ? pool_.handle() : nullptr);
+      ++fc_xnnpack_calls_;
+      return;
+    }
+    ++fc_openblas_calls_;
+  }
   const bool split_m = M >= N;  // split the longer side of C
   const int len = split_m ? M : N;
   if (static_cast<double>(M) * N * K < kGemmSplitFlops || len < 2 * kGemmBlock) {

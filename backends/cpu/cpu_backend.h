@@ -4,14 +4,29 @@
 // Everything else (tanh, the memory moves and small reductions of the contract, the int8
 // embedding lookup) falls back to the scalar ReferenceBackend, host memory included.
 //
+// Fully-connected provider (xnnpack_fc.h): only on a backend whose caller declared its weights
+// constant (set_constant_weights(true): the inference-only CLI commands and the C API's model
+// handle until a trainer is created on it), the Linear-form GEMMs (gemm(no-trans A, trans B,
+// alpha 1, beta 0), i.e. nn.Linear's X·Wᵀ) may run on XNNPACK with W packed once per weight
+// (keyed by W's address and shape), chosen by BERTRT_FC_PROVIDER (openblas | xnnpack | auto;
+// default auto, which takes XNNPACK only for shapes where a measurement showed it faster,
+// cpu::xnnpack_fc_wins, and only while the packed copies fit cpu::xnnpack_auto_budget_bytes()).
+// Without the declaration (the default, and always in training) every GEMM runs on OpenBLAS,
+// bit-identical to a build without the provider, whatever BERTRT_FC_PROVIDER says: a training
+// run and its resume from a checkpoint compute each step with the same rounding.
+//
 // Threads: one pool per backend (thread_pool.h), BERTRT_NUM_THREADS or all hardware threads.
 // Results do not depend on the thread count: elementwise and row ops split over rows, and the
 // reductions (bias/LayerNorm parameter gradients, embedding scatter-add, the loss sum) over
 // their outputs, each summed in the serial order.
 #pragma once
 
+#include <memory>
+#include <string>
+
 #include "backends/cpu/q8_gemm.h"
 #include "backends/cpu/thread_pool.h"
+#include "backends/cpu/xnnpack_fc.h"
 #include "backends/reference/reference_backend.h"
 
 namespace bertrt {
@@ -20,8 +35,32 @@ class CpuBackend : public ReferenceBackend {
  public:
   // num_threads ≤ 0: cpu::default_num_threads().
   explicit CpuBackend(int num_threads = 0);
+  ~CpuBackend() override;
   const char* name() const override { return "cpu"; }
   int num_threads() const { return pool_.threads(); }
+  // true declares that every weight this backend's ops are given stays unchanged (and its
+  // memory is not reused for another weight) until the backend is destroyed or this is set back
+  // to false, which drops the packed copies. The only way XNNPACK is ever used (see
+  // "Fully-connected provider" above); inference-only callers set it, training never does.
+  // true throws bertrt::Error when the provider is kXnnpack and cpu::xnnpack_available() is
+  // false (an explicit request is not silently ignored).
+  void set_constant_weights(bool constant);
+  bool constant_weights() const { return constant_weights_; }
+  // The fully-connected provider (fc_provider_from_env() at construction) and what ran.
+  cpu::FcProvider fc_provider() const { return fc_provider_; }
+  // Throws bertrt::Error for kXnnpack when cpu::xnnpack_available() is false and the weights are
+  // declared constant.
+  void set_fc_provider(cpu::FcProvider p);
+  struct FcStats {
+    size_t xnnpack_calls = 0;       // Linear-form GEMMs XNNPACK ran
+    size_t openblas_calls = 0;      // Linear-form GEMMs OpenBLAS ran
+    size_t packed_bytes = 0;        // XNNPACK's packed weights held now
+    bool constant_weights = false;  // declared: without it XNNPACK never runs
+  };
+  FcStats fc_stats() const;
+  // One line for bench / verbose output, e.g. "fc provider auto (weights declared constant):
+  // openblas 2, xnnpack 144 Linear GEMMs (12.8 MB packed)".
+  std::string fc_summary() const;
   // True exactly for the ops overridden below.
   bool supports(Op op) const override;
 
@@ -93,6 +132,12 @@ class CpuBackend : public ReferenceBackend {
  private:
   cpu::ThreadPool pool_;
   cpu::Q8Kernel q8_kernel_;  // q8_best_kernel() at construction (BERTRT_Q8_KERNEL or cpuid)
+  cpu::FcProvider fc_provider_;
+  std::unique_ptr<cpu::XnnpackFc> xnn_;  // created at the first XNNPACK call
+  bool constant_weights_ = false;
+  size_t fc_xnnpack_calls_ = 0, fc_openblas_calls_ = 0;
+  bool use_xnnpack(int M, int N, int K) const;
+  bool within_pack_budget(const float* W, int N, int K, int lda, int ldc) const;
 };
 
 }  // namespace bertrt

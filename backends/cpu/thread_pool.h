@@ -28,6 +28,8 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int threads() const { return threads_; }
+  // The pthreadpool itself (null with one thread), for libraries that take one (XNNPACK).
+  pthreadpool* handle() const { return pool_; }
 
   // Calls f(begin, end) over tiles covering [0, n), in parallel. Tiles hold at least `grain`
   // items (so tiny ops run inline on the caller) and there are about 4 per thread (balance when

@@ -69,6 +69,9 @@ bertrt_model* load(const std::string& path, const std::string& source,
     }
     set_default_verify_checksums(before);
   }
+  // The handle's backend serves this one model, whose weights only a trainer changes:
+  // bertrt_trainer_create withdraws the declaration before it touches them (trainer.cpp).
+  if (auto* cpu_be = dynamic_cast<CpuBackend*>(backend.get())) cpu_be->set_constant_weights(true);
   m->backend = std::move(backend);
   m->source = source;
   const auto it = m->loaded.metadata.find("task");

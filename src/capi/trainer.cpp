@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "backends/cpu/cpu_backend.h"
 #include "bertrt/bertrt.h"
 #include "capi/api_error.h"
 #include "capi/batch.h"
@@ -189,6 +190,13 @@ bertrt_status bertrt_trainer_create(bertrt_model* model, const bertrt_finetune_o
       }
       if (t->train->size() == 0)
         api_fail(BERTRT_E_IO, "{}: train_path {}: no training rows", fn, train_path);
+    }
+    // The weights change from here on: the backend drops what it derived from them while they
+    // were declared constant (model.cpp) and computes as `bertrt finetune`'s does, for good.
+    {
+      std::lock_guard<std::mutex> lock(m.forward_mutex);
+      if (auto* cpu_be = dynamic_cast<CpuBackend*>(m.backend.get()))
+        cpu_be->set_constant_weights(false);
     }
     // As `bertrt finetune`: the task's head, QAT on/off, the trainer, the metadata.
     bm.set_heads(t->task.heads(), t->hyper.seed);

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <random>
 
+#include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/q8_gemm.h"
 #include "common.h"
 #include "core/error.h"
@@ -49,7 +50,7 @@ void add_bench(CLI::App& app) {
                                                std::min(29000, model.config().vocab_size - 1));
     for (auto& x : ids) x = tok(rng);
     const EncoderInputs in{o->batch_size, o->seq_len, ids.data(), types.data(), mask.data()};
-    auto be = o->backend.make();
+    auto be = o->backend.make_inference();
     for (int i = 0; i < o->warmup; ++i) model.forward(*be, in, Targets{}, false);
     std::vector<double> ms;
     for (int i = 0; i < o->iters; ++i) {
@@ -64,23 +65,32 @@ void add_bench(CLI::App& app) {
     const char* mode = quant_mode_name(model.quant_mode());
     // The cpu backend's u8×s8 kernel (BERTRT_Q8_KERNEL or the CPU's best): what an int8 row ran.
     const char* int8_kernel = cpu::q8_kernel_name(cpu::q8_best_kernel());
+    // Which fully-connected provider ran the fp32 Linears (BERTRT_FC_PROVIDER; cpu_backend.h).
+    const auto* cpu_be = dynamic_cast<const CpuBackend*>(be.get());
+    const std::string fc = cpu_be ? cpu_be->fc_summary() : std::string("fc provider: n/a");
     if (o->json) {
-      fmt::print("{}\n", nlohmann::json{{"model", o->model},
-                                        {"mode", mode},
-                                        {"file_mb", mb},
-                                        {"batch_size", o->batch_size},
-                                        {"seq_len", o->seq_len},
-                                        {"median_ms", median},
-                                        {"min_ms", best},
-                                        {"iters", o->iters},
-                                        {"int8_kernel", int8_kernel}}
-                             .dump());
+      fmt::print("{}\n",
+                 nlohmann::json{
+                     {"model", o->model},
+                     {"mode", mode},
+                     {"file_mb", mb},
+                     {"batch_size", o->batch_size},
+                     {"seq_len", o->seq_len},
+                     {"median_ms", median},
+                     {"min_ms", best},
+                     {"iters", o->iters},
+                     {"int8_kernel", int8_kernel},
+                     {"fc_provider", cpu_be ? cpu::fc_provider_name(cpu_be->fc_provider()) : "n/a"},
+                     {"fc_constant_weights", cpu_be && cpu_be->constant_weights()},
+                     {"fc_xnnpack_calls", cpu_be ? cpu_be->fc_stats().xnnpack_calls : 0},
+                     {"fc_openblas_calls", cpu_be ? cpu_be->fc_stats().openblas_calls : 0}}
+                     .dump());
       return;
     }
     fmt::print(
         "{} ({}, {:.2f} MB) B={} T={}: median {:.2f} ms, min {:.2f} ms over {} runs (int8 kernel "
-        "{})\n",
-        o->model, mode, mb, o->batch_size, o->seq_len, median, best, o->iters, int8_kernel);
+        "{}; {})\n",
+        o->model, mode, mb, o->batch_size, o->seq_len, median, best, o->iters, int8_kernel, fc);
   });
 }
 

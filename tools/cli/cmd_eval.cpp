@@ -52,7 +52,7 @@ void add_eval(CLI::App& app) {
     const ArticleRange articles =
         o->articles.empty() ? ArticleRange{} : parse_article_range(o->articles, "--articles");
     const auto data = load_task_data(task, *m.tokenizer, o->data, articles);
-    auto be = o->backend.make();
+    auto be = o->backend.make_inference();
     const TaskMetrics ev = data->evaluate(*m.model, *be, o->batch_size);
     if (o->json) {
       nlohmann::json j = metrics_json(ev);
@@ -234,7 +234,7 @@ void add_predict(CLI::App& app) {
     if (o->max_seq_length > 0) task.max_seq_length = task.squad.max_seq_length = o->max_seq_length;
     check_max_seq_length("--max-seq-length", task.max_seq_length,
                          m.model->config().max_position_embeddings);
-    auto be = o->backend.make();
+    auto be = o->backend.make_inference();
     const Predictor p{task, *m.model, *m.tokenizer, *be, o->json};
     for_each_stdin_line([&](const std::string& line, size_t n) {
       switch (task.family()) {

@@ -43,7 +43,7 @@ void add_fill_mask(CLI::App& app) {
     if (masks.empty())
       fail("text: no {} token found in \"{}{}\"", tok.options().mask_token, o->text.substr(0, 80),
            o->text.size() > 80 ? "…" : "");
-    auto be = o->backend.make();
+    auto be = o->backend.make_inference();
     const int T = int(e.input_ids.size()), V = model.config().vocab_size;
     EncoderInputs in{1, T, e.input_ids.data(), e.token_type_ids.data(), e.attention_mask.data()};
     model.forward(*be, in, Targets{}, false);

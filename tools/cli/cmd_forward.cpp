@@ -37,7 +37,7 @@ void add_forward(CLI::App& app) {
   c->callback([o] {
     check_input_file("--model", o->model);
     LoadedModel m = load_model(o->model);
-    auto be = o->backend.make();
+    auto be = o->backend.make_inference();
     BertModel& model = *m.model;
     const BertConfig& cfg = model.config();
     for_each_stdin_line([&](const std::string& line, size_t n) {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "backends/cpu/cpu_backend.h"
 #include "core/error.h"
 #include "io/model_file.h"
 
@@ -80,6 +81,12 @@ void BackendChoice::add_to(CLI::App* app) {
   app->add_option("--device", device,
                   "Vulkan device index for --backend vulkan (bertrt info --devices; default "
                   "BERTRT_VULKAN_DEVICE or 0)");
+}
+
+std::unique_ptr<Backend> BackendChoice::make_inference() const {
+  auto be = make();
+  if (auto* cpu_be = dynamic_cast<CpuBackend*>(be.get())) cpu_be->set_constant_weights(true);
+  return be;
 }
 
 }  // namespace bertrt::cli

@@ -28,6 +28,11 @@ struct BackendChoice {
   int device = -1;  // --device: the Vulkan device (bertrt info --devices)
   void add_to(CLI::App* app);
   std::unique_ptr<Backend> make() const { return make_backend(name, device); }
+  // For the commands that only run forwards of one loaded model (forward, eval, predict,
+  // fill-mask, bench): a cpu backend is told its weights are constant
+  // (CpuBackend::set_constant_weights), which lets it use XNNPACK; other backends as make().
+  // Commands that train, or rewrite weights (quantize), use make().
+  std::unique_ptr<Backend> make_inference() const;
 };
 
 // The config with Hugging Face config.json key names.
