@@ -3,7 +3,6 @@
 // clipped AdamW steps, on both backends: MLM + NSP + sequence classification in one model, then
 // regression, token classification and span extraction (question answering) each on its own.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -15,6 +14,7 @@
 #include "io/safetensors.h"
 #include "model/bert_model.h"
 #include "train/clip.h"
+#include "reference_model.h"
 #include "test_util.h"
 
 namespace bertrt {
@@ -41,13 +41,7 @@ struct Ref {
 Ref load_ref(const std::string& act) {
   const std::string path = test::build_dir() + "/reference/bert_" + act + ".safetensors";
   Ref r{SafetensorsFile::open(path), {}, 0};
-  const auto j = nlohmann::json::parse(r.file.metadata().at("config"));
-  BertConfig& c = r.config;
-  c.vocab_size = j["vocab_size"], c.hidden_size = j["hidden_size"];
-  c.num_hidden_layers = j["num_hidden_layers"], c.num_attention_heads = j["num_attention_heads"];
-  c.intermediate_size = j["intermediate_size"], c.hidden_act = j["hidden_act"];
-  c.max_position_embeddings = j["max_position_embeddings"], c.type_vocab_size = j["type_vocab_size"];
-  c.layer_norm_eps = j["layer_norm_eps"], c.pad_token_id = j["pad_token_id"];
+  r.config = test::reference_config(r.file);
   r.num_labels = std::stoi(r.file.metadata().at("num_labels"));
   r.num_token_labels = std::stoi(r.file.metadata().at("num_token_labels"));
   return r;

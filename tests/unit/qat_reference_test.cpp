@@ -14,12 +14,12 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "backends/backend.h"
 #include "io/safetensors.h"
 #include "model/bert_model.h"
+#include "reference_model.h"
 #include "test_util.h"
 
 namespace bertrt {
@@ -123,24 +123,8 @@ void expect_observers(BertModel& model, const SafetensorsFile& f, const std::str
 TEST_P(QatReference, ThreeForwardsTwoAdamWStepsAndFreeze) {
   const auto& [backend_name, int8_embeddings] = GetParam();
   const SafetensorsFile& f = *files_[int8_embeddings ? 1 : 0];
-  const auto j = nlohmann::json::parse(f.metadata().at("config"));
-  BertConfig c;
-  c.vocab_size = j["vocab_size"], c.hidden_size = j["hidden_size"];
-  c.num_hidden_layers = j["num_hidden_layers"], c.num_attention_heads = j["num_attention_heads"];
-  c.intermediate_size = j["intermediate_size"], c.hidden_act = j["hidden_act"];
-  c.max_position_embeddings = j["max_position_embeddings"],
-  c.type_vocab_size = j["type_vocab_size"];
-  c.layer_norm_eps = j["layer_norm_eps"], c.pad_token_id = j["pad_token_id"];
-  HeadsConfig heads;
-  heads.mlm = heads.nsp = true;
-  for (int i = 0; i < std::stoi(f.metadata().at("num_labels")); ++i)
-    heads.labels.push_back("label_" + std::to_string(i));
-  BertModel model(c, heads);
-  for (const ParamInfo& p : model.layout().params()) {
-    const auto v = f.to_f32("param/" + p.name);
-    ASSERT_EQ(v.size(), p.numel) << p.name;
-    std::copy(v.begin(), v.end(), model.params() + p.offset);
-  }
+  BertModel model(test::reference_config(f), test::reference_pretraining_heads(f));
+  test::load_reference_params(model, f);
   QatConfig qc;
   qc.observer_momentum = std::stof(f.metadata().at("momentum"));
   qc.freeze_observers_steps = std::stoi(f.metadata().at("freeze"));

@@ -16,7 +16,6 @@
 #include <cstring>
 #include <limits>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
@@ -26,6 +25,7 @@
 #include "io/safetensors.h"
 #include "model/bert_model.h"
 #include "op_test_util.h"
+#include "reference_model.h"
 #include "test_util.h"
 #include "train/pretrain.h"
 
@@ -282,24 +282,9 @@ TEST_P(XnnpackModelTest, ForwardMatchesThePyTorchReference) {
   constexpr double kTol = 2e-5;
   const std::string path = test::build_dir() + "/reference/bert_" + GetParam() + ".safetensors";
   const SafetensorsFile f = SafetensorsFile::open(path);
-  const auto j = nlohmann::json::parse(f.metadata().at("config"));
-  BertConfig c;
-  c.vocab_size = j["vocab_size"], c.hidden_size = j["hidden_size"];
-  c.num_hidden_layers = j["num_hidden_layers"], c.num_attention_heads = j["num_attention_heads"];
-  c.intermediate_size = j["intermediate_size"], c.hidden_act = j["hidden_act"];
-  c.max_position_embeddings = j["max_position_embeddings"],
-  c.type_vocab_size = j["type_vocab_size"];
-  c.layer_norm_eps = j["layer_norm_eps"], c.pad_token_id = j["pad_token_id"];
-  HeadsConfig heads;
-  heads.mlm = heads.nsp = true;
-  for (int i = 0; i < std::stoi(f.metadata().at("num_labels")); ++i)
-    heads.labels.push_back("label_" + std::to_string(i));
-  BertModel model(c, heads);
-  for (const ParamInfo& p : model.layout().params()) {
-    const auto v = f.to_f32("param/" + p.name);
-    ASSERT_EQ(v.size(), p.numel) << p.name;
-    std::copy(v.begin(), v.end(), model.params() + p.offset);
-  }
+  const BertConfig c = test::reference_config(f);
+  BertModel model(c, test::reference_pretraining_heads(f));
+  test::load_reference_params(model, f);
   auto ints = [&](const char* name) {
     const auto v = f.to_i64(name);
     return std::vector<int32_t>(v.begin(), v.end());
