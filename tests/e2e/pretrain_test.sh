@@ -115,6 +115,12 @@ OPTS=(--optimizer bert --gradient-accumulation-steps 2 --freeze-embeddings --fre
 cmp -s "$T/a.brt" "$T/b.brt" && ok || bad "--recompute changed the result"
 "$BIN" pretrain --model "$T/init.brt" "${COMMON[@]}" --max-steps 12 --valid "$T/valid.txt" --valid-examples 16 \
   --eval-steps 4 --metrics "$T/m.jsonl" -o "$T/e.brt" > /dev/null 2>&1 && ok || bad "eval-steps run"
+# A held-out text of one document (no blank line) serves MLM alone; NSP needs a second document.
+grep -v '^$' "$T/valid.txt" > "$T/valid1.txt"
+expect_ok "--no-nsp --valid with one document" "$BIN" pretrain --model "$T/init.brt" "${COMMON[@]}" --no-nsp \
+  --max-steps 2 --valid "$T/valid1.txt" --valid-examples 8 -o "$T/v1.brt"
+expect_error "NSP --valid with one document" "$T/v2.brt" "valid1.txt: 1 document.*need at least 2" -- \
+  "$BIN" pretrain --model "$T/init.brt" "${COMMON[@]}" --max-steps 2 --valid "$T/valid1.txt" -o "$T/v2.brt"
 [ "$(grep -c '"eval":{' "$T/m.jsonl")" -eq 4 ] && grep -q '"step":4,' "$T/m.jsonl" && ok || bad "eval lines (before, 4, 8, 12): $(grep eval "$T/m.jsonl")"
 for key in step loss mlm_loss nsp_loss mlm_accuracy nsp_accuracy learning_rate grad_norm tokens_per_second; do
   head -1 "$T/m.jsonl" | grep -q '"eval"' && line=$(sed -n 2p "$T/m.jsonl") || line=$(head -1 "$T/m.jsonl")

@@ -293,10 +293,10 @@ nlohmann::json step_json(const PretrainStepLog& log, int64_t skipped_steps) {
 }
 
 Documents load_corpus(const std::string& flag, const std::string& path, const Tokenizer& tok,
-                      bool split_sentences) {
+                      bool split_sentences, bool nsp) {
   ProgressBar bar("reading " + flag, 1000);
   CorpusOptions co;
-  co.min_documents = 2;  // NSP's random next segment comes from another document
+  co.min_documents = nsp ? 2 : 1;  // NSP's random next segment comes from another document
   co.split_sentences = split_sentences;
   co.progress = [&bar](size_t done, size_t total) {
     if (total) bar.update(int64_t(done * 1000 / total), fmt::format("{:.1f} MB", done / 1e6));
@@ -355,7 +355,7 @@ PretrainingStream make_stream(const Flags& o, const std::vector<std::string>& fi
 // The held-out examples: a fixed set whatever the training seed.
 std::vector<PretrainingExample> validation_examples(const Flags& o, const Tokenizer& tok,
                                                     int vocab_size) {
-  const Documents docs = load_corpus("--valid", o.data.valid, tok, !o.data.no_sentence_split);
+  const Documents docs = load_corpus("--valid", o.data.valid, tok, !o.data.no_sentence_split, !o.data.no_nsp);
   PretrainingOptions vopts = pretraining_options(o.data, tok);
   vopts.seed = 987654321;
   std::mt19937_64 rng(vopts.seed);
