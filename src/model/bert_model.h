@@ -68,8 +68,9 @@ class BertModel {
   void set_int8_only(std::vector<std::string> names);
   bool holds_fp32(const std::string& name) const;
 
-  // Hugging Face BertPreTrainedModel._init_weights: Linear/Embedding weights ~ N(0, 0.02²),
-  // biases 0, LayerNorm weight 1 / bias 0, the [PAD] embedding row 0.
+  // Hugging Face BertPreTrainedModel._init_weights: Linear/Embedding weights ~ N(0, r²) with
+  // r = config().initializer_range (0.02 by default), biases 0, LayerNorm weight 1 / bias 0, the
+  // [PAD] embedding row 0.
   void init_weights(uint64_t seed);
   // Switches to `heads` (e.g. from pre-training to any fine-tuning head, or between fine-tuning
   // heads): the encoder and the MLM/NSP heads are kept when present in both, the fine-tuning head

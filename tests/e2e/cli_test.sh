@@ -55,6 +55,9 @@ expect_error "tsv non-numeric label" "$T/o2.brt" "bad_label.tsv.*line 2" -- "$BI
 grep -v '^\[MASK\]$' "$VOCAB" > "$T/vocab_nomask.txt"
 expect_error "vocab without [MASK]" "$T/o3.brt" "vocab_nomask.txt.*\[MASK\]" -- "$BIN" init --preset tiny --vocab "$T/vocab_nomask.txt" -o "$T/o3.brt"
 expect_error "max-seq-length too long" "$T/o4.brt" "max-seq-length.*512" -- "$BIN" pretrain --model "$T/init.brt" --corpus "$T/corpus.txt" --max-steps 1 --max-seq-length 1000 -o "$T/o4.brt"
+expect_error "initializer range 0" "$T/o3.brt" "--initializer-range must be in \(0, 1\], got 0" -- "$BIN" init --preset tiny --vocab "$VOCAB" --initializer-range 0 -o "$T/o3.brt"
+expect_ok "initializer range 0.05" "$BIN" init --preset tiny --vocab "$VOCAB" --initializer-range 0.05 -o "$T/ir.brt"
+"$BIN" info "$T/ir.brt" | grep -q '"initializer_range":0.05' && ok || bad "info lacks initializer_range 0.05: $("$BIN" info "$T/ir.brt" | grep config)"
 expect_error "output in missing folder" "" "-o.*no/such/dir" -- "$BIN" init --preset tiny --vocab "$VOCAB" -o "$T/no/such/dir/x.brt"
 [ -e "$T/no" ] && bad "created the missing folder" || ok
 expect_error "truncated model" "" "trunc.brt" -- sh -c "head -c 5000 '$T/init.brt' > '$T/trunc.brt' && '$BIN' info '$T/trunc.brt'"

@@ -13,6 +13,7 @@ void add_init(CLI::App& app) {
     bool cased = false;
     int max_chars = 100;
     uint64_t seed = 0;
+    float initializer_range = 0.02f;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* c = app.add_subcommand("init", "create a randomly initialised BERT with MLM+NSP heads");
@@ -27,17 +28,24 @@ void add_init(CLI::App& app) {
                 "longer words become [UNK] (Hugging Face default 100)")
       ->capture_default_str();
   c->add_option("--seed", o->seed, "weight initialisation seed")->capture_default_str();
+  c->add_option("--initializer-range", o->initializer_range,
+                "standard deviation of the normal initialisation of every weight matrix and "
+                "embedding (Hugging Face config initializer_range)")
+      ->capture_default_str();
   c->add_option("-o,--output", o->out, "output model file (.brt)")->required();
   c->callback([o] {
     check_output_path("-o", o->out);
     check_input_file("--vocab", o->vocab);
     if (o->max_chars < 1) fail("--max-input-chars-per-word must be ≥ 1, got {}", o->max_chars);
+    if (!(o->initializer_range > 0 && o->initializer_range <= 1))
+      fail("--initializer-range must be in (0, 1], got {}", o->initializer_range);
     TokenizerOptions topts;
     topts.do_lower_case = !o->cased;
     topts.max_input_chars_per_word = o->max_chars;
     Tokenizer tokenizer(Vocab::load(o->vocab), topts);
     BertConfig config = preset_config(o->preset, tokenizer.vocab().size());
     config.pad_token_id = tokenizer.pad_id();
+    config.initializer_range = o->initializer_range;
     HeadsConfig heads;
     heads.mlm = heads.nsp = true;
     BertModel model(config, heads);
