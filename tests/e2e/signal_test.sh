@@ -38,6 +38,9 @@ interrupt() {
   stopped=$(step_of "$out")
   if [ $rc -ne "$want" ]; then bad "$name: exit $rc, expected $want: $(tail -2 "$T/stderr")"; return; fi
   grep -q "interrupted: SIG$sig at step" "$T/stderr" && ok || bad "$name: message: $(cat "$T/stderr")"
+  # The last progress line names the step it stopped at, not 100 %.
+  grep -q "SIG$sig" "$T/stderr" && ! grep "SIG$sig" "$T/stderr" | grep -q "(100%)" && ok \
+    || bad "$name: progress line at 100 %: $(grep "SIG$sig" "$T/stderr")"
   echo "$name: $(grep interrupted "$T/stderr")"
 }
 

@@ -231,7 +231,7 @@ void add_finetune(CLI::App& app) {
           if (log.step % steps_per_epoch == 0 && log.step != total) evaluate(log.step);
           // SIGINT/SIGTERM (interrupt.h): checkpoint this step with its training state, then out.
           if (const int sig = stop_signal(); sig && log.step != total) {
-            bar.finish(signal_name(sig));
+            bar.stop(log.step, signal_name(sig));
             if (o->qat.enabled())
               throw Interrupted(
                   sig,

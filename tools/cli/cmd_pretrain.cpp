@@ -505,7 +505,7 @@ void run(const Flags& o) {
           // the run finishes instead: its final save is the same file.
           if (const int sig = stop_signal(); sig && log.step != o.max_steps) {
             if (last_saved != log.step) save();
-            bar.finish(signal_name(sig));
+            bar.stop(log.step, signal_name(sig));
             throw Interrupted(
                 sig,
                 fmt::format("{} at step {} of {}: wrote the resumable checkpoint {} (continue "

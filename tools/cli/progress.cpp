@@ -45,4 +45,10 @@ void ProgressBar::finish(const std::string& info) {
   if (tty_) fmt::print(stderr, "\n");
 }
 
+void ProgressBar::stop(int64_t done, const std::string& info) {
+  last_logged_ = -1;  // always print the line where the run stopped
+  update(done, info);
+  if (tty_) fmt::print(stderr, "\n");
+}
+
 }  // namespace bertrt::cli

@@ -14,6 +14,8 @@ class ProgressBar {
   // done in [0, total]; `info` is appended (e.g. "loss 2.31 · 5120 tok/s").
   void update(int64_t done, const std::string& info = "");
   void finish(const std::string& info = "");
+  // The last line of a run stopped early (e.g. by SIGTERM): at `done`, not at 100 %.
+  void stop(int64_t done, const std::string& info);
 
  private:
   std::string label_;
