@@ -170,8 +170,25 @@ namespace {
 
 // Below this many multiply-adds a split costs more than it saves.
 constexpr double kGemmSplitFlops = 1 << 18;
-// Rows (or columns) of C per block: big enough for OpenBLAS's packing to pay off.
+// Rows (or columns) of C per block: about kGemmBlock, never below kGemmMinBlock (OpenBLAS's
+// packing must pay off), a multiple of 16 (its kernel's width).
 constexpr int kGemmBlock = 256;
+constexpr int kGemmMinBlock = 64;
+
+// The block length for splitting `len` rows or columns of C. The count of blocks is a multiple of
+// 4 where the length allows, so 2 or 4 threads get equal shares: 3 blocks of 256 for a 768-wide
+// C (BERT-base at B1) left one of two threads idle a third of each GEMM, and BERT-mini's 256-wide
+// C ran on one thread. The length depends on the shape alone, never on the thread count.
+int gemm_block(int len) {
+  const int blocks = ((len + kGemmBlock - 1) / kGemmBlock + 3) / 4 * 4;
+  const int block = ((len + blocks - 1) / blocks + 15) / 16 * 16;
+  return std::max(block, kGemmMinBlock);
+}
+
+// Whether C is worth splitting over the pool: enough work, and at least two blocks.
+bool gemm_splits(int M, int N, int K) {
+  return static_cast<double>(M) * N * K >= kGemmSplitFlops && std::max(M, N) >= 2 * kGemmMinBlock;
+}
 
 void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
            const float* B, int ldb, float beta, float* C, int ldc) {
@@ -190,9 +207,8 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int M, int N, int K, float alp
       if (!xnn_) xnn_ = std::make_unique<cpu::XnnpackFc>();
       // Threads exactly where the OpenBLAS path below splits: a small GEMM runs on the caller,
       // where a fork-join would cost more (and wait for a busy core on a loaded machine).
-      const bool split = static_cast<double>(M) * N * K >= kGemmSplitFlops &&
-                         std::max(M, N) >= 2 * kGemmBlock;
-      xnn_->run(C, ldc, A, lda, B, nullptr, M, N, K, split ? pool_.handle() : nullptr);
+      xnn_->run(C, ldc, A, lda, B, nullptr, M, N, K,
+                gemm_splits(M, N, K) ? pool_.handle() : nullptr);
       ++fc_xnnpack_calls_;
       return;
     }
@@ -200,15 +216,16 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int M, int N, int K, float alp
   }
   const bool split_m = M >= N;  // split the longer side of C
   const int len = split_m ? M : N;
-  if (static_cast<double>(M) * N * K < kGemmSplitFlops || len < 2 * kGemmBlock) {
+  if (!gemm_splits(M, N, K)) {
     sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }
-  const size_t blocks = static_cast<size_t>((len + kGemmBlock - 1) / kGemmBlock);
+  const int block = gemm_block(len);
+  const size_t blocks = static_cast<size_t>((len + block - 1) / block);
   pool_.parallel_for(blocks, 1, [&](size_t b0, size_t b1) {
     for (size_t blk = b0; blk < b1; ++blk) {
-      const int b = static_cast<int>(blk) * kGemmBlock;
-      const int e = std::min(b + kGemmBlock, len);
+      const int b = static_cast<int>(blk) * block;
+      const int e = std::min(b + block, len);
       if (split_m)  // rows [b, e) of C and of op(A)
         sgemm(trans_a, trans_b, e - b, N, K, alpha, trans_a ? A + b : A + static_cast<size_t>(b) * lda,
               lda, B, ldb, beta, C + static_cast<size_t>(b) * ldc, ldc);

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
@@ -54,6 +55,23 @@ TEST(CpuThreads, Gemm) {
         });
       }
     }
+}
+
+// The block lengths of the split at inference's B1 shapes and odd sizes: BERT-mini's 256-wide C
+// (4 blocks of 64), BERT-base's 768 (4 of 192), and lengths whose last block is short.
+TEST(CpuThreads, GemmBlockShapes) {
+  for (auto [m, n, k] :
+       {std::tuple{128, 256, 256}, std::tuple{128, 768, 64}, std::tuple{130, 200, 96},
+        std::tuple{97, 1000, 33}, std::tuple{1000, 97, 40}}) {
+    const int M = m, N = n, K = k;  // C++17 lambdas cannot capture structured bindings
+    const auto a = randn(static_cast<size_t>(M) * K, 4), b = randn(static_cast<size_t>(N) * K, 5);
+    expect_same_for_all_thread_counts(
+        "gemm " + std::to_string(M) + "x" + std::to_string(N), [&](CpuBackend& be) {
+          std::vector<float> c(static_cast<size_t>(M) * N);
+          be.gemm(false, true, M, N, K, 1.0f, a.data(), K, b.data(), K, 0.0f, c.data(), N);
+          return std::vector<std::vector<float>>{c};
+        });
+  }
 }
 
 TEST(CpuThreads, GemmBatched) {
