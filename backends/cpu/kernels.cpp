@@ -20,7 +20,6 @@ namespace {
 
 constexpr float kSqrt2OverPi = 0.79788456080286535588f;  // √(2/π), the tanh-GELU constant
 constexpr float kGeluCubic = 0.044715f;
-constexpr double kInvSqrt2 = 0.70710678118654752440;
 constexpr float kInvSqrt2Pi = 0.39894228040143267794f;  // 1/√(2π)
 
 // Reductions with 8 independent partial sums: GCC does not reorder a single float accumulator
@@ -103,10 +102,7 @@ BERTRT_CPU_CLONES void bias_backward_cols(float* dbias, const float* dout, int r
 BERTRT_CPU_CLONES_V4 void gelu_erf_forward_kernel(float* out, const float* inp, size_t n) {
   float* __restrict o = out;
   const float* __restrict x = inp;
-  for (size_t i = 0; i < n; ++i) {
-    const double xd = x[i];
-    o[i] = static_cast<float>(0.5 * xd * (1.0 + erf_f64_fast(xd * kInvSqrt2)));
-  }
+  for (size_t i = 0; i < n; ++i) o[i] = x[i] * normal_cdf_f32(x[i]);
 }
 
 BERTRT_CPU_CLONES void gelu_erf_backward_kernel(float* dinp, const float* inp, const float* dout,
@@ -116,8 +112,8 @@ BERTRT_CPU_CLONES void gelu_erf_backward_kernel(float* dinp, const float* inp, c
   const float* __restrict dy = dout;
   // gelu'(x) = Φ(x) + x·φ(x).
   for (size_t i = 0; i < n; ++i) {
-    const float cdf = static_cast<float>(0.5 * (1.0 + erf_f64_fast(x[i] * kInvSqrt2)));
-    const float pdf = kInvSqrt2Pi * exp_nonpos_f32(-0.5f * x[i] * x[i]);
+    const float cdf = normal_cdf_f32(x[i]);
+    const float pdf = kInvSqrt2Pi * exp_neg_half_square_f32(x[i]);
     dx[i] += (cdf + x[i] * pdf) * dy[i];
   }
 }

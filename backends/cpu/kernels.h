@@ -19,7 +19,7 @@ void bias_add_rows(float* out, const float* bias, int r0, int r1, int cols);
 // dbias[c] += Σ_{r < rows} dout[r, c] for columns [c0, c1), rows summed in order.
 void bias_backward_cols(float* dbias, const float* dout, int rows, int cols, int c0, int c1);
 
-// GELU over n elements (erf form: x·Φ(x) with Φ from erf_f64_fast; tanh form via std::tanh).
+// GELU over n elements (erf form: x·Φ(x) with Φ from normal_cdf_f32; tanh form via std::tanh).
 void gelu_erf_forward_kernel(float* out, const float* x, size_t n);
 void gelu_erf_backward_kernel(float* dx, const float* x, const float* dy, size_t n);
 void gelu_tanh_forward_kernel(float* out, const float* x, size_t n);

@@ -16,8 +16,9 @@ constexpr double kPi = 3.14159265358979323846;
 constexpr double kSqrt2OverPi = 0.79788456080286535588;  // √(2/π), the tanh-GELU constant
 constexpr double kGeluCubic = 0.044715;                  // Hendrycks & Gimpel 2016, eq. for GELU≈
 
-// Φ(x), the standard normal CDF.
-double normal_cdf(double x) { return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))); }
+// Φ(x), the standard normal CDF. As erfc: 1 + erf(x/√2) cancels for x ≪ 0 (all digits lost by
+// x ≈ −8.5), where erfc keeps full relative precision.
+double normal_cdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
 // φ(x), the standard normal density.
 double normal_pdf(double x) { return std::exp(-0.5 * x * x) / std::sqrt(2.0 * kPi); }
 

@@ -17,6 +17,7 @@
 #include "backends/backend.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/f32_math.h"
+#include "backends/cpu/kernels.h"
 #include "backends/reference/reference_backend.h"
 #include "core/error.h"
 #include "op_test_util.h"
@@ -156,16 +157,16 @@ void add_elementwise_cases(std::vector<OpCase>& cases) {
   }
   for (int n : {1, 7, 33, 127, 4099}) {
     const std::string sz = std::to_string(n);
-    // GELU (erf): the cpu erf is within 1e-7 (ErfF32Accuracy below), scaled by 0.5|x| in
-    // 0.5x(1 + erf(x/√2)), plus one rounding of each result.
+    // GELU (erf): the cpu's x·Φ(x) is within 5 ulp of the exact value (GeluErfUlps below), the
+    // reference's within half an ulp; below x ≈ −13.2, where e^{−x²/2} underflows, both are
+    // within 1e-37 of 0.
     cases.push_back({Op::kGeluForward, "gelu_erf_forward_" + sz, [n](Backend& r, Backend& c) {
                        auto x = randn(n, 10, 3.0f);
                        std::vector<float> o1(n), o2(n);
                        r.gelu_forward(o1.data(), x.data(), n, Gelu::kErf);
                        c.gelu_forward(o2.data(), x.data(), n, Gelu::kErf);
                        std::vector<double> tol(n);
-                       for (int i = 0; i < n; ++i)
-                         tol[i] = 0.5 * std::fabs(x[i]) * 1e-7 + kEps * std::fabs(o1[i]);
+                       for (int i = 0; i < n; ++i) tol[i] = 6 * kEps * std::fabs(o1[i]) + 1e-37;
                        return all_close(o1, o2, tol);
                      }});
     // GELU (tanh) in float: u takes ~4 roundings, tanh ~1 ulp; where 1 + tanh(u) cancels (x ≪ 0)
@@ -180,8 +181,8 @@ void add_elementwise_cases(std::vector<OpCase>& cases) {
                          tol[i] = 8 * kEps * (std::fabs(o1[i]) + 0.5 * std::fabs(x[i]));
                        return all_close(o1, o2, tol);
                      }});
-    // GELU backward: gelu' = Φ + xφ carries the erf error (≤ 0.5e-7 in Φ) and a few roundings
-    // (exp of a rounded −x²/2: relative eps·x²/2); tanh form ~16 roundings over terms up to
+    // GELU backward: gelu' = Φ + xφ carries Φ's error (≤ 1e-7, NormalCdfF32Accuracy) and a few
+    // roundings (φ's exp: relative eps); tanh form ~16 roundings over terms up to
     // (1 + x²); times |dout|, plus the accumulation into dinp.
     for (Gelu kind : {Gelu::kErf, Gelu::kTanh}) {
       const std::string k = kind == Gelu::kErf ? "erf" : "tanh";
@@ -734,23 +735,55 @@ void for_float_range(float lo, float hi, uint32_t stride, F f) {
   }
 }
 
-// erf to 1e-7 absolute (DESIGN.md: the ≤1e-7 erf that exact GELU needs). Every 17th float of
-// [1e-30, 10] and of its negation (every 137th under emulation), and every float of [0.9, 1.1]
-// where the two formulas meet.
-TEST(CpuMath, ErfF32Accuracy) {
-  double worst = 0, at = 0;
+// Φ, the normal CDF of the exact GELU, against double std::erfc: to 1e-7 absolute (DESIGN.md: the
+// ≤1e-7 error exact GELU needs) and 4e-7 relative (exp_nonpos_f32's 1.2e-7, the fits' 5e-8 and a
+// few roundings of the polynomials and products; measured 2.8e-7) wherever Φ is a normal float,
+// on every 17th float of [1e-30, 20] and of its negation (every 137th under emulation) and every
+// float around the pieces' joins (|x| = 0.75 and 2.5√2).
+TEST(CpuMath, NormalCdfF32Accuracy) {
+  double worst_abs = 0, worst_rel = 0, at_abs = 0, at_rel = 0;
   auto probe = [&](float x) {
     for (float y : {x, -x}) {
-      const double err = std::fabs(static_cast<double>(cpu::erf_f32(y)) - std::erf(double{y}));
-      if (err > worst) worst = err, at = y;
+      const double want = 0.5 * std::erfc(-double{y} / std::sqrt(2.0));
+      const double err = std::fabs(static_cast<double>(cpu::normal_cdf_f32(y)) - want);
+      if (err > worst_abs) worst_abs = err, at_abs = y;
+      if (y > -12.5f && err / want > worst_rel) worst_rel = err / want, at_rel = y;
     }
   };
-  for_float_range(1e-30f, 10.0f, test::sweep_stride(17), probe);
-  for_float_range(0.9f, 1.1f, 1, probe);
+  for_float_range(1e-30f, 20.0f, test::sweep_stride(17), probe);
+  for_float_range(0.74f, 0.76f, test::sweep_stride(1), probe);
+  for_float_range(3.53f, 3.54f, test::sweep_stride(1), probe);
   probe(0.0f);
   probe(1e30f);
-  std::cout << "erf_f32 max abs error " << worst << " at x = " << at << "\n";
-  EXPECT_LE(worst, 1e-7);
+  EXPECT_EQ(cpu::normal_cdf_f32(-1e30f), 0.0f);
+  EXPECT_EQ(cpu::normal_cdf_f32(1e30f), 1.0f);
+  std::cout << "normal_cdf_f32 max abs error " << worst_abs << " at x = " << at_abs
+            << ", max relative " << worst_rel << " at x = " << at_rel << "\n";
+  EXPECT_LE(worst_abs, 1e-7);
+  EXPECT_LE(worst_rel, 4e-7);
+}
+
+// The cpu backend's exact GELU x·Φ(x) in ulps of the exact value (double x·erfc/2), every 17th
+// float of [1e-30, 20] and its negation: 4.4 measured, 5 allowed (Φ's relative error, plus the
+// rounding of x·Φ).
+TEST(CpuMath, GeluErfUlps) {
+  std::vector<float> x;
+  for_float_range(1e-30f, 20.0f, test::sweep_stride(17), [&](float v) {
+    x.push_back(v);
+    x.push_back(-v);
+  });
+  std::vector<float> y(x.size());
+  cpu::gelu_erf_forward_kernel(y.data(), x.data(), x.size());
+  double worst = 0, at = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double want = double{x[i]} * 0.5 * std::erfc(-double{x[i]} / std::sqrt(2.0));
+    if (std::fabs(want) < 1e-37) continue;  // beyond float's normal range (Φ underflows)
+    const double ulp = std::ldexp(1.0, std::ilogb(static_cast<float>(want)) - 23);
+    const double err = std::fabs(y[i] - want) / ulp;
+    if (err > worst) worst = err, at = x[i];
+  }
+  std::cout << "gelu_erf max error " << worst << " ulp at x = " << at << "\n";
+  EXPECT_LE(worst, 5.0);
 }
 
 TEST(CpuMath, ExpF32Accuracy) {
