@@ -47,7 +47,8 @@ inline float exp_neg_half_square_f32(float x_in) {
 
 // Φ(x), the standard normal CDF, in float, for the exact GELU x·Φ(x). Three branch-free pieces
 // (a vector computes all three and selects), polynomials fitted to mpmath's erf/erfc with float
-// coefficients (each rounded in turn, the rest refitted), relative fit error ≤ 5e-8:
+// coefficients (each rounded in turn, the rest refitted), relative fit error ≤ 5e-8; the fits are
+// scripts/fit_normal_cdf.py, which prints these constants:
 //   |x| < 0.75:          Φ = 1/2 + x·S(x²)              S(z) = erf(√(z/2)) / (2√z), degree 5;
 //   0.75 ≤ |x| < 2.5√2:  Φ(−|x|) = e^{−x²/2}·T(|x|)     T = erfcx(|x|/√2)/2, degree 10 about
 //                                                        the middle of the range;
