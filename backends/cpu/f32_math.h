@@ -55,9 +55,11 @@ inline float exp_neg_half_square_f32(float x_in) {
 //   |x| ≥ 2.5√2:         Φ(−|x|) = e^{−x²/2}·U(1/x²)/|x|  U = |x|·erfcx(|x|/√2)/2, degree 6;
 // then Φ(x) = 1 − Φ(−|x|) for x > 0. The tail Φ(−|x|) is computed directly, never as 1 − Φ(|x|),
 // so GELU keeps its relative accuracy for x < 0 (e^{−x²/2} underflows to 0 below x ≈ −13.2).
-// Measured on every 5th float of [−20, 20] and every float near the joins (tests/unit/ops_test.cpp):
-// |error| ≤ 7.9e-8, relative error ≤ 2.8e-7, and GELU = x·Φ(x) within 4.4 ulp of the exact value.
-inline float normal_cdf_f32(float x) {
+// Measured on every 5th float of [−20, 20] and every float near the joins
+// (tests/unit/ops_test.cpp): |error| ≤ 7.9e-8, relative error ≤ 2.8e-7, and GELU = x·Φ(x)
+// within 4.4 ulp of the exact value. e_half_sq = exp_neg_half_square_f32(x), passed in so that
+// GELU's backward, which needs it for φ(x) too, computes it once.
+inline float normal_cdf_f32(float x, float e_half_sq) {
   const float a = x < 0.0f ? -x : x;
   const float z = x * x;
   const float s = ((((-2.641784886e-05f * z + 1.427869429e-04f) * z - 1.202977495e-03f) * z +
@@ -93,9 +95,11 @@ inline float normal_cdf_f32(float x) {
                         3.989056647e-01f) *
                            w +
                        3.989421725e-01f);
-  const float tail = exp_neg_half_square_f32(a) * (a < 3.53553391f ? t : v);
+  const float tail = e_half_sq * (a < 3.53553391f ? t : v);
   const float outer = x < 0.0f ? tail : 1.0f - tail;
   return a < 0.75f ? 0.5f + x * s : outer;
 }
+
+inline float normal_cdf_f32(float x) { return normal_cdf_f32(x, exp_neg_half_square_f32(x)); }
 
 }  // namespace bertrt::cpu

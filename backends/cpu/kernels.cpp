@@ -112,8 +112,9 @@ BERTRT_CPU_CLONES void gelu_erf_backward_kernel(float* dinp, const float* inp, c
   const float* __restrict dy = dout;
   // gelu'(x) = Φ(x) + x·φ(x).
   for (size_t i = 0; i < n; ++i) {
-    const float cdf = normal_cdf_f32(x[i]);
-    const float pdf = kInvSqrt2Pi * exp_neg_half_square_f32(x[i]);
+    const float e = exp_neg_half_square_f32(x[i]);
+    const float cdf = normal_cdf_f32(x[i], e);
+    const float pdf = kInvSqrt2Pi * e;
     dx[i] += (cdf + x[i] * pdf) * dy[i];
   }
 }
