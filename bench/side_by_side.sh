@@ -65,9 +65,10 @@ for cfg in $CONFIGS; do
       { echo "$cfg: convert/finetune/quantize failed"; exit 1; }
   fi
 done
-kernel=$($B bench --model $OUT/$(set -- $CONFIGS; echo $1).int8.brt --batch-size 1 --seq-len 8 --warmup 0 --iters 1 --json |
-  sed -n 's/.*"int8_kernel":"\([a-z0-9]*\)".*/\1/p')
-echo "bertrt int8 kernel: ${kernel:-?} (BERTRT_Q8_KERNEL to force one)"
+probe=$($B bench --model $OUT/$(set -- $CONFIGS; echo $1).int8.brt --batch-size 1 --seq-len 8 --warmup 0 --iters 1 --json)
+kernel=$(echo "$probe" | sed -n 's/.*"int8_kernel":"\([a-z0-9]*\)".*/\1/p')
+blas=$(echo "$probe" | sed -n 's/.*"blas":"\([^"]*\)".*/\1/p')
+echo "bertrt int8 kernel: ${kernel:-?} (BERTRT_Q8_KERNEL to force one); fp32 GEMM: ${blas:-?}"
 
 # --- interleaved rounds --------------------------------------------------------------------------
 RAW=$OUT/raw.jsonl

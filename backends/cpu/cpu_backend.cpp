@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "backends/cpu/blas_core.h"
 #include "backends/cpu/kernels.h"
 #include "core/error.h"
 
@@ -37,6 +38,7 @@ CpuBackend::CpuBackend(int num_threads)
     : pool_(num_threads),
       q8_kernel_(cpu::q8_best_kernel()),
       fc_provider_(cpu::fc_provider_from_env()) {
+  cpu::ensure_blas_core();  // before the first GEMM: OpenBLAS may not know this CPU (blas_core.h)
 #ifdef OPENBLAS_VERSION
   openblas_set_num_threads(1);  // process-wide; see gemm below
 #endif

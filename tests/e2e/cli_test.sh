@@ -42,6 +42,17 @@ expect_ok eval "$BIN" eval --model "$T/sst2.brt" --task sst2 --data "$T/dev.tsv"
 grep -qE '^\{"accuracy":[0-9.e-]+,"examples":100,.*"task":"sst2"\}$' "$T/stdout" && ok || bad "eval json: $(cat "$T/stdout")"
 printf 'a great movie\nawful\n' | "$BIN" predict --model "$T/sst2.brt" --json > "$T/pred.json" \
   && [ "$(grep -c '"probabilities"' "$T/pred.json")" -eq 2 ] && ok || bad "predict"
+# The fp32 GEMM's OpenBLAS core (backends/cpu/blas_core.h): a core the user names is kept as is;
+# without one, never the SSE3 fallback on a CPU with AVX2 + FMA.
+if [ "$(uname -m)" = x86_64 ]; then
+  bench1=(bench --model "$T/init.brt" --batch-size 1 --seq-len 8 --warmup 0 --iters 1 --json)
+  OPENBLAS_CORETYPE=Haswell "$BIN" "${bench1[@]}" > "$T/bench.json" \
+    && grep -q '"blas":"OpenBLAS [0-9.]*, core Haswell"' "$T/bench.json" && ok || bad "bench keeps OPENBLAS_CORETYPE: $(cat "$T/bench.json")"
+  if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then
+    "$BIN" "${bench1[@]}" > "$T/bench.json" && grep -q '"blas":"OpenBLAS' "$T/bench.json" \
+      && ! grep -q 'core Prescott' "$T/bench.json" && ok || bad "bench on an AVX2 CPU runs OpenBLAS's SSE3 core: $(cat "$T/bench.json")"
+  fi
+fi
 
 # --- bad input -------------------------------------------------------------------------------------
 : > "$T/empty.txt"

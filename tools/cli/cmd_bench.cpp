@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <random>
 
+#include "backends/cpu/blas_core.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/q8_gemm.h"
 #include "common.h"
@@ -65,6 +66,8 @@ void add_bench(CLI::App& app) {
     const char* mode = quant_mode_name(model.quant_mode());
     // The cpu backend's u8×s8 kernel (BERTRT_Q8_KERNEL or the CPU's best): what an int8 row ran.
     const char* int8_kernel = cpu::q8_kernel_name(cpu::q8_best_kernel());
+    // What the fp32 GEMMs ran on (OpenBLAS's core; blas_core.h).
+    const std::string blas = cpu::blas_core_summary();
     // Which fully-connected provider ran the fp32 Linears (BERTRT_FC_PROVIDER; cpu_backend.h).
     const auto* cpu_be = dynamic_cast<const CpuBackend*>(be.get());
     const std::string fc = cpu_be ? cpu_be->fc_summary() : std::string("fc provider: n/a");
@@ -80,6 +83,7 @@ void add_bench(CLI::App& app) {
                      {"min_ms", best},
                      {"iters", o->iters},
                      {"int8_kernel", int8_kernel},
+                     {"blas", blas},
                      {"fc_provider", cpu_be ? cpu::fc_provider_name(cpu_be->fc_provider()) : "n/a"},
                      {"fc_constant_weights", cpu_be && cpu_be->constant_weights()},
                      {"fc_xnnpack_calls", cpu_be ? cpu_be->fc_stats().xnnpack_calls : 0},
@@ -89,8 +93,9 @@ void add_bench(CLI::App& app) {
     }
     fmt::print(
         "{} ({}, {:.2f} MB) B={} T={}: median {:.2f} ms, min {:.2f} ms over {} runs (int8 kernel "
-        "{}; {})\n",
-        o->model, mode, mb, o->batch_size, o->seq_len, median, best, o->iters, int8_kernel, fc);
+        "{}; {}; fp32 GEMM {})\n",
+        o->model, mode, mb, o->batch_size, o->seq_len, median, best, o->iters, int8_kernel, fc,
+        blas);
   });
 }
 
