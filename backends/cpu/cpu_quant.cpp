@@ -28,17 +28,18 @@ void run_q8(cpu::ThreadPool& pool, cpu::Q8Kernel kernel, int M, int N, int K, co
             int lda, const int8_t* W, int ldw, const int8_t* w_packed, const cpu::Q8Epilogue& epi) {
   if (M <= 0 || N <= 0) return;
   using cpu::Q8Kernel;
-  const bool vnni = cpu::q8_kernel_tile_n(kernel) != cpu::q8_kernel_tile_n(Q8Kernel::kScalar);
-  // The 16-wide tiles need K ≥ 16; the VNNI epilogue needs a quint8 zero point (q8_gemm.h).
-  if ((!vnni && K < 16) || (vnni && epi.out && (epi.a_zero_point < 0 || epi.a_zero_point > 255)))
+  const bool panels = cpu::q8_kernel_tile_n(kernel) != cpu::q8_kernel_tile_n(Q8Kernel::kScalar);
+  // The NEON tiles need K ≥ 16; the panel kernels' epilogue needs a quint8 zero point (q8_gemm.h).
+  if ((!panels && K < 16) ||
+      (panels && epi.out && (epi.a_zero_point < 0 || epi.a_zero_point > 255)))
     kernel = Q8Kernel::kScalar, w_packed = nullptr;
   // Reused between calls on this thread: inference calls this per Linear with the same shapes.
   thread_local std::vector<int16_t> a16;
   cpu::Q8PackedA pa;
   if (cpu::q8_kernel_packs_a(kernel)) {
-    pa.k16 = K / 16 * 16;
-    a16.resize(static_cast<size_t>(M) * pa.k16);
-    cpu::q8_pack_a(a16.data(), A, lda, M, pa.k16);
+    pa.stride = cpu::q8_a16_stride(K);
+    a16.resize(static_cast<size_t>(M) * pa.stride);
+    cpu::q8_pack_a(a16.data(), A, lda, M, K);
     pa.a16 = a16.data();
   }
   const int tile = cpu::q8_kernel_tile_n(kernel);

@@ -67,110 +67,6 @@ inline void tail_sums(int32_t (*acc)[kNR], int mr, int nr, int k0, int K, const 
     }
 }
 
-#ifdef BERTRT_Q8_X86
-#define BERTRT_Q8_AVX2 __attribute__((target("avx2")))
-
-BERTRT_Q8_AVX2 inline int32_t hsum_epi32(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-  return _mm_cvtsi128_si32(s);
-}
-
-// acc[i][j] = Σ_{k < k16} a16[i, k]·w16[j, k] for an MR × NR tile: per 16 values of k, MR + NR
-// loads and MR·NR vpmaddwd (16 int16 products → 8 exact int32 pair sums) + vpaddd.
-template <int MR, int NR>
-BERTRT_Q8_AVX2 inline void tile_avx2(int32_t (*out)[kNR], const int16_t* a16, const int16_t* w16,
-                                     int k16) {
-  __m256i acc[MR][NR];
-  for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NR; ++j) acc[i][j] = _mm256_setzero_si256();
-  for (int k = 0; k < k16; k += 16) {
-    __m256i wv[NR];
-    for (int j = 0; j < NR; ++j)
-      wv[j] = _mm256_loadu_si256(
-          reinterpret_cast<const __m256i*>(w16 + static_cast<size_t>(j) * k16 + k));
-    for (int i = 0; i < MR; ++i) {
-      const __m256i av = _mm256_loadu_si256(
-          reinterpret_cast<const __m256i*>(a16 + static_cast<size_t>(i) * k16 + k));
-      for (int j = 0; j < NR; ++j)
-        acc[i][j] = _mm256_add_epi32(acc[i][j], _mm256_madd_epi16(av, wv[j]));
-    }
-  }
-  for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NR; ++j) out[i][j] = hsum_epi32(acc[i][j]);
-}
-
-// The full 2 × 4 tile written out: GCC keeps a 2-D array of __m256i accumulators poorly (copies
-// and spills every iteration), named registers it keeps. The 8 sums are reduced together (vphaddd
-// tree) into acc[0][0..3], acc[1][0..3].
-BERTRT_Q8_AVX2 inline void tile_2x4_avx2(int32_t (*out)[kNR], const int16_t* a16,
-                                         const int16_t* w16, int k16) {
-  __m256i c00 = _mm256_setzero_si256(), c01 = c00, c02 = c00, c03 = c00;
-  __m256i c10 = c00, c11 = c00, c12 = c00, c13 = c00;
-  const int16_t* a0p = a16;
-  const int16_t* a1p = a16 + k16;
-  const int16_t* w0p = w16;
-  const int16_t* w1p = w16 + k16;
-  const int16_t* w2p = w16 + 2 * static_cast<size_t>(k16);
-  const int16_t* w3p = w16 + 3 * static_cast<size_t>(k16);
-  for (int k = 0; k < k16; k += 16) {
-    const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0p + k));
-    const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w1p + k));
-    const __m256i w2 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w2p + k));
-    const __m256i w3 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w3p + k));
-    const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a0p + k));
-    const __m256i a1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a1p + k));
-    c00 = _mm256_add_epi32(c00, _mm256_madd_epi16(a0, w0));
-    c01 = _mm256_add_epi32(c01, _mm256_madd_epi16(a0, w1));
-    c02 = _mm256_add_epi32(c02, _mm256_madd_epi16(a0, w2));
-    c03 = _mm256_add_epi32(c03, _mm256_madd_epi16(a0, w3));
-    c10 = _mm256_add_epi32(c10, _mm256_madd_epi16(a1, w0));
-    c11 = _mm256_add_epi32(c11, _mm256_madd_epi16(a1, w1));
-    c12 = _mm256_add_epi32(c12, _mm256_madd_epi16(a1, w2));
-    c13 = _mm256_add_epi32(c13, _mm256_madd_epi16(a1, w3));
-  }
-  const __m256i t0 = _mm256_hadd_epi32(_mm256_hadd_epi32(c00, c01), _mm256_hadd_epi32(c02, c03));
-  const __m256i t1 = _mm256_hadd_epi32(_mm256_hadd_epi32(c10, c11), _mm256_hadd_epi32(c12, c13));
-  const __m256i sums = _mm256_add_epi32(_mm256_permute2x128_si256(t0, t1, 0x20),
-                                        _mm256_permute2x128_si256(t0, t1, 0x31));
-  alignas(32) int32_t r[8];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(r), sums);
-  for (int j = 0; j < 4; ++j) {
-    out[0][j] = r[j];
-    out[1][j] = r[4 + j];
-  }
-}
-
-template <int MR>
-BERTRT_Q8_AVX2 inline void tile_cols_avx2(int nr, int32_t (*out)[kNR], const int16_t* a16,
-                                          const int16_t* w16, int k16) {
-  switch (nr) {
-    case 4:
-      tile_avx2<MR, 4>(out, a16, w16, k16);
-      break;
-    case 3:
-      tile_avx2<MR, 3>(out, a16, w16, k16);
-      break;
-    case 2:
-      tile_avx2<MR, 2>(out, a16, w16, k16);
-      break;
-    default:
-      tile_avx2<MR, 1>(out, a16, w16, k16);
-      break;
-  }
-}
-
-// W rows [n, n + nr) sign-extended to int16 (first k16 columns), once per block of columns.
-BERTRT_Q8_AVX2 inline void widen_w_avx2(int16_t* w16, const int8_t* w, int ldw, int nr, int k16) {
-  for (int j = 0; j < nr; ++j)
-    for (int k = 0; k < k16; k += 16)
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(w16 + static_cast<size_t>(j) * k16 + k),
-                          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(
-                              w + static_cast<size_t>(j) * ldw + k))));
-}
-#endif  // BERTRT_Q8_X86
-
 #ifdef BERTRT_Q8_NEON
 // acc[i][j] = Σ_{k < k16} A[m+i, k]·W[n+j, k] for an MR × NR tile, 16 values of k at a time: each
 // u8/s8 vector widened to two int16 vectors (ushll/sshll; a ≤ 255 fits int16 as is), then 4
@@ -365,8 +261,10 @@ bool q8_kernel_available(Q8Kernel k) {
     case Q8Kernel::kScalar:
       return true;
 #ifdef BERTRT_Q8_X86
+#ifdef BERTRT_Q8_AVX2
     case Q8Kernel::kAvx2:
       return x86().avx2;
+#endif
 #ifdef BERTRT_Q8_AVX512VNNI
     case Q8Kernel::kAvx512Vnni:
     case Q8Kernel::kAvx512Vnni256:
@@ -424,6 +322,8 @@ int q8_kernel_tile_n(Q8Kernel k) {
     case Q8Kernel::kAvx512Vnni256:
     case Q8Kernel::kAvxVnni:
       return kVnniPanelYmm;
+    case Q8Kernel::kAvx2:
+      return kAvx2Panel;
     default:
       return kNR;
   }
@@ -444,62 +344,60 @@ void vnni_pack_panel(int8_t* dst, const int8_t* W, int ldw, int n, int nr, int K
   }
 }
 
+size_t avx2_panel_bytes(int K) {
+  return static_cast<size_t>((K + 1) / 2) * static_cast<size_t>(kAvx2Panel) * 2;
+}
+
+void avx2_pack_panel(int8_t* dst, const int8_t* W, int ldw, int n, int nr, int K) {
+  const int k2 = K / 2, odd = K - 2 * k2;
+  if (nr < kAvx2Panel || odd) std::memset(dst, 0, avx2_panel_bytes(K));
+  for (int j = 0; j < nr; ++j) {
+    const int8_t* w = W + static_cast<size_t>(n + j) * ldw;
+    int8_t* d = dst + static_cast<size_t>(j) * 2;
+    for (int q = 0; q < k2; ++q)
+      std::memcpy(d + static_cast<size_t>(q) * kAvx2Panel * 2, w + 2 * q, 2);
+    if (odd) d[static_cast<size_t>(k2) * kAvx2Panel * 2] = w[2 * k2];
+  }
+}
+
+namespace {
+// One panel of kernel k's packing: its bytes, and the packing of W rows [n, n + nr) into it.
+size_t panel_bytes(Q8Kernel k, int K) {
+  return k == Q8Kernel::kAvx2 ? avx2_panel_bytes(K) : vnni_panel_bytes(q8_kernel_tile_n(k), K);
+}
+void pack_panel(Q8Kernel k, int8_t* dst, const int8_t* W, int ldw, int n, int nr, int K) {
+  if (k == Q8Kernel::kAvx2)
+    avx2_pack_panel(dst, W, ldw, n, nr, K);
+  else
+    vnni_pack_panel(dst, W, ldw, n, nr, K, q8_kernel_tile_n(k));
+}
+}  // namespace
+
 size_t q8_packed_w_bytes(Q8Kernel k, int N, int K) {
   const int nrp = q8_kernel_tile_n(k);
   if (nrp == kNR) return 0;
-  return static_cast<size_t>((N + nrp - 1) / nrp) * vnni_panel_bytes(nrp, K);
+  return static_cast<size_t>((N + nrp - 1) / nrp) * panel_bytes(k, K);
 }
 
 void q8_pack_w(Q8Kernel k, int8_t* dst, const int8_t* W, int ldw, int N, int K) {
   const int nrp = q8_kernel_tile_n(k);
   if (nrp == kNR) return;
-  const size_t panel = vnni_panel_bytes(nrp, K);
+  const size_t panel = panel_bytes(k, K);
   for (int n = 0; n < N; n += nrp)
-    vnni_pack_panel(dst + static_cast<size_t>(n / nrp) * panel, W, ldw, n, std::min(nrp, N - n), K,
-                    nrp);
+    pack_panel(k, dst + static_cast<size_t>(n / nrp) * panel, W, ldw, n, std::min(nrp, N - n), K);
 }
 
-void q8_pack_a(int16_t* a16, const uint8_t* A, int lda, int M, int k16) {
+void q8_pack_a(int16_t* a16, const uint8_t* A, int lda, int M, int K) {
+  const int stride = q8_a16_stride(K);
   for (int m = 0; m < M; ++m) {
     const uint8_t* a = A + static_cast<size_t>(m) * lda;
-    int16_t* o = a16 + static_cast<size_t>(m) * k16;
-    for (int k = 0; k < k16; ++k) o[k] = a[k];
+    int16_t* o = a16 + static_cast<size_t>(m) * stride;
+    for (int k = 0; k < K; ++k) o[k] = a[k];
+    for (int k = K; k < stride; ++k) o[k] = 0;
   }
 }
 
 namespace {
-#ifdef BERTRT_Q8_X86
-BERTRT_Q8_AVX2 void qu8s8_gemm_2x4_avx2(int M, int n0, int n1, int K, const uint8_t* A, int lda,
-                                        const Q8PackedA& pa, const int8_t* W, int ldw,
-                                        const Q8Epilogue& epi) {
-  const int k16 = pa.k16;
-  const int chunk = rows_per_chunk(k16);
-  thread_local std::vector<int16_t> w16_buf;
-  w16_buf.resize(static_cast<size_t>(kNR) * k16);
-  int16_t* w16 = w16_buf.data();
-  for (int mc = 0; mc < M; mc += chunk) {
-    const int mc_end = std::min(M, mc + chunk);
-    for (int n = n0; n < n1; n += kNR) {
-      const int nr = std::min(kNR, n1 - n);
-      widen_w_avx2(w16, W + static_cast<size_t>(n) * ldw, ldw, nr, k16);
-      for (int m = mc; m < mc_end; m += kMR) {
-        const int mr = std::min(kMR, mc_end - m);
-        int32_t acc[kMR][kNR] = {};
-        const int16_t* a16 = pa.a16 + static_cast<size_t>(m) * k16;
-        if (mr == 2 && nr == 4)
-          tile_2x4_avx2(acc, a16, w16, k16);
-        else if (mr == 2)
-          tile_cols_avx2<2>(nr, acc, a16, w16, k16);
-        else
-          tile_cols_avx2<1>(nr, acc, a16, w16, k16);
-        tail_sums(acc, mr, nr, k16, K, A, lda, W, ldw, m, n);
-        for (int i = 0; i < mr; ++i)
-          for (int j = 0; j < nr; ++j) store(epi, m + i, n + j, acc[i][j]);
-      }
-    }
-  }
-}
-#endif
 
 void qu8s8_gemm_scalar(int M, int n0, int n1, int K, const uint8_t* A, int lda, const int8_t* W,
                        int ldw, const Q8Epilogue& epi) {
@@ -518,13 +416,18 @@ void qu8s8_gemm_scalar(int M, int n0, int n1, int K, const uint8_t* A, int lda, 
 void qu8s8_gemm(Q8Kernel k, int M, int n0, int n1, int K, const uint8_t* A, int lda,
                 [[maybe_unused]] const Q8PackedA& pa, const int8_t* W, int ldw,
                 [[maybe_unused]] const int8_t* w_packed, const Q8Epilogue& epi) {
-#if defined(BERTRT_Q8_AVX512VNNI) || defined(BERTRT_Q8_AVXVNNI)
-  if (k == Q8Kernel::kAvx512Vnni || k == Q8Kernel::kAvx512Vnni256 || k == Q8Kernel::kAvxVnni) {
+#if defined(BERTRT_Q8_AVX512VNNI) || defined(BERTRT_Q8_AVXVNNI) || defined(BERTRT_Q8_AVX2)
+  if (k == Q8Kernel::kAvx512Vnni || k == Q8Kernel::kAvx512Vnni256 || k == Q8Kernel::kAvxVnni ||
+      k == Q8Kernel::kAvx2) {
     // One panel of W per call when it is not packed yet (reused between calls on this thread).
     thread_local std::vector<int8_t> panel;
-    if (!w_packed) panel.resize(vnni_panel_bytes(q8_kernel_tile_n(k), K));
+    if (!w_packed) panel.resize(panel_bytes(k, K));
     int8_t* buf = w_packed ? nullptr : panel.data();
     switch (k) {
+#ifdef BERTRT_Q8_AVX2
+      case Q8Kernel::kAvx2:
+        return qu8s8_gemm_6x16_avx2(M, n0, n1, K, pa.a16, pa.stride, W, ldw, w_packed, buf, epi);
+#endif
 #ifdef BERTRT_Q8_AVX512VNNI
       case Q8Kernel::kAvx512Vnni:
         return qu8s8_gemm_8x32_avx512vnni(M, n0, n1, K, A, lda, W, ldw, w_packed, buf, epi);
@@ -541,10 +444,6 @@ void qu8s8_gemm(Q8Kernel k, int M, int n0, int n1, int K, const uint8_t* A, int 
   }
 #endif
   switch (k) {
-#ifdef BERTRT_Q8_X86
-    case Q8Kernel::kAvx2:
-      return qu8s8_gemm_2x4_avx2(M, n0, n1, K, A, lda, pa, W, ldw, epi);
-#endif
 #ifdef BERTRT_Q8_NEON
     case Q8Kernel::kNeon:
       return qu8s8_gemm_2x4_neon_impl<false>(M, n0, n1, K, A, lda, W, ldw, epi);

@@ -1,12 +1,13 @@
 // u8×s8 GEMM tiles for the CPU backend (XNNPACK-style names: data types, tile, instruction set).
 //
-//   qu8s8_gemm_2x4_avx2: 2 rows of A × 4 rows of W per tile. A is widened to int16 once per call
-//     (zero-extend), the 4 rows of W of a column block sign-extended to int16 once per block (they
-//     stay in L1 while A streams from L2), and the products summed in pairs by vpmaddwd into
-//     int32 lanes. Every int16 product fits (|a·w| ≤ 255·128) and every
-//     pair sum fits int32, so the sums are EXACT. vpmaddubsw (u8×s8 with pair sums SATURATED to
-//     int16, the usual AVX2 trick) is deliberately not used: 255·127 + 255·127 = 64770 > 32767
-//     would clip (which is why FBGEMM needs reduce_range, 7-bit activations, on pre-VNNI CPUs).
+//   qu8s8_gemm_6x16_avx2 (q8_gemm_avx2.cpp, q8_gemm_vnni.h): 6 rows of A × 16 columns of W per
+//     tile. A is widened to int16 once per call (zero-extend, q8_pack_a), W packed in panels of 16
+//     columns of k-pairs (once per weight, q8_pack_w, or per call) and sign-extended in registers;
+//     vpmaddwd sums pairs of int16 products into int32 lanes. Every int16 product fits
+//     (|a·w| ≤ 255·128) and every pair sum fits int32, so the sums are EXACT. vpmaddubsw (u8×s8
+//     with pair sums SATURATED to int16, the usual AVX2 trick) is deliberately not used:
+//     255·127 + 255·127 = 64770 > 32767 would clip (which is why FBGEMM needs reduce_range, 7-bit
+//     activations, on pre-VNNI CPUs). Both do 16 multiply-adds per multiply instruction.
 //   qu8s8_gemm_2x4_neon (aarch64, every ARMv8-A core): the same tile; u8 and s8 widened to int16
 //     in registers (ushll/sshll) and multiplied-accumulated into int32 lanes (smlal/smlal2), exact.
 //   qu8s8_gemm_2x4_neondot (ARMv8.2-A dot product, e.g. Cortex-A55/A76: Raspberry Pi 5, chosen
@@ -21,8 +22,9 @@
 // All kernels give the same int32 sums bit for bit (tests/unit/quant_ops_test.cpp runs each one
 // this CPU has against the scalar loops; CI runs the NEON ones under qemu-aarch64).
 //
-// A tail of K that is not a multiple of 16 is summed by scalar code, so no read ever passes the
-// end of a row. The caller checks K ≤ kMaxQ8K (backend.h), which keeps every int32 sum exact.
+// The NEON kernels sum a tail of K that is not a multiple of 16 by scalar code, and the panel
+// kernels read zero-padded panels and copies, so no read ever passes the end of a row. The caller
+// checks K ≤ kMaxQ8K (backend.h), which keeps every int32 sum exact.
 #pragma once
 
 #include <cstddef>
@@ -46,11 +48,15 @@ struct Q8Epilogue {
   const float* bias = nullptr;  // may be null
 };
 
-// A widened to int16: rows [0, M) of K16 = K rounded down to a multiple of 16 (the SIMD part).
+// A widened to int16 for the AVX2 kernel: rows [0, M) of q8_a16_stride(K) values, the columns
+// past K zero.
 struct Q8PackedA {
   const int16_t* a16 = nullptr;
-  int k16 = 0;  // stride and width of a16
+  int stride = 0;  // q8_a16_stride(K)
 };
+
+// Row stride of q8_pack_a's copy: K rounded up to even (the kernel reads k in pairs).
+inline int q8_a16_stride(int K) { return (K + 1) / 2 * 2; }
 
 // The u8×s8 GEMM kernels.
 enum class Q8Kernel { kScalar, kAvx2, kNeon, kNeonDot, kAvx512Vnni, kAvx512Vnni256, kAvxVnni };
@@ -84,8 +90,8 @@ void q8_pack_w(Q8Kernel k, int8_t* dst, const int8_t* W, int ldw, int N, int K);
 // True when kernel k reads A widened to int16 (Q8PackedA, q8_pack_a): the AVX2 tile.
 inline bool q8_kernel_packs_a(Q8Kernel k) { return k == Q8Kernel::kAvx2; }
 
-// Widens the first k16 columns of A [M, K] (row stride lda) into a16 [M, k16].
-void q8_pack_a(int16_t* a16, const uint8_t* A, int lda, int M, int k16);
+// Widens A [M, K] (row stride lda) into a16 [M, q8_a16_stride(K)], zero-padded.
+void q8_pack_a(int16_t* a16, const uint8_t* A, int lda, int M, int K);
 
 // Output columns [n0, n1) for all M rows with kernel k (which must be available; n0 a multiple of
 // q8_kernel_tile_n(k)): acc from A (u8, row stride lda), its widened form (only when

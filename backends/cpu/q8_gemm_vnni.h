@@ -1,4 +1,5 @@
-// The dot-product (VNNI) u8×s8 GEMM kernels of q8_gemm.h, internal to backends/cpu.
+// The panel u8×s8 GEMM kernels of q8_gemm.h (the dot-product (VNNI) ones and, at the end, the
+// AVX2 one), internal to backends/cpu.
 //
 // vpdpbusd multiplies 4 unsigned bytes of A by 4 signed bytes of W and adds the 4 products to an
 // int32 lane with no 16-bit intermediate, so every sum is exact (no saturation; the plain
@@ -48,5 +49,15 @@ void qu8s8_gemm_8x16_avx512vnni256(int M, int n0, int n1, int K, const uint8_t* 
 void qu8s8_gemm_8x16_avxvnni(int M, int n0, int n1, int K, const uint8_t* A, int lda,
                              const int8_t* W, int ldw, const int8_t* w_packed, int8_t* panel_buf,
                              const Q8Epilogue& epi);
+
+// The AVX2 panel kernel (q8_gemm_avx2.cpp): panels of kAvx2Panel columns packed as
+// [⌈K/2⌉][kAvx2Panel][2] bytes (columns past N and k past K are 0), A read as q8_pack_a's int16
+// rows (stride lda16 = q8_a16_stride(K)). Same epilogue and zero-point rule as the VNNI kernels.
+constexpr int kAvx2Panel = 16;
+size_t avx2_panel_bytes(int K);
+void avx2_pack_panel(int8_t* dst, const int8_t* W, int ldw, int n, int nr, int K);
+void qu8s8_gemm_6x16_avx2(int M, int n0, int n1, int K, const int16_t* a16, int lda16,
+                          const int8_t* W, int ldw, const int8_t* w_packed, int8_t* panel_buf,
+                          const Q8Epilogue& epi);
 
 }  // namespace bertrt::cpu

@@ -1,7 +1,8 @@
-// The VNNI GEMM loop nest, one template for the three ISA files (q8_gemm_vnni.h). Included by
-// exactly those files, after they define `struct Isa` (vector type V, kLanes int32 lanes, zero,
-// load, bcast, dot, store) in an anonymous namespace: everything here has internal linkage, so
-// each file's copy is built with its own -m flags and cannot stand in for another's.
+// The panel GEMM loop nest, one template for the ISA files (q8_gemm_vnni.h: the three VNNI files
+// and q8_gemm_avx2.cpp). Included by exactly those files, which define their kernel structs (for
+// VNNI: vector type V, kLanes int32 lanes, zero, load, bcast, dot, store) in an anonymous
+// namespace: everything here has internal linkage, so each file's copy is built with its own -m
+// flags and cannot stand in for another's.
 #pragma once
 
 #include <cstring>
@@ -113,16 +114,35 @@ inline void vnni_tile_rows(int mr, int32_t* acc, const uint8_t* A, int lda, cons
   }
 }
 
-// The loop nest: per panel of columns (packed once, or here into panel_buf, then read from L1/L2
-// for every row of A), tiles of 8 rows, then the epilogue of q8_gemm.cpp's store() in the same
-// order of operations (these files are built with -ffp-contract=off: no FMA, results identical to
-// the scalar kernel's). acc − zp·Σw is computed in int32: exact for zp ∈ [0, 255] and K ≤ kMaxQ8K.
+// The VNNI kernels as panel_gemm sees them (below).
 template <class Isa>
-void vnni_gemm(int M, int n0, int n1, int K, const uint8_t* A, int lda, const int8_t* W, int ldw,
-               const int8_t* w_packed, int8_t* panel_buf, const Q8Epilogue& e) {
-  constexpr int NRP = 2 * Isa::kLanes;
-  const size_t panel_bytes = vnni_panel_bytes(NRP, K);
-  alignas(64) int32_t acc[kVnniMR * NRP];
+struct VnniPanels {
+  using AType = uint8_t;  // A as it is
+  static constexpr int kNRP = 2 * Isa::kLanes;
+  static constexpr int kMR = kVnniMR;
+  static size_t panel_bytes(int K) { return vnni_panel_bytes(kNRP, K); }
+  static void pack_panel(int8_t* dst, const int8_t* W, int ldw, int n, int nr, int K) {
+    vnni_pack_panel(dst, W, ldw, n, nr, K, kNRP);
+  }
+  static void tile_rows(int mr, int32_t* acc, const uint8_t* A, int lda, const int8_t* panel,
+                        int K) {
+    vnni_tile_rows<Isa>(mr, acc, A, lda, panel, K);
+  }
+};
+
+// The loop nest of every panel kernel (the VNNI ones and qu8s8_gemm_6x16_avx2): per panel of
+// Kern::kNRP columns (packed once, or here into panel_buf, then read from L1/L2 for every row of
+// A), tiles of Kern::kMR rows, then the epilogue of q8_gemm.cpp's store() in the same order of
+// operations (these files are built with -ffp-contract=off: no FMA, results identical to the
+// scalar kernel's). acc − zp·Σw is computed in int32: exact for zp ∈ [0, 255] and K ≤ kMaxQ8K.
+// A is what Kern::tile_rows reads (u8 as it is, or the AVX2 kernel's int16 copy), row stride lda.
+template <class Kern>
+void panel_gemm(int M, int n0, int n1, int K, const typename Kern::AType* A, int lda,
+                const int8_t* W, int ldw, const int8_t* w_packed, int8_t* panel_buf,
+                const Q8Epilogue& e) {
+  constexpr int NRP = Kern::kNRP, MR = Kern::kMR;
+  const size_t panel_bytes = Kern::panel_bytes(K);
+  alignas(64) int32_t acc[MR * NRP];
   alignas(64) int32_t zw[NRP];
   alignas(64) float s[NRP], bias[NRP];
   for (int n = n0; n < n1; n += NRP) {
@@ -131,7 +151,7 @@ void vnni_gemm(int M, int n0, int n1, int K, const uint8_t* A, int lda, const in
     if (w_packed) {
       panel = w_packed + static_cast<size_t>(n / NRP) * panel_bytes;
     } else {
-      vnni_pack_panel(panel_buf, W, ldw, n, nr, K, NRP);
+      Kern::pack_panel(panel_buf, W, ldw, n, nr, K);
       panel = panel_buf;
     }
     if (e.out)
@@ -141,9 +161,9 @@ void vnni_gemm(int M, int n0, int n1, int K, const uint8_t* A, int lda, const in
         s[j] = e.a_scale * e.w_scale[n + j];
         bias[j] = e.bias ? e.bias[n + j] : 0.0f;
       }
-    for (int m = 0; m < M; m += kVnniMR) {
-      const int mr = imin(kVnniMR, M - m);
-      vnni_tile_rows<Isa>(mr, acc, A + static_cast<size_t>(m) * lda, lda, panel, K);
+    for (int m = 0; m < M; m += MR) {
+      const int mr = imin(MR, M - m);
+      Kern::tile_rows(mr, acc, A + static_cast<size_t>(m) * lda, lda, panel, K);
       for (int i = 0; i < mr; ++i) {
         const int32_t* r = acc + i * NRP;
         if (e.c) {
@@ -168,6 +188,12 @@ void vnni_gemm(int M, int n0, int n1, int K, const uint8_t* A, int lda, const in
       }
     }
   }
+}
+
+template <class Isa>
+void vnni_gemm(int M, int n0, int n1, int K, const uint8_t* A, int lda, const int8_t* W, int ldw,
+               const int8_t* w_packed, int8_t* panel_buf, const Q8Epilogue& e) {
+  panel_gemm<VnniPanels<Isa>>(M, n0, n1, K, A, lda, W, ldw, w_packed, panel_buf, e);
 }
 
 }  // namespace

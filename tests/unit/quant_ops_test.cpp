@@ -198,9 +198,9 @@ TEST(GemmU8S8, EveryKernelOfThisCpuEqualsTheScalarLoops) {
     std::vector<int16_t> a16;
     cpu::Q8PackedA pa;
     if (cpu::q8_kernel_packs_a(k)) {
-      pa.k16 = K / 16 * 16;
-      a16.resize(static_cast<size_t>(M) * pa.k16);
-      cpu::q8_pack_a(a16.data(), A.data(), lda, M, pa.k16);
+      pa.stride = cpu::q8_a16_stride(K);
+      a16.resize(static_cast<size_t>(M) * pa.stride);
+      cpu::q8_pack_a(a16.data(), A.data(), lda, M, K);
       pa.a16 = a16.data();
     }
     std::vector<int8_t> wp(prepack ? cpu::q8_packed_w_bytes(k, N, K) : 0);
