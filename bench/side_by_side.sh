@@ -69,6 +69,15 @@ probe=$($B bench --model $OUT/$(set -- $CONFIGS; echo $1).int8.brt --batch-size 
 kernel=$(echo "$probe" | sed -n 's/.*"int8_kernel":"\([a-z0-9]*\)".*/\1/p')
 blas=$(echo "$probe" | sed -n 's/.*"blas":"\([^"]*\)".*/\1/p')
 echo "bertrt int8 kernel: ${kernel:-?} (BERTRT_Q8_KERNEL to force one); fp32 GEMM: ${blas:-?}"
+# PyTorch (Debian's python3-torch) runs its GEMMs on the same OpenBLAS: where bertrt had to replace
+# OpenBLAS's fallback core (backends/cpu/blas_core.h), PyTorch gets the same core, or its rows
+# would time OpenBLAS's SSE3 kernels.
+TORCH_ENV=()
+core=$(echo "$blas" | sed -n 's/.*core \([A-Za-z0-9]*\) (bertrt replaced.*/\1/p')
+if [ -n "$core" ] && [ -z "${OPENBLAS_CORETYPE:-}" ]; then
+  TORCH_ENV=(env OPENBLAS_CORETYPE=$core)
+  echo "PyTorch rows: OPENBLAS_CORETYPE=$core (the core bertrt runs; OpenBLAS's own choice is its SSE3 fallback here)"
+fi
 
 # --- interleaved rounds --------------------------------------------------------------------------
 RAW=$OUT/raw.jsonl
@@ -85,7 +94,7 @@ for r in $(seq 1 $ROUNDS); do
       common=(-B $bs -S $SEQ --threads $THREADS --warmup 2 --iters $it)
       row ort-fp32 $cfg $bs "$(node $ORT/ort_bench.js --model $d/fp32.onnx --config $d/config.json "${common[@]}" 2>/dev/null | ms_of)"
       row ort-int8 $cfg $bs "$(node $ORT/ort_bench.js --model $d/int8qa.onnx --config $d/config.json "${common[@]}" 2>/dev/null | ms_of)"
-      [ "$TORCH" = 1 ] && row torch-fp32 $cfg $bs "$($PY $PEERS/torch_bench.py --model-dir $d --mode infer "${common[@]}" 2>/dev/null | ms_of)"
+      [ "$TORCH" = 1 ] && row torch-fp32 $cfg $bs "$("${TORCH_ENV[@]}" $PY $PEERS/torch_bench.py --model-dir $d --mode infer "${common[@]}" 2>/dev/null | ms_of)"
       bb=(--batch-size $bs --seq-len $SEQ --warmup 2 --iters $it --json)
       export BERTRT_NUM_THREADS=$THREADS
       row bertrt-fp32 $cfg $bs "$($B bench --model $m.cls.brt "${bb[@]}" 2>/dev/null | ms_of)"
@@ -96,7 +105,7 @@ for r in $(seq 1 $ROUNDS); do
     done
     if [ "$TRAIN" = 1 ]; then
       steps=6; [ $cfg = base ] && steps=3
-      /usr/bin/time -v $PY $PEERS/torch_bench.py --model-dir $d --mode train-masked -B 8 -S $SEQ --threads $THREADS \
+      /usr/bin/time -v "${TORCH_ENV[@]}" $PY $PEERS/torch_bench.py --model-dir $d --mode train-masked -B 8 -S $SEQ --threads $THREADS \
         --warmup 1 --iters $steps >$OUT/t.json 2>$OUT/t.time && row torch-train $cfg 8 "$(ms_of <$OUT/t.json)"
       rm -f $OUT/p.jsonl
       BERTRT_NUM_THREADS=$THREADS /usr/bin/time -v $B pretrain --model $m.brt --corpus $DATA/corpus/enwiki/enwiki_valid_1000docs.txt \
