@@ -14,6 +14,10 @@
 #define BERTRT_Q8_X86 1
 #include <cpuid.h>
 #include <immintrin.h>
+#if defined(__linux__)
+#include <sys/syscall.h>  // SYS_arch_prctl: the AMX tile state
+#include <unistd.h>
+#endif
 #endif
 #if defined(__aarch64__) && defined(__ARM_NEON) && (defined(__GNUC__) || defined(__clang__))
 #define BERTRT_Q8_NEON 1
@@ -208,11 +212,21 @@ bool have_dotprod() {
 #endif  // BERTRT_Q8_NEON
 
 #ifdef BERTRT_Q8_X86
+// Linux hands out the AMX tile data state (XFEATURE 18) per process on request.
+bool request_amx_permission() {
+#if defined(__linux__)
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+
 // What cpuid and XGETBV say, once. AVX state (XCR0 bits 1–2) must be enabled by the OS for any ymm
 // kernel, and the opmask/zmm state (bits 5–7) for the AVX-512 ones: a hypervisor can report the
 // AVX-512 instructions in cpuid and still leave the zmm state off.
 struct X86Features {
-  bool avx2 = false, avx512_vnni = false, avx_vnni = false;
+  bool avx2 = false, avx512_vnni = false, avx_vnni = false, amx_int8 = false;
   X86Features() {
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return;
@@ -225,7 +239,11 @@ struct X86Features {
     avx2 = (b >> 5) & 1;
     const bool f = (b >> 16) & 1, bw = (b >> 30) & 1, vl = (b >> 31) & 1, vnni = (c >> 11) & 1;
     avx512_vnni = zmm_os && f && bw && vl && vnni;
+    // AMX: AMX-TILE and AMX-INT8 (leaf 7 EDX bits 24, 25), the tile state in XCR0 (bits 17–18),
+    // and Linux's permission to use it (asked once; refused on kernels before 5.16).
+    const bool amx_cpu = ((d >> 24) & 1) && ((d >> 25) & 1) && (lo & 0x60000) == 0x60000;
     if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) avx_vnni = avx2 && ((a >> 4) & 1);
+    amx_int8 = amx_cpu && avx512_vnni && request_amx_permission();  // its file is built for AVX-512
   }
 };
 const X86Features& x86() {
@@ -250,6 +268,8 @@ const char* q8_kernel_name(Q8Kernel k) {
       return "avx512vnni256";
     case Q8Kernel::kAvxVnni:
       return "avxvnni";
+    case Q8Kernel::kAmx:
+      return "amx";
     case Q8Kernel::kScalar:
       break;
   }
@@ -273,6 +293,10 @@ bool q8_kernel_available(Q8Kernel k) {
 #ifdef BERTRT_Q8_AVXVNNI
     case Q8Kernel::kAvxVnni:
       return x86().avx_vnni;
+#endif
+#ifdef BERTRT_Q8_AMX
+    case Q8Kernel::kAmx:
+      return x86().amx_int8;
 #endif
 #endif
 #ifdef BERTRT_Q8_NEON
@@ -303,8 +327,8 @@ Q8Kernel pick_kernel() {
   }
   // The 512-bit kernel before the 256-bit one: on Zen 4 a zmm vpdpbusd does twice the work of a
   // ymm one per issue, and Intel parts with AVX-512 VNNI run it at full width too.
-  for (Q8Kernel k : {Q8Kernel::kNeonDot, Q8Kernel::kNeon, Q8Kernel::kAvx512Vnni, Q8Kernel::kAvxVnni,
-                     Q8Kernel::kAvx2})
+  for (Q8Kernel k : {Q8Kernel::kNeonDot, Q8Kernel::kNeon, Q8Kernel::kAmx, Q8Kernel::kAvx512Vnni,
+                     Q8Kernel::kAvxVnni, Q8Kernel::kAvx2})
     if (q8_kernel_available(k)) return k;
   return Q8Kernel::kScalar;
 }
@@ -318,6 +342,7 @@ Q8Kernel q8_best_kernel() {
 int q8_kernel_tile_n(Q8Kernel k) {
   switch (k) {
     case Q8Kernel::kAvx512Vnni:
+    case Q8Kernel::kAmx:
       return kVnniPanelZmm;
     case Q8Kernel::kAvx512Vnni256:
     case Q8Kernel::kAvxVnni:
@@ -416,14 +441,19 @@ void qu8s8_gemm_scalar(int M, int n0, int n1, int K, const uint8_t* A, int lda, 
 void qu8s8_gemm(Q8Kernel k, int M, int n0, int n1, int K, const uint8_t* A, int lda,
                 [[maybe_unused]] const Q8PackedA& pa, const int8_t* W, int ldw,
                 [[maybe_unused]] const int8_t* w_packed, const Q8Epilogue& epi) {
-#if defined(BERTRT_Q8_AVX512VNNI) || defined(BERTRT_Q8_AVXVNNI) || defined(BERTRT_Q8_AVX2)
+#if defined(BERTRT_Q8_AVX512VNNI) || defined(BERTRT_Q8_AVXVNNI) || defined(BERTRT_Q8_AVX2) || \
+    defined(BERTRT_Q8_AMX)
   if (k == Q8Kernel::kAvx512Vnni || k == Q8Kernel::kAvx512Vnni256 || k == Q8Kernel::kAvxVnni ||
-      k == Q8Kernel::kAvx2) {
+      k == Q8Kernel::kAvx2 || k == Q8Kernel::kAmx) {
     // One panel of W per call when it is not packed yet (reused between calls on this thread).
     thread_local std::vector<int8_t> panel;
     if (!w_packed) panel.resize(panel_bytes(k, K));
     int8_t* buf = w_packed ? nullptr : panel.data();
     switch (k) {
+#ifdef BERTRT_Q8_AMX
+      case Q8Kernel::kAmx:
+        return qu8s8_gemm_32x32_amx(M, n0, n1, K, A, lda, W, ldw, w_packed, buf, epi);
+#endif
 #ifdef BERTRT_Q8_AVX2
       case Q8Kernel::kAvx2:
         return qu8s8_gemm_6x16_avx2(M, n0, n1, K, pa.a16, pa.stride, W, ldw, w_packed, buf, epi);

@@ -17,6 +17,9 @@
 //   qu8s8_gemm_8x32_avx512vnni, _8x16_avx512vnni256, _8x16_avxvnni (q8_gemm_vnni.h): vpdpbusd,
 //     u8×s8 → int32 in one instruction with no int16 step, exact; W packed in panels of 32 or 16
 //     columns, once per weight (q8_pack_w, at load) or per call panel by panel.
+//   qu8s8_gemm_32x32_amx (q8_gemm_amx.cpp; Sapphire Rapids and later, where Linux grants the tile
+//     state): TDPBUSD on 16 × 64-byte tiles, the same exact u8×s8 → int32 sums, reading W packed
+//     as the zmm VNNI kernel packs it.
 //   qu8s8_gemm_scalar: plain int32 loops (the portable fallback; the compiler may vectorise them,
 //     which is exact too: C integer arithmetic never saturates).
 // All kernels give the same int32 sums bit for bit (tests/unit/quant_ops_test.cpp runs each one
@@ -59,14 +62,23 @@ struct Q8PackedA {
 inline int q8_a16_stride(int K) { return (K + 1) / 2 * 2; }
 
 // The u8×s8 GEMM kernels.
-enum class Q8Kernel { kScalar, kAvx2, kNeon, kNeonDot, kAvx512Vnni, kAvx512Vnni256, kAvxVnni };
+enum class Q8Kernel {
+  kScalar,
+  kAvx2,
+  kNeon,
+  kNeonDot,
+  kAvx512Vnni,
+  kAvx512Vnni256,
+  kAvxVnni,
+  kAmx
+};
 
 // Every kernel, scalar first (for tests and `--help` texts).
 constexpr Q8Kernel kAllQ8Kernels[] = {
-    Q8Kernel::kScalar,     Q8Kernel::kAvx2,          Q8Kernel::kNeon,   Q8Kernel::kNeonDot,
-    Q8Kernel::kAvx512Vnni, Q8Kernel::kAvx512Vnni256, Q8Kernel::kAvxVnni};
+    Q8Kernel::kScalar,     Q8Kernel::kAvx2,          Q8Kernel::kNeon,    Q8Kernel::kNeonDot,
+    Q8Kernel::kAvx512Vnni, Q8Kernel::kAvx512Vnni256, Q8Kernel::kAvxVnni, Q8Kernel::kAmx};
 
-// "scalar", "avx2", "neon", "neondot", "avx512vnni", "avx512vnni256", "avxvnni".
+// "scalar", "avx2", "neon", "neondot", "avx512vnni", "avx512vnni256", "avxvnni", "amx".
 const char* q8_kernel_name(Q8Kernel k);
 
 // True when kernel k can run on this CPU (checked once: cpuid and XGETBV — the OS must save the
@@ -76,7 +88,7 @@ bool q8_kernel_available(Q8Kernel k);
 // The kernel the cpu backend uses: the one named by the environment variable BERTRT_Q8_KERNEL
 // when set (to measure e.g. the AVX2 path on a VNNI host; an unknown name or one this CPU cannot
 // run is an error naming the variable and the kernels it can run), else the fastest available:
-// avx512vnni > avxvnni > avx2 on x86-64, neondot > neon on aarch64.
+// amx > avx512vnni > avxvnni > avx2 on x86-64, neondot > neon on aarch64.
 Q8Kernel q8_best_kernel();
 
 // Columns per tile of kernel k: callers split N in multiples of it.

@@ -50,6 +50,11 @@ void qu8s8_gemm_8x16_avxvnni(int M, int n0, int n1, int K, const uint8_t* A, int
                              const int8_t* W, int ldw, const int8_t* w_packed, int8_t* panel_buf,
                              const Q8Epilogue& epi);
 
+// The AMX kernel (q8_gemm_amx.cpp): 32 × 32 tiles, W packed as for qu8s8_gemm_8x32_avx512vnni.
+void qu8s8_gemm_32x32_amx(int M, int n0, int n1, int K, const uint8_t* A, int lda, const int8_t* W,
+                          int ldw, const int8_t* w_packed, int8_t* panel_buf,
+                          const Q8Epilogue& epi);
+
 // The AVX2 panel kernel (q8_gemm_avx2.cpp): panels of kAvx2Panel columns packed as
 // [⌈K/2⌉][kAvx2Panel][2] bytes (columns past N and k past K are 0), A read as q8_pack_a's int16
 // rows (stride lda16 = q8_a16_stride(K)). Same epilogue and zero-point rule as the VNNI kernels.
