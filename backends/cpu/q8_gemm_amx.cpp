@@ -77,14 +77,8 @@ void amx_tile_rows(int mr, int32_t* acc, const uint8_t* A, int lda, const int8_t
   _tile_stored(3, acc + 16 * kAmxNRP + 16, cstride);
 }
 
-struct AmxPanels {
-  using AType = uint8_t;
-  static constexpr int kNRP = kAmxNRP;
+struct AmxPanels : VnniPacking<kAmxNRP> {
   static constexpr int kMR = kAmxMR;
-  static size_t panel_bytes(int K) { return vnni_panel_bytes(kNRP, K); }
-  static void pack_panel(int8_t* dst, const int8_t* W, int ldw, int n, int nr, int K) {
-    vnni_pack_panel(dst, W, ldw, n, nr, K, kNRP);
-  }
   static void tile_rows(int mr, int32_t* acc, const uint8_t* A, int lda, const int8_t* panel,
                         int K) {
     amx_tile_rows(mr, acc, A, lda, panel, K);

@@ -114,16 +114,22 @@ inline void vnni_tile_rows(int mr, int32_t* acc, const uint8_t* A, int lda, cons
   }
 }
 
-// The VNNI kernels as panel_gemm sees them (below).
-template <class Isa>
-struct VnniPanels {
+// The VNNI packing of W in panels of NRP columns and A read as it is, as panel_gemm (below) sees
+// them: shared by the VNNI kernels and the AMX one.
+template <int NRP>
+struct VnniPacking {
   using AType = uint8_t;  // A as it is
-  static constexpr int kNRP = 2 * Isa::kLanes;
-  static constexpr int kMR = kVnniMR;
+  static constexpr int kNRP = NRP;
   static size_t panel_bytes(int K) { return vnni_panel_bytes(kNRP, K); }
   static void pack_panel(int8_t* dst, const int8_t* W, int ldw, int n, int nr, int K) {
     vnni_pack_panel(dst, W, ldw, n, nr, K, kNRP);
   }
+};
+
+// The VNNI kernels as panel_gemm sees them.
+template <class Isa>
+struct VnniPanels : VnniPacking<2 * Isa::kLanes> {
+  static constexpr int kMR = kVnniMR;
   static void tile_rows(int mr, int32_t* acc, const uint8_t* A, int lda, const int8_t* panel,
                         int K) {
     vnni_tile_rows<Isa>(mr, acc, A, lda, panel, K);
