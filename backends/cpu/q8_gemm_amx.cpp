@@ -12,7 +12,9 @@
 // Tile: 32 rows × 32 columns = 4 C tiles, 2 A tiles, 2 B tiles (all 8 tile registers). Rows past M
 // and k past K come from zero-padded copies, made only for the last block of rows and the last
 // step of k, so no tile load reads past a row or a panel.
-#if defined(__x86_64__) && defined(__AMX_INT8__) && defined(__AMX_TILE__)
+// GCC spells the -mamx-* macros __AMX_INT8__/__AMX_TILE__, clang __AMXINT8__/__AMXTILE__.
+#if defined(__x86_64__) && (defined(__AMX_INT8__) || defined(__AMXINT8__)) && \
+    (defined(__AMX_TILE__) || defined(__AMXTILE__))
 #include <immintrin.h>
 
 #include "backends/cpu/q8_gemm_vnni_impl.h"
