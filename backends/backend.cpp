@@ -49,6 +49,8 @@ const char* op_name(Op op) {
     case Op::kQuantizeU8: return "quantize_u8";
     case Op::kGemmU8S8: return "gemm_u8s8_s32";
     case Op::kLinearU8S8: return "linear_u8s8";
+    case Op::kLinearU8S8GeluU8:
+      return "linear_u8s8_gelu_u8";
     case Op::kEmbeddingForwardS8:
       return "embedding_forward_s8";
     case Op::kObserveMinMax:
@@ -58,6 +60,18 @@ const char* op_name(Op op) {
     case Op::kCount: break;
   }
   return "?";
+}
+
+void Backend::linear_u8s8_gelu_u8(uint8_t* q, float* pre, float* act, const uint8_t* A, int lda,
+                                  float a_scale, int a_zero_point, const int8_t* W,
+                                  const int8_t* w_packed, const float* w_scale,
+                                  const int32_t* w_sum, const float* bias, int M, int N, int K,
+                                  Gelu kind, float q_scale, int q_zero_point) {
+  const size_t n = size_t(M) * N;
+  linear_u8s8_packed(pre, N, A, lda, a_scale, a_zero_point, W, w_packed, w_scale, w_sum, bias, M, N,
+                     K);
+  gelu_forward(act, pre, n, kind);
+  quantize_u8(q, act, n, q_scale, q_zero_point);
 }
 
 void Backend::attention_forward_inference(float* ctx, float* probs, float* scores, const float* q,

@@ -60,6 +60,7 @@ enum class Op {
   kQuantizeU8,
   kGemmU8S8,
   kLinearU8S8,
+  kLinearU8S8GeluU8,
   kEmbeddingForwardS8,
   kObserveMinMax,
   kFakeQuantObserved,
@@ -260,6 +261,17 @@ class Backend {
                                   int M, int N, int K) {
     linear_u8s8(out, ldo, A, lda, a_scale, a_zero_point, W, w_scale, w_sum, bias, M, N, K);
   }
+  // The int8 Linear, GELU, and the quantization of the result for the next int8 Linear (BERT's
+  // feed-forward intermediate at inference, fused where the backend can):
+  //   pre = linear_u8s8_packed(A, W, ...) [M, N];  act = gelu(pre);  q = quantize_u8(act, q_scale,
+  //   q_zero_point) [M, N] (row stride N for all three)
+  // The same integers as those three ops in turn. pre is always written; act is scratch that the
+  // default (the three ops) writes and a fused backend may leave untouched.
+  virtual void linear_u8s8_gelu_u8(uint8_t* q, float* pre, float* act, const uint8_t* A, int lda,
+                                   float a_scale, int a_zero_point, const int8_t* W,
+                                   const int8_t* w_packed, const float* w_scale,
+                                   const int32_t* w_sum, const float* bias, int M, int N, int K,
+                                   Gelu kind, float q_scale, int q_zero_point);
   // The int8 embedding lookup: out[i, :] += scale[ids[i]] · float(q[ids[i], :]) for i < n; q [V, C]
   // int8 per-row symmetric, scale [V]. An id outside [0, V) is an error.
   virtual void embedding_forward_s8(float* out, const int32_t* ids, const int8_t* q,

@@ -413,6 +413,29 @@ void CheckedBackend::linear_u8s8(float* out, int ldo, const uint8_t* A, int lda,
   });
 }
 
+// The inner backend's fused op (cpu: GELU and quantization in the GEMM's tasks), with W as it is:
+// this backend packs no weights (q8_packed_weight_bytes is the default 0).
+void CheckedBackend::linear_u8s8_gelu_u8(uint8_t* q, float* pre, float* act, const uint8_t* A,
+                                         int lda, float a_scale, int a_zero_point, const int8_t* W,
+                                         const int8_t* w_packed, const float* w_scale,
+                                         const int32_t* w_sum, const float* bias, int M, int N,
+                                         int K, Gelu kind, float q_scale, int q_zero_point) {
+  const char* op = "linear_u8s8_gelu_u8";
+  CHECK_B("q", q, size_t(M) * N);
+  CHECK_F("pre", pre, size_t(M) * N);
+  CHECK_F("act", act, size_t(M) * N);
+  CHECK_B("A", A, span(M, K, lda));
+  CHECK_B("W", W, size_t(N) * K);
+  CHECK_F("w_scale", w_scale, N);
+  CHECK_I("w_sum", w_sum, N);
+  CHECK_OPT_F("bias", bias, N);
+  if (w_packed) fail("{}: a packed weight, but this backend packs none", op);
+  record([=] {
+    inner_->linear_u8s8_gelu_u8(q, pre, act, A, lda, a_scale, a_zero_point, W, nullptr, w_scale,
+                                w_sum, bias, M, N, K, kind, q_scale, q_zero_point);
+  });
+}
+
 void CheckedBackend::embedding_forward_s8(float* out, const int32_t* ids, const int8_t* q,
                                           const float* scale, int n, int C, int V) {
   const char* op = "embedding_forward_s8";

@@ -97,6 +97,10 @@ class CheckedBackend : public Backend {
   void linear_u8s8(float* out, int ldo, const uint8_t* A, int lda, float a_scale, int a_zero_point,
                    const int8_t* W, const float* w_scale, const int32_t* w_sum, const float* bias,
                    int M, int N, int K) override;
+  void linear_u8s8_gelu_u8(uint8_t* q, float* pre, float* act, const uint8_t* A, int lda,
+                           float a_scale, int a_zero_point, const int8_t* W, const int8_t* w_packed,
+                           const float* w_scale, const int32_t* w_sum, const float* bias, int M,
+                           int N, int K, Gelu kind, float q_scale, int q_zero_point) override;
   void embedding_forward_s8(float* out, const int32_t* ids, const int8_t* q, const float* scale,
                             int n, int C, int V) override;
   void observe_min_max(float* range, const float* batch, int parts, bool first,

@@ -137,7 +137,9 @@ bool CpuBackend::supports(Op op) const {
     case Op::kFakeQuantBackward:
     case Op::kQuantizeU8:
     case Op::kGemmU8S8:
-    case Op::kLinearU8S8: return true;
+    case Op::kLinearU8S8:
+    case Op::kLinearU8S8GeluU8:
+      return true;
     // The scalar reference's loops: memory moves and small reductions (already what the host
     // did, and memory-bound), tanh (the pooler's [B, C] only), the int8 embedding lookup.
     case Op::kFill:

@@ -128,6 +128,10 @@ class CpuBackend : public ReferenceBackend {
                           int a_zero_point, const int8_t* W, const int8_t* w_packed,
                           const float* w_scale, const int32_t* w_sum, const float* bias, int M,
                           int N, int K) override;
+  void linear_u8s8_gelu_u8(uint8_t* q, float* pre, float* act, const uint8_t* A, int lda,
+                           float a_scale, int a_zero_point, const int8_t* W, const int8_t* w_packed,
+                           const float* w_scale, const int32_t* w_sum, const float* bias, int M,
+                           int N, int K, Gelu kind, float q_scale, int q_zero_point) override;
 
  private:
   cpu::ThreadPool pool_;

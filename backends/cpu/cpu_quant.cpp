@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernels.h"
 #include "backends/cpu/q8_gemm.h"
 #include "backends/cpu/quant_kernels.h"
 #include "backends/quant_checks.h"
@@ -21,11 +22,25 @@ constexpr size_t kGrainElems = 16384;  // as cpu_backend.cpp: below this a hand-
 // Below this many multiply-adds a GEMM runs on the calling thread.
 constexpr double kQ8SplitOps = 1 << 18;
 
+// run_q8's post-op block: 64 × 64 fp32 (16 KB, in L1). Whole columns of a tall output would not
+// stay cached: rows N floats apart (4 KB for N = 1024) fall into few cache sets.
+constexpr int kPostCols = 64, kPostRows = 64;
+
+// No work after the GEMM.
+struct NoPost {
+  static constexpr bool kActive = false;
+  void operator()(int, int, int, int) const {}
+};
+
 // Runs the u8×s8 GEMM over output columns on the pool with the backend's kernel: packs A to
 // int16 once (AVX2 path), then each task computes whole columns [n0, n1) (whole tiles of the
 // kernel's width) for every row. w_packed: W packed for that kernel (q8_pack_w) or null.
+// post(m0, m1, c0, c1), when active, runs on the task's thread right after the block of rows
+// [m0, m1) × columns [c0, c1) is written (kPostRows × about kPostCols), while it is in L1.
+template <class Post = NoPost>
 void run_q8(cpu::ThreadPool& pool, cpu::Q8Kernel kernel, int M, int N, int K, const uint8_t* A,
-            int lda, const int8_t* W, int ldw, const int8_t* w_packed, const cpu::Q8Epilogue& epi) {
+            int lda, const int8_t* W, int ldw, const int8_t* w_packed, const cpu::Q8Epilogue& epi,
+            Post post = {}) {
   if (M <= 0 || N <= 0) return;
   using cpu::Q8Kernel;
   const bool panels = cpu::q8_kernel_tile_n(kernel) != cpu::q8_kernel_tile_n(Q8Kernel::kScalar);
@@ -49,9 +64,51 @@ void run_q8(cpu::ThreadPool& pool, cpu::Q8Kernel kernel, int M, int N, int K, co
   pool.parallel_for(blocks, grain, [&](size_t b0, size_t b1) {
     const int n0 = static_cast<int>(b0) * tile;
     const int n1 = std::min(N, static_cast<int>(b1) * tile);
-    cpu::qu8s8_gemm(kernel, M, n0, n1, K, A, lda, pa, W, ldw, w_packed, epi);
+    if constexpr (!Post::kActive) {
+      cpu::qu8s8_gemm(kernel, M, n0, n1, K, A, lda, pa, W, ldw, w_packed, epi);
+    } else {
+      const int step = std::max(1, kPostCols / tile) * tile;
+      for (int c0 = n0; c0 < n1; c0 += step) {
+        const int c1 = std::min(n1, c0 + step);
+        for (int m0 = 0; m0 < M; m0 += kPostRows) {
+          const int mr = std::min(kPostRows, M - m0);
+          cpu::Q8Epilogue e = epi;
+          if (e.out) e.out += static_cast<size_t>(m0) * e.ldo;
+          if (e.c) e.c += static_cast<size_t>(m0) * e.ldc;
+          cpu::Q8PackedA pm = pa;
+          if (pm.a16) pm.a16 += static_cast<size_t>(m0) * pm.stride;
+          cpu::qu8s8_gemm(kernel, mr, c0, c1, K, A + static_cast<size_t>(m0) * lda, lda, pm, W, ldw,
+                          w_packed, e);
+          post(m0, m0 + mr, c0, c1);
+        }
+      }
+    }
   });
 }
+
+// run_q8's post-op of linear_u8s8_gelu_u8: GELU and quantize_u8 of each row's block of `pre`.
+struct GeluQuantize {
+  static constexpr bool kActive = true;
+  float* pre;
+  uint8_t* q;
+  int N;
+  Gelu kind;
+  float inv;
+  int zero_point;
+  void operator()(int m0, int m1, int c0, int c1) const {
+    thread_local std::vector<float> row;
+    const size_t w = static_cast<size_t>(c1 - c0);
+    if (row.size() < w) row.resize(w);
+    for (int m = m0; m < m1; ++m) {
+      const size_t at = static_cast<size_t>(m) * N + c0;
+      if (kind == Gelu::kErf)
+        cpu::gelu_erf_forward_kernel(row.data(), pre + at, w);
+      else
+        cpu::gelu_tanh_forward_kernel(row.data(), pre + at, w);
+      cpu::quantize_u8_kernel(q + at, row.data(), w, inv, zero_point);
+    }
+  }
+};
 
 }  // namespace
 
@@ -158,6 +215,29 @@ void CpuBackend::linear_u8s8_packed(float* out, int ldo, const uint8_t* A, int l
   epi.w_sum = w_sum;
   epi.bias = bias;
   run_q8(pool_, q8_kernel_, M, N, K, A, lda, W, K, w_packed, epi);
+}
+
+// The GEMM's epilogue writes `pre`; the task then runs GELU and the quantization on each row's
+// block of columns while it is in L2 (the kernels of CpuBackend::gelu_forward and quantize_u8, so
+// the integers are theirs). `act` is not used.
+void CpuBackend::linear_u8s8_gelu_u8(uint8_t* q, float* pre, float*, const uint8_t* A, int lda,
+                                     float a_scale, int a_zero_point, const int8_t* W,
+                                     const int8_t* w_packed, const float* w_scale,
+                                     const int32_t* w_sum, const float* bias, int M, int N, int K,
+                                     Gelu kind, float q_scale, int q_zero_point) {
+  check_q8_k("linear_u8s8_gelu_u8", K);
+  check_quant_scale("linear_u8s8_gelu_u8", q_scale, 0);
+  cpu::Q8Epilogue epi;
+  epi.out = pre;
+  epi.ldo = N;
+  epi.a_scale = a_scale;
+  epi.a_zero_point = a_zero_point;
+  epi.w_scale = w_scale;
+  epi.w_sum = w_sum;
+  epi.bias = bias;
+  const float inv = 1.0f / q_scale;
+  run_q8(pool_, q8_kernel_, M, N, K, A, lda, W, K, w_packed, epi,
+         GeluQuantize{pre, q, N, kind, inv, q_zero_point});
 }
 
 }  // namespace bertrt

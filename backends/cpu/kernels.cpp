@@ -208,8 +208,10 @@ BERTRT_CPU_CLONES void layernorm_backward_params_cols(float* dweight, float* dbi
 
 // --- attention softmax ---------------------------------------------------------------------------
 
-BERTRT_CPU_CLONES void softmax_forward_rows(float* probs, const float* scores, const float* mask,
-                                            int NH, int T, float scale, size_t r0, size_t r1) {
+// V4: the exps are elementwise, and the sum keeps its 8 partial sums in order (sum_f32) at any
+// vector width, so the floats are the v3 clone's.
+BERTRT_CPU_CLONES_V4 void softmax_forward_rows(float* probs, const float* scores, const float* mask,
+                                               int NH, int T, float scale, size_t r0, size_t r1) {
   float* __restrict v = scratch_row(0, static_cast<size_t>(T));
   const size_t rows_per_batch = static_cast<size_t>(NH) * T;
   for (size_t r = r0; r < r1; ++r) {

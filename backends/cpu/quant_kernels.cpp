@@ -87,15 +87,20 @@ BERTRT_CPU_CLONES void fake_quant_backward_kernel(float* dinp, const uint8_t* ma
   for (size_t i = 0; i < n; ++i) dx[i] += mk[i] ? dy[i] : 0.0f;
 }
 
-BERTRT_CPU_CLONES void quantize_u8_kernel(uint8_t* q, const float* x, size_t n, float inv,
-                                          int zero_point) {
+// Clamped in float to [−zero_point, 255 − zero_point] first, then rounded: rounding is monotonic
+// and fixes integers, so round(clamp(t)) = clamp(round(t)) — the same integers, while the int
+// conversion only ever sees values it can hold (no 0x80000000 for |t| ≥ 2³¹) and the add and the
+// narrowing need no saturation. NaN fails `t > lo` and gives 0, as before.
+BERTRT_CPU_CLONES_V4 void quantize_u8_kernel(uint8_t* q, const float* x, size_t n, float inv,
+                                             int zero_point) {
   uint8_t* __restrict o = q;
   const float* __restrict in = x;
-  const float zp = static_cast<float>(zero_point);
+  const float lo = static_cast<float>(-zero_point), hi = static_cast<float>(255 - zero_point);
   for (size_t i = 0; i < n; ++i) {
-    const float v = std::nearbyint(in[i] * inv) + zp;
-    const float c = v < 0.0f ? 0.0f : (v > 255.0f ? 255.0f : v);
-    o[i] = static_cast<uint8_t>(static_cast<int>(c));
+    float t = in[i] * inv;
+    t = t > lo ? t : lo;
+    t = t < hi ? t : hi;
+    o[i] = static_cast<uint8_t>(static_cast<int>(std::nearbyint(t)) + zero_point);
   }
 }
 

@@ -11,8 +11,9 @@
 #if defined(__x86_64__) && defined(__ELF__) && (defined(__GNUC__) || defined(__clang__))
 #define BERTRT_CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 // The same with an AVX-512 clone first (x86-64-v4), for elementwise loops that are compute-bound
-// in double (the exact GELU's erf: twice the lanes). Elementwise only: each output is the same
-// expression whatever the vector width, so v4 and v3 give the same floats.
+// (the exact GELU's erf, the softmax's exp: twice the lanes). Elementwise, or reductions with a
+// fixed set of partial sums: each output is the same expression whatever the vector width, so v4
+// and v3 give the same floats.
 #define BERTRT_CPU_CLONES_V4 \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else

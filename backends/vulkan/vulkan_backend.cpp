@@ -502,6 +502,8 @@ bool VulkanBackend::supports(Op op) const {
     case Op::kObserveMinMax:
     case Op::kEmbeddingForwardS8:
       return impl_->binds(5);
+    case Op::kLinearU8S8GeluU8:  // runs as its three ops (Backend's default), each a shader
+      return false;
     default:
       return op != Op::kCount;
   }

@@ -4,6 +4,7 @@
 
 #include "model/bert_quant.h"
 #include "model/linear.h"
+#include "quant/quant_linear.h"
 
 namespace bertrt {
 
@@ -12,9 +13,14 @@ void encoder_layer_forward(Backend& be, const LayerActs& a, float* scores, const
                            const LayerQuant* q) {
   const int N = d.N(), C = d.C(), I = d.I;
   const LayerQuant Q = q ? *q : LayerQuant{};
-  linear_forward(be, a.q, inp, w.query_w, w.query_b, N, C, C, 0, Q.query);
-  linear_forward(be, a.k, inp, w.key_w, w.key_b, N, C, C, 0, Q.key);
-  linear_forward(be, a.v, inp, w.value_w, w.value_b, N, C, C, 0, Q.value);
+  QuantLinear* const qkv[3] = {Q.query, Q.key, Q.value};
+  float* const qkv_out[3] = {a.q, a.k, a.v};
+  const float* const qkv_b[3] = {w.query_b, w.key_b, w.value_b};
+  if (!int8_same_input_forward(be, qkv, qkv_out, qkv_b, 3, inp, N, C, C)) {
+    linear_forward(be, a.q, inp, w.query_w, w.query_b, N, C, C, 0, Q.query);
+    linear_forward(be, a.k, inp, w.key_w, w.key_b, N, C, C, 0, Q.key);
+    linear_forward(be, a.v, inp, w.value_w, w.value_b, N, C, C, 0, Q.value);
+  }
   if (a.no_backward)
     be.attention_forward_inference(a.ctx, a.probs, scores, a.q, a.k, a.v, mask_add, d.att.B,
                                    d.att.NH, d.att.T, d.att.HS, 1.0f / std::sqrt(float(d.att.HS)));
@@ -24,9 +30,14 @@ void encoder_layer_forward(Backend& be, const LayerActs& a, float* scores, const
   be.add(a.res1, a.res1, inp, size_t(N) * C);
   be.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, a.res1, w.attn_ln_w, w.attn_ln_b, N, C,
                        d.eps);
-  linear_forward(be, a.inter_pre, a.ln1, w.inter_w, w.inter_b, N, C, I, 0, Q.inter);
-  be.gelu_forward(a.inter, a.inter_pre, size_t(N) * I, d.gelu);
-  linear_forward(be, a.res2, a.inter, w.out_w, w.out_b, N, I, C, 0, Q.out);
+  // At inference nothing reads the fp32 intermediate: int8 layers keep it quantized.
+  if (!(a.no_backward && Q.inter && Q.out &&
+        int8_ffn_forward(be, *Q.inter, *Q.out, a.res2, a.inter_pre, a.inter, a.ln1, w.inter_b,
+                         w.out_b, N, C, I, d.gelu))) {
+    linear_forward(be, a.inter_pre, a.ln1, w.inter_w, w.inter_b, N, C, I, 0, Q.inter);
+    be.gelu_forward(a.inter, a.inter_pre, size_t(N) * I, d.gelu);
+    linear_forward(be, a.res2, a.inter, w.out_w, w.out_b, N, I, C, 0, Q.out);
+  }
   be.add(a.res2, a.res2, a.ln1, size_t(N) * C);
   be.layernorm_forward(a.out, a.ln2_mean, a.ln2_rstd, a.res2, w.out_ln_w, w.out_ln_b, N, C, d.eps);
 }

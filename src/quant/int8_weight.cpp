@@ -62,6 +62,12 @@ void int8_linear_forward(Backend& be, float* out, const float* x, int rows, int 
       be.quantize_u8(xq + static_cast<size_t>(r) * K, x + static_cast<size_t>(r) * lda,
                      static_cast<size_t>(K), act.scale, act.zero_point);
   }
+  int8_linear_forward_u8(be, out, xq, rows, w, act, bias);
+}
+
+void int8_linear_forward_u8(Backend& be, float* out, const uint8_t* xq, int rows,
+                            const Int8WeightView& w, QParams act, const float* bias) {
+  const int K = w.cols;
   if (w.packed)
     be.linear_u8s8_packed(out, w.rows, xq, K, act.scale, act.zero_point, w.q, w.packed, w.scale,
                           w.row_sum, bias, rows, w.rows, K);

@@ -97,5 +97,8 @@ Int8Weight quantize_weight_s8(const float* w, int rows, int cols);
 void int8_linear_forward(Backend& be, float* out, const float* x, int rows, int lda,
                          const Int8WeightView& w, QParams act, const float* bias,
                          DeviceArray<uint8_t>& scratch);
+// The same from x already quantized with `act` (xq [rows, w.cols], contiguous).
+void int8_linear_forward_u8(Backend& be, float* out, const uint8_t* xq, int rows,
+                            const Int8WeightView& w, QParams act, const float* bias);
 
 }  // namespace bertrt

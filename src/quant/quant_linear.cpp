@@ -135,4 +135,44 @@ void quant_linear_backward(Backend& be, QuantLinear& q, float* dinp, float* dwei
   if (dbias) be.bias_backward(dbias, dout, rows, out_f);
 }
 
+namespace {
+
+bool is_int8(const QuantLinear* q, int out_f, int in_f) {
+  return q && q->mode == QuantMode::kInt8 && q->w8.rows == out_f && q->w8.cols == in_f;
+}
+
+}  // namespace
+
+bool int8_same_input_forward(Backend& be, QuantLinear* const* qs, float* const* outs,
+                             const float* const* biases, int count, const float* inp, int rows,
+                             int in_f, int out_f) {
+  if (count < 1 || rows == 0) return false;
+  for (int i = 0; i < count; ++i) {
+    if (!is_int8(qs[i], out_f, in_f)) return false;
+    if (qs[i]->act.scale != qs[0]->act.scale || qs[i]->act.zero_point != qs[0]->act.zero_point)
+      return false;
+  }
+  const QParams act = qs[0]->act;
+  uint8_t* xq = qs[0]->xu8.ensure(be, size_t(rows) * in_f);
+  be.quantize_u8(xq, inp, size_t(rows) * in_f, act.scale, act.zero_point);
+  for (int i = 0; i < count; ++i)
+    int8_linear_forward_u8(be, outs[i], xq, rows, qs[i]->dev8.on(be, qs[i]->w8), act, biases[i]);
+  return true;
+}
+
+bool int8_ffn_forward(Backend& be, QuantLinear& inter, QuantLinear& out, float* y, float* pre,
+                      float* act, const float* x, const float* inter_b, const float* out_b,
+                      int rows, int C, int I, Gelu kind) {
+  if (rows == 0 || !is_int8(&inter, I, C) || !is_int8(&out, C, I)) return false;
+  uint8_t* xq = inter.xu8.ensure(be, size_t(rows) * C);
+  be.quantize_u8(xq, x, size_t(rows) * C, inter.act.scale, inter.act.zero_point);
+  const Int8WeightView wi = inter.dev8.on(be, inter.w8);
+  uint8_t* hq = out.xu8.ensure(be, size_t(rows) * I);
+  be.linear_u8s8_gelu_u8(hq, pre, act, xq, C, inter.act.scale, inter.act.zero_point, wi.q,
+                         wi.packed, wi.scale, wi.row_sum, inter_b, rows, I, C, kind, out.act.scale,
+                         out.act.zero_point);
+  int8_linear_forward_u8(be, y, hq, rows, out.dev8.on(be, out.w8), out.act, out_b);
+  return true;
+}
+
 }  // namespace bertrt

@@ -66,4 +66,20 @@ void quant_linear_forward(Backend& be, QuantLinear& q, float* out, const float* 
 void quant_linear_backward(Backend& be, QuantLinear& q, float* dinp, float* dweight, float* dbias,
                            const float* dout, int rows, int in_f, int out_f, int ldd);
 
+// Inference fusions of int8 Linears (the encoder layer's; same outputs as quant_linear_forward of
+// each Linear in turn). Each returns false, doing nothing, where it does not apply.
+//
+// Linears of one input (BERT's query, key and value): all kInt8 with the same input qparams (they
+// observe the same tensor, so QAT and calibration give them the same range) quantize it once.
+// outs[i] [rows, out_f] = Linear i of inp [rows, in_f].
+bool int8_same_input_forward(Backend& be, QuantLinear* const* qs, float* const* outs,
+                             const float* const* biases, int count, const float* inp, int rows,
+                             int in_f, int out_f);
+// BERT's feed-forward up to the output Linear's GEMM: y [rows, C] = out(gelu(inter(x))), both
+// kInt8; the intermediate leaves inter's GEMM quantized for `out` (Backend::linear_u8s8_gelu_u8).
+// pre, act: [rows, I] scratch (pre holds inter's fp32 output after).
+bool int8_ffn_forward(Backend& be, QuantLinear& inter, QuantLinear& out, float* y, float* pre,
+                      float* act, const float* x, const float* inter_b, const float* out_b,
+                      int rows, int C, int I, Gelu kind);
+
 }  // namespace bertrt

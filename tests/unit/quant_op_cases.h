@@ -214,6 +214,49 @@ inline std::vector<QuantOpCase> quant_op_cases() {
                            return all_close(o1, o2, tol);
                          }});
   }
+  // The fused int8 Linear + GELU + quantize: the same integers as the candidate's own three ops
+  // (bit-exact: a fusion must not move a value across a rounding boundary), and its fp32 `pre`
+  // the int8 Linear's (tolerance as linear_u8s8 above).
+  for (auto [M, N, K, kind] :
+       {std::tuple{1, 1, 1, Gelu::kErf}, std::tuple{5, 3, 17, Gelu::kTanh},
+        std::tuple{37, 100, 64, Gelu::kErf}, std::tuple{130, 67, 40, Gelu::kErf}}) {
+    const std::string tag = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) +
+                            (kind == Gelu::kErf ? "_erf" : "_tanh");
+    cases.push_back(
+        {Op::kLinearU8S8GeluU8, "linear_u8s8_gelu_u8_" + tag,
+         [M = M, N = N, K = K, kind = kind](Backend& r, Backend& c) {
+           const size_t MN = static_cast<size_t>(M) * N;
+           auto A = random_u8(static_cast<size_t>(M) * K, 800 + M + K);
+           auto W = random_s8(static_cast<size_t>(N) * K, 810 + N + K);
+           std::vector<int32_t> wsum(N, 0);
+           for (int n = 0; n < N; ++n)
+             for (int k = 0; k < K; ++k) wsum[n] += W[static_cast<size_t>(n) * K + k];
+           auto ws = uniform(N, 820 + N, 1e-4f, 2e-3f), bias = randn(N, 830 + N);
+           // The next Linear's input range: GELU's output is ≥ −0.17.
+           const float qs = 0.03f;
+           const int qzp = 9;
+           std::vector<float> pre(MN), act(MN), pre3(MN), act3(MN), pre_r(MN), act_r(MN);
+           std::vector<uint8_t> q(MN), q3(MN), q_r(MN);
+           c.linear_u8s8_gelu_u8(q.data(), pre.data(), act.data(), A.data(), K, 0.05f, 113,
+                                 W.data(), nullptr, ws.data(), wsum.data(), bias.data(), M, N, K,
+                                 kind, qs, qzp);
+           c.linear_u8s8(pre3.data(), N, A.data(), K, 0.05f, 113, W.data(), ws.data(), wsum.data(),
+                         bias.data(), M, N, K);
+           c.gelu_forward(act3.data(), pre3.data(), MN, kind);
+           c.quantize_u8(q3.data(), act3.data(), MN, qs, qzp);
+           r.linear_u8s8_gelu_u8(q_r.data(), pre_r.data(), act_r.data(), A.data(), K, 0.05f, 113,
+                                 W.data(), nullptr, ws.data(), wsum.data(), bias.data(), M, N, K,
+                                 kind, qs, qzp);
+           auto ok = all_equal(q, q3);
+           if (!ok) return ok << " (q: fused vs the three ops)";
+           ok = all_close(pre, pre3, {0.0});
+           if (!ok) return ok << " (pre: fused vs linear_u8s8)";
+           std::vector<double> tol(MN);
+           for (size_t i = 0; i < MN; ++i)
+             tol[i] = 2 * kEps * (std::fabs(pre_r[i] - bias[i % N]) + 2 * std::fabs(bias[i % N]));
+           return all_close(pre_r, pre, tol) << " (pre: vs the reference)";
+         }});
+  }
   // The observer ops against the host formulas: affine_qparams_rule then fake_quant_per_tensor,
   // and the moving average in float with the product rounded first.
   for (auto [lo, hi, label] : {std::tuple{-1.3f, 4.7f, "mixed"}, {0.2f, 3.1f, "positive"},

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <limits>
@@ -317,6 +318,60 @@ TEST(GemmU8S8, ThreadCountDoesNotChangeTheInt8Linear) {
   one.linear_u8s8(o1.data(), N, A.data(), K, 0.02f, 100, W.data(), ws.data(), wsum.data(), bias.data(), M, N, K);
   three.linear_u8s8(o3.data(), N, A.data(), K, 0.02f, 100, W.data(), ws.data(), wsum.data(), bias.data(), M, N, K);
   EXPECT_TRUE(all_close(o1, o3, {0.0}));
+}
+
+// The fused inter Linear of inference (GELU and quantization in the GEMM's tasks) on every int8
+// kernel this CPU can run, with the weight packed and not, at 1 and 3 threads: the integers are
+// those of linear_u8s8_packed + gelu_forward + quantize_u8, bit for bit.
+TEST(Int8LinearGelu, FusedEqualsTheThreeOpsOnEveryKernelAndThreadCount) {
+  const char* env = std::getenv("BERTRT_Q8_KERNEL");
+  const std::string saved = env ? env : "";
+  std::string tested;
+  for (cpu::Q8Kernel k : cpu::kAllQ8Kernels) {
+    if (!cpu::q8_kernel_available(k)) continue;
+    tested += std::string(tested.empty() ? "" : ", ") + cpu::q8_kernel_name(k);
+    setenv("BERTRT_Q8_KERNEL", cpu::q8_kernel_name(k), 1);
+    for (int threads : {1, 3}) {
+      CpuBackend be(threads);
+      for (auto [M, N, K] : {std::tuple{1, 1, 16}, std::tuple{9, 65, 33}, std::tuple{130, 200, 64},
+                             std::tuple{64, 1024, 256}}) {
+        const size_t MN = static_cast<size_t>(M) * N;
+        const uint32_t seed = 900 + M + N + K;
+        auto A = test::random_u8(static_cast<size_t>(M) * K, seed);
+        auto W = test::random_s8(static_cast<size_t>(N) * K, seed + 1);
+        auto wsum = row_sums_s8(W.data(), N, K);
+        auto ws = test::uniform(N, seed + 2, 1e-4f, 2e-3f), bias = randn(N, seed + 3);
+        std::vector<int8_t> wp(be.q8_packed_weight_bytes(N, K));
+        if (!wp.empty()) be.pack_q8_weight(wp.data(), W.data(), N, K);
+        for (const int8_t* packed :
+             {static_cast<const int8_t*>(nullptr),
+              static_cast<const int8_t*>(wp.empty() ? nullptr : wp.data())}) {
+          std::vector<float> pre(MN), act(MN), pre3(MN), act3(MN);
+          std::vector<uint8_t> q(MN), q3(MN);
+          be.linear_u8s8_gelu_u8(q.data(), pre.data(), act.data(), A.data(), K, 0.04f, 120,
+                                 W.data(), packed, ws.data(), wsum.data(), bias.data(), M, N, K,
+                                 Gelu::kErf, 0.02f, 8);
+          be.linear_u8s8_packed(pre3.data(), N, A.data(), K, 0.04f, 120, W.data(), packed,
+                                ws.data(), wsum.data(), bias.data(), M, N, K);
+          be.gelu_forward(act3.data(), pre3.data(), MN, Gelu::kErf);
+          be.quantize_u8(q3.data(), act3.data(), MN, 0.02f, 8);
+          EXPECT_TRUE(all_equal(q, q3))
+              << cpu::q8_kernel_name(k) << " threads " << threads << " M=" << M << " N=" << N
+              << " K=" << K << (packed ? " packed" : "");
+          EXPECT_TRUE(all_close(pre, pre3, {0.0}))
+              << cpu::q8_kernel_name(k) << " M=" << M << " N=" << N;
+          // Not a degenerate case: the codes span most of the range.
+          const auto [lo, hi] = std::minmax_element(q.begin(), q.end());
+          if (MN > 1000) EXPECT_GT(*hi - *lo, 100) << cpu::q8_kernel_name(k);
+        }
+      }
+    }
+  }
+  if (saved.empty())
+    unsetenv("BERTRT_Q8_KERNEL");
+  else
+    setenv("BERTRT_Q8_KERNEL", saved.c_str(), 1);
+  std::cout << "kernels tested: " << tested << "\n";
 }
 
 // --- deployment vs QAT --------------------------------------------------------------------------
