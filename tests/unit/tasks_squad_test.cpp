@@ -81,6 +81,9 @@ TEST(Squad, AnswerOffsetMismatchNamesFileQuestionAndOffset) {
   expect_error([&] { read_squad(q); }, {q, "article 0 paragraph 0", "missing field 'context'"});
 }
 
+// Articles [30, kLastArticle) of the dev set for the window test: 10 natively, 2 under qemu.
+const int kLastArticle = test::emulated() ? 32 : 40;
+
 TEST(TokenizeWithOffsets, SamePiecesAsTokenizeOnEverySquadText) {
   BERTRT_REQUIRE_PATH(squad_path());
   for (bool lower : {true, false}) {
@@ -88,7 +91,11 @@ TEST(TokenizeWithOffsets, SamePiecesAsTokenizeOnEverySquadText) {
     const Tokenizer tok = make_tokenizer(lower);
     const std::string* last = nullptr;
     size_t texts = 0;
-    for (const SquadExample& e : dataset().examples) {
+    // Under qemu every 8th example (arch-independent logic the native suites run on all of them).
+    const size_t step = test::emulated() ? 8 : 1;
+    const auto& all = dataset().examples;
+    for (size_t i = 0; i < all.size(); i += step) {
+      const SquadExample& e = all[i];
       for (const std::string* text : {&e.question, &e.context}) {
         if (text == &e.context && last && *last == e.context) continue;
         if (text == &e.context) last = &e.context;
@@ -113,7 +120,7 @@ TEST(TokenizeWithOffsets, SamePiecesAsTokenizeOnEverySquadText) {
         }
       }
     }
-    EXPECT_GT(texts, 9000u);
+    EXPECT_GT(texts, 9000u / step);
   }
 }
 
@@ -153,7 +160,7 @@ TEST(TokenizeWithOffsets, TrickyCasesMatchTokenize) {
 TEST(SquadFeatures, WindowsCoverTheContextWithTheStride) {
   BERTRT_REQUIRE_PATH(squad_path());
   const Tokenizer tok = make_tokenizer(true);
-  const auto examples = select_articles(dataset(), 30, 40);
+  const auto examples = select_articles(dataset(), 30, kLastArticle);
   SquadFeatureOptions o;
   o.max_seq_length = 128;
   o.doc_stride = 64;
@@ -220,6 +227,7 @@ void perfect_logits(const std::vector<SquadFeature>& features, std::vector<std::
 TEST(SquadPostprocess, GoldSpansRoundTripToExactMatch) {
   BERTRT_REQUIRE_PATH(squad_path());
   const Tokenizer tok = make_tokenizer(true);
+  // All 10 articles, natively and under qemu: the 3 fragments below are theirs.
   const auto examples = select_articles(dataset(), 30, 40);
   for (int max_len : {384, 128}) {
     SCOPED_TRACE(max_len);
