@@ -86,6 +86,20 @@ void run_q8(cpu::ThreadPool& pool, cpu::Q8Kernel kernel, int M, int N, int K, co
   });
 }
 
+// The int8 Linear's dequantizing epilogue (q8_gemm.h: float(acc − zp·Σw)·(a_scale·w_scale) + b).
+cpu::Q8Epilogue dequant_epilogue(float* out, int ldo, float a_scale, int a_zero_point,
+                                 const float* w_scale, const int32_t* w_sum, const float* bias) {
+  cpu::Q8Epilogue epi;
+  epi.out = out;
+  epi.ldo = ldo;
+  epi.a_scale = a_scale;
+  epi.a_zero_point = a_zero_point;
+  epi.w_scale = w_scale;
+  epi.w_sum = w_sum;
+  epi.bias = bias;
+  return epi;
+}
+
 // run_q8's post-op of linear_u8s8_gelu_u8: GELU and quantize_u8 of each row's block of `pre`.
 struct GeluQuantize {
   static constexpr bool kActive = true;
@@ -206,20 +220,13 @@ void CpuBackend::linear_u8s8_packed(float* out, int ldo, const uint8_t* A, int l
                                     const float* w_scale, const int32_t* w_sum, const float* bias,
                                     int M, int N, int K) {
   check_q8_k("linear_u8s8", K);
-  cpu::Q8Epilogue epi;
-  epi.out = out;
-  epi.ldo = ldo;
-  epi.a_scale = a_scale;
-  epi.a_zero_point = a_zero_point;
-  epi.w_scale = w_scale;
-  epi.w_sum = w_sum;
-  epi.bias = bias;
-  run_q8(pool_, q8_kernel_, M, N, K, A, lda, W, K, w_packed, epi);
+  run_q8(pool_, q8_kernel_, M, N, K, A, lda, W, K, w_packed,
+         dequant_epilogue(out, ldo, a_scale, a_zero_point, w_scale, w_sum, bias));
 }
 
-// The GEMM's epilogue writes `pre`; the task then runs GELU and the quantization on each row's
-// block of columns while it is in L2 (the kernels of CpuBackend::gelu_forward and quantize_u8, so
-// the integers are theirs). `act` is not used.
+// The GEMM's epilogue writes `pre`; the task then runs GELU and the quantization on each block
+// of it while the block is in L1 (the kernels of CpuBackend::gelu_forward and quantize_u8, so the
+// integers are theirs). `act` is not used.
 void CpuBackend::linear_u8s8_gelu_u8(uint8_t* q, float* pre, float*, const uint8_t* A, int lda,
                                      float a_scale, int a_zero_point, const int8_t* W,
                                      const int8_t* w_packed, const float* w_scale,
@@ -227,17 +234,9 @@ void CpuBackend::linear_u8s8_gelu_u8(uint8_t* q, float* pre, float*, const uint8
                                      Gelu kind, float q_scale, int q_zero_point) {
   check_q8_k("linear_u8s8_gelu_u8", K);
   check_quant_scale("linear_u8s8_gelu_u8", q_scale, 0);
-  cpu::Q8Epilogue epi;
-  epi.out = pre;
-  epi.ldo = N;
-  epi.a_scale = a_scale;
-  epi.a_zero_point = a_zero_point;
-  epi.w_scale = w_scale;
-  epi.w_sum = w_sum;
-  epi.bias = bias;
-  const float inv = 1.0f / q_scale;
-  run_q8(pool_, q8_kernel_, M, N, K, A, lda, W, K, w_packed, epi,
-         GeluQuantize{pre, q, N, kind, inv, q_zero_point});
+  run_q8(pool_, q8_kernel_, M, N, K, A, lda, W, K, w_packed,
+         dequant_epilogue(pre, N, a_scale, a_zero_point, w_scale, w_sum, bias),
+         GeluQuantize{pre, q, N, kind, 1.0f / q_scale, q_zero_point});
 }
 
 }  // namespace bertrt
