@@ -13,11 +13,14 @@
 namespace bertrt::cpu {
 
 // e^z for z ≤ 0 (Cephes expf: Cody–Waite reduction z = n·ln2 + r, degree-7 polynomial in r,
-// then scaling by 2^n built in the exponent bits). Returns 0 for z < −87.3 (and −inf).
+// then scaling by 2^n built in the exponent bits). Returns 0 for z < −87.3 (and −inf), NaN for
+// NaN; z > 0 is outside its contract (every caller subtracts a maximum or negates a square).
 inline float exp_nonpos_f32(float z) {
-  // Clamped below (keeps 2^n a normal float); NaN (a diverged run) is kept out of the int
-  // conversion, whose result would be undefined (UBSan), and returned as NaN at the end.
-  const float zc = z < -87.3f ? -87.3f : (z == z && z < 88.0f ? z : 0.0f);
+  // Clamped to [−87.3, 0] by two selects that map onto max/min instructions (the x86 forms
+  // return their second operand for NaN, so NaN becomes −87.3): 2^n stays a normal float and
+  // the int conversion never sees NaN, whose result would be undefined (UBSan).
+  const float lo = z > -87.3f ? z : -87.3f;
+  const float zc = lo < 0.0f ? lo : 0.0f;
   const int n = -static_cast<int>(-zc * 1.44269504088896341f + 0.5f);  // round(z / ln2), z ≤ 0
   const float fn = static_cast<float>(n);
   float r = zc - fn * 0.693359375f;  // ln2 split in a short high part and a correction

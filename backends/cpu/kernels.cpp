@@ -9,6 +9,7 @@
 #include "backends/cpu/kernels.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -22,36 +23,56 @@ constexpr float kSqrt2OverPi = 0.79788456080286535588f;  // √(2/π), the tanh-
 constexpr float kGeluCubic = 0.044715f;
 constexpr float kInvSqrt2Pi = 0.39894228040143267794f;  // 1/√(2π)
 
-// Reductions with 8 independent partial sums: GCC does not reorder a single float accumulator
-// without -ffast-math, but it turns the 8-lane inner block into vector adds (SLP). Inline, so
-// each multi-versioned caller gets its own AVX2 or SSE2 copy.
+// Reductions with 8 independent partial sums, one per lane of an 8-float vector (GCC/Clang vector
+// extensions). GCC does not reorder a single float accumulator without -ffast-math, and left to
+// itself it scalarises the 8-accumulator loop (GCC 12: 8 vaddss per block); the vector type pins
+// the lanes, so every clone (v4, v3, SSE2 as two halves, NEON) sums in the same order and gives
+// the same floats. Inline, so each multi-versioned caller gets its own copy; vectors never cross
+// a call (no ABI dependence on the clone's ISA).
+typedef float f32x8 __attribute__((vector_size(32)));
+
+inline float sum_lanes(const f32x8& a, float tail) {
+  return ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7])) + tail;
+}
+
 inline float sum_f32(const float* __restrict x, int n) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  f32x8 acc = {};
   int i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int k = 0; k < 8; ++k) acc[k] += x[i + k];
+  for (; i + 8 <= n; i += 8) {
+    f32x8 v;
+    std::memcpy(&v, x + i, sizeof v);
+    acc += v;
+  }
   float tail = 0.0f;
   for (; i < n; ++i) tail += x[i];
-  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
+  return sum_lanes(acc, tail);
 }
 
 inline float dot_f32(const float* __restrict x, const float* __restrict y, int n) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  f32x8 acc = {};
   int i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int k = 0; k < 8; ++k) acc[k] += x[i + k] * y[i + k];
+  for (; i + 8 <= n; i += 8) {
+    f32x8 a, b;
+    std::memcpy(&a, x + i, sizeof a);
+    std::memcpy(&b, y + i, sizeof b);
+    acc += a * b;
+  }
   float tail = 0.0f;
   for (; i < n; ++i) tail += x[i] * y[i];
-  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
+  return sum_lanes(acc, tail);
 }
 
+// The maximum is exact in any order; the lanes are only for speed.
 inline float max_f32(const float* __restrict x, int n) {
-  float acc[8];
-  for (int k = 0; k < 8; ++k) acc[k] = -std::numeric_limits<float>::infinity();
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  f32x8 acc = {kNegInf, kNegInf, kNegInf, kNegInf, kNegInf, kNegInf, kNegInf, kNegInf};
   int i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int k = 0; k < 8; ++k) acc[k] = x[i + k] > acc[k] ? x[i + k] : acc[k];
-  float m = -std::numeric_limits<float>::infinity();
+  for (; i + 8 <= n; i += 8) {
+    f32x8 v;
+    std::memcpy(&v, x + i, sizeof v);
+    acc = v > acc ? v : acc;
+  }
+  float m = kNegInf;
   for (; i < n; ++i) m = x[i] > m ? x[i] : m;
   for (int k = 0; k < 8; ++k) m = acc[k] > m ? acc[k] : m;
   return m;
