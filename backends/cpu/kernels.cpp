@@ -23,14 +23,9 @@ constexpr float kSqrt2OverPi = 0.79788456080286535588f;  // √(2/π), the tanh-
 constexpr float kGeluCubic = 0.044715f;
 constexpr float kInvSqrt2Pi = 0.39894228040143267794f;  // 1/√(2π)
 
-// Reductions with 8 independent partial sums, one per lane of an 8-float vector (GCC/Clang vector
-// extensions). GCC does not reorder a single float accumulator without -ffast-math, and left to
-// itself it scalarises the 8-accumulator loop (GCC 12: 8 vaddss per block); the vector type pins
-// the lanes, so every clone (v4, v3, SSE2 as two halves, NEON) sums in the same order and gives
-// the same floats. Inline, so each multi-versioned caller gets its own copy; vectors never cross
-// a call (no ABI dependence on the clone's ISA).
-typedef float f32x8 __attribute__((vector_size(32)));
-
+// Reductions with 8 independent partial sums, one per lane of an f32x8 (simd.h). GCC does not
+// reorder a single float accumulator without -ffast-math. Inline, so each multi-versioned caller
+// gets its own copy.
 inline float sum_lanes(const f32x8& a, float tail) {
   return ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7])) + tail;
 }

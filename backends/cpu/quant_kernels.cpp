@@ -7,22 +7,23 @@
 #include "backends/cpu/quant_kernels.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "backends/cpu/simd.h"
 
 namespace bertrt::cpu {
 
 BERTRT_CPU_CLONES void min_max_kernel(float* mn, float* mx, const float* x, size_t n) {
-  // 8 independent lanes (one vector), combined at the end; min and max are exact in any order.
-  float lo[8], hi[8];
+  // 8 independent lanes (simd.h's f32x8), combined at the end; min and max are exact in any order.
+  f32x8 lo, hi;
   for (int k = 0; k < 8; ++k) lo[k] = hi[k] = x[0];
   size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int k = 0; k < 8; ++k) {
-      const float v = x[i + k];
-      lo[k] = v < lo[k] ? v : lo[k];
-      hi[k] = v > hi[k] ? v : hi[k];
-    }
+  for (; i + 8 <= n; i += 8) {
+    f32x8 v;
+    std::memcpy(&v, x + i, sizeof v);
+    lo = v < lo ? v : lo;
+    hi = v > hi ? v : hi;
+  }
   float l = x[0], h = x[0];
   for (; i < n; ++i) {
     l = x[i] < l ? x[i] : l;
@@ -39,13 +40,14 @@ BERTRT_CPU_CLONES void min_max_kernel(float* mn, float* mx, const float* x, size
 BERTRT_CPU_CLONES void absmax_rows_kernel(float* out, const float* x, int r0, int r1, int cols) {
   for (int r = r0; r < r1; ++r) {
     const float* __restrict row = x + static_cast<size_t>(r) * cols;
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    f32x8 acc = {};
     int c = 0;
-    for (; c + 8 <= cols; c += 8)
-      for (int k = 0; k < 8; ++k) {
-        const float a = std::fabs(row[c + k]);
-        acc[k] = a > acc[k] ? a : acc[k];
-      }
+    for (; c + 8 <= cols; c += 8) {
+      f32x8 v;
+      std::memcpy(&v, row + c, sizeof v);
+      const f32x8 a = v < 0.0f ? -v : v;  // |v|; NaN stays NaN and loses every comparison below
+      acc = a > acc ? a : acc;
+    }
     float m = 0.0f;
     for (; c < cols; ++c) {
       const float a = std::fabs(row[c]);

@@ -20,3 +20,12 @@
 #define BERTRT_CPU_CLONES
 #define BERTRT_CPU_CLONES_V4
 #endif
+
+// Eight floats as one vector (GCC/Clang vector extensions), for reductions with 8 partial results.
+// Left to itself GCC 12 scalarises a loop over `float acc[8]` (8 vaddss per block); the vector
+// type pins the lanes, so every clone (v4, v3, SSE2 as two halves, NEON) combines in the same
+// order and gives the same floats. Keep these inside one function: a vector passed by value
+// across a call would depend on the clone's ISA (GCC's -Wpsabi note).
+namespace bertrt::cpu {
+typedef float f32x8 __attribute__((vector_size(32)));
+}  // namespace bertrt::cpu
