@@ -51,6 +51,8 @@ const char* op_name(Op op) {
     case Op::kLinearU8S8: return "linear_u8s8";
     case Op::kLinearU8S8GeluU8:
       return "linear_u8s8_gelu_u8";
+    case Op::kDropout:
+      return "dropout";
     case Op::kEmbeddingForwardS8:
       return "embedding_forward_s8";
     case Op::kObserveMinMax:
@@ -72,6 +74,13 @@ void Backend::linear_u8s8_gelu_u8(uint8_t* q, float* pre, float* act, const uint
                      K);
   gelu_forward(act, pre, n, kind);
   quantize_u8(q, act, n, q_scale, q_zero_point);
+}
+
+void Backend::dropout(float*, size_t, float, uint64_t) {
+  fail(
+      "dropout: the {} backend has none (supports(dropout) is false); train with dropout 0 "
+      "(--hidden-dropout-prob 0) on it",
+      name());
 }
 
 void Backend::attention_forward_inference(float* ctx, float* probs, float* scores, const float* q,

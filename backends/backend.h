@@ -64,6 +64,7 @@ enum class Op {
   kEmbeddingForwardS8,
   kObserveMinMax,
   kFakeQuantObserved,
+  kDropout,
   kCount
 };
 const char* op_name(Op op);
@@ -154,6 +155,11 @@ class Backend {
   virtual void tanh_forward(float* out, const float* inp, size_t n) = 0;
   // dinp += (1 − out²) · dout, from the forward's output.
   virtual void tanh_backward(float* dinp, const float* out, const float* dout, size_t n) = 0;
+
+  // Inverted dropout in place (training only): x[i] = keep(seed, i) ? x[i] · 1/(1 − p) : 0, the
+  // mask of backends/dropout_rule.h, n < 2³², p in [0, 1). Its backward is the same call on the
+  // gradient with the same seed. The default throws (a backend without it says so in supports).
+  virtual void dropout(float* x, size_t n, float p, uint64_t seed);
 
   // LayerNorm over the last dim: inp, out [rows, C]; weight, bias [C]; saves mean, rstd [rows].
   virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,

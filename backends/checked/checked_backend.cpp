@@ -222,6 +222,12 @@ void CheckedBackend::gelu_backward(float* dinp, const float* inp, const float* d
   record([=] { inner_->gelu_backward(dinp, inp, dout, n, kind); });
 }
 
+void CheckedBackend::dropout(float* x, size_t n, float p, uint64_t seed) {
+  const char* op = "dropout";
+  CHECK_F("x", x, n);
+  record([=] { inner_->dropout(x, n, p, seed); });
+}
+
 void CheckedBackend::tanh_forward(float* out, const float* inp, size_t n) {
   const char* op = "tanh_forward";
   CHECK_F("out", out, n);

@@ -8,6 +8,7 @@
 
 #include "backends/cpu/blas_core.h"
 #include "backends/cpu/kernels.h"
+#include "backends/dropout_rule.h"
 #include "core/error.h"
 
 namespace bertrt {
@@ -139,6 +140,7 @@ bool CpuBackend::supports(Op op) const {
     case Op::kGemmU8S8:
     case Op::kLinearU8S8:
     case Op::kLinearU8S8GeluU8:
+    case Op::kDropout:
       return true;
     // The scalar reference's loops: memory moves and small reductions (already what the host
     // did, and memory-bound), tanh (the pooler's [B, C] only), the int8 embedding lookup.
@@ -290,6 +292,15 @@ void CpuBackend::gelu_backward(float* dinp, const float* inp, const float* dout,
       cpu::gelu_erf_backward_kernel(dinp + i0, inp + i0, dout + i0, i1 - i0);
     else
       cpu::gelu_tanh_backward_kernel(dinp + i0, inp + i0, dout + i0, i1 - i0);
+  });
+}
+
+void CpuBackend::dropout(float* x, size_t n, float p, uint64_t seed) {
+  check_dropout_args(n, p);
+  const uint32_t threshold = dropout_threshold(p);
+  const float scale = dropout_scale(p);
+  pool_.parallel_for(n, kGrainElems, [&](size_t i0, size_t i1) {
+    cpu::dropout_kernel(x, i0, i1, threshold, scale, seed);
   });
 }
 

@@ -15,6 +15,7 @@
 
 #include "backends/cpu/f32_math.h"
 #include "backends/cpu/simd.h"
+#include "backends/dropout_rule.h"
 
 namespace bertrt::cpu {
 namespace {
@@ -155,6 +156,15 @@ void gelu_tanh_backward_kernel(float* dinp, const float* inp, const float* dout,
     const float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * x2);
     dx[i] += (0.5f * (1.0f + t) + 0.5f * x[i] * (1.0f - t * t) * du) * dy[i];
   }
+}
+
+// --- dropout -------------------------------------------------------------------------------------
+
+BERTRT_CPU_CLONES_V4 void dropout_kernel(float* x, size_t i0, size_t i1, uint32_t threshold,
+                                         float scale, uint64_t seed) {
+  // Elementwise, 32-bit integer ops only: every clone vectorises it and gives the same floats.
+  for (size_t i = i0; i < i1; ++i)
+    x[i] = dropout_bits(seed, static_cast<uint32_t>(i)) >= threshold ? x[i] * scale : 0.0f;
 }
 
 // --- LayerNorm -----------------------------------------------------------------------------------

@@ -21,6 +21,9 @@ void bias_backward_cols(float* dbias, const float* dout, int rows, int cols, int
 
 // GELU over n elements (erf form: x·Φ(x) with Φ from normal_cdf_f32; tanh form via std::tanh).
 void gelu_erf_forward_kernel(float* out, const float* x, size_t n);
+// dropout_rule.h's mask on x[i0, i1) in place (the indices are the call's, so any split draws the
+// same mask).
+void dropout_kernel(float* x, size_t i0, size_t i1, uint32_t threshold, float scale, uint64_t seed);
 void gelu_erf_backward_kernel(float* dx, const float* x, const float* dy, size_t n);
 void gelu_tanh_forward_kernel(float* out, const float* x, size_t n);
 void gelu_tanh_backward_kernel(float* dx, const float* x, const float* dy, size_t n);

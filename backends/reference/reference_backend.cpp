@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "backends/dropout_rule.h"
 #include "core/error.h"
 
 namespace bertrt {
@@ -174,6 +175,16 @@ void ReferenceBackend::tanh_backward(float* dinp, const float* out, const float*
     const double y = out[i];
     dinp[i] = static_cast<float>(dinp[i] + (1.0 - y * y) * dout[i]);
   }
+}
+
+// --- dropout -------------------------------------------------------------------------------------
+
+void ReferenceBackend::dropout(float* x, size_t n, float p, uint64_t seed) {
+  check_dropout_args(n, p);
+  const uint32_t threshold = dropout_threshold(p);
+  const float scale = dropout_scale(p);
+  for (size_t i = 0; i < n; ++i)
+    x[i] = dropout_bits(seed, static_cast<uint32_t>(i)) >= threshold ? x[i] * scale : 0.0f;
 }
 
 // --- LayerNorm (llm.c layernorm_forward / layernorm_backward) ----------------------------------

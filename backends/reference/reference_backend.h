@@ -45,6 +45,7 @@ class ReferenceBackend : public Backend {
   void bias_backward(float* dbias, const float* dout, int rows, int cols) override;
 
   void gelu_forward(float* out, const float* inp, size_t n, Gelu kind) override;
+  void dropout(float* x, size_t n, float p, uint64_t seed) override;
   void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n,
                      Gelu kind) override;
   void tanh_forward(float* out, const float* inp, size_t n) override;

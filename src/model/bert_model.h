@@ -90,6 +90,10 @@ class BertModel {
   // plan.embeddings is set with plan.first_layer > 0 or first_layer is not in [0, layers].
   void set_backward_plan(const BackwardPlan& plan);
   const BackwardPlan& backward_plan() const { return plan_; }
+  // Hidden dropout of the training forwards that follow (encoder.h Dropout; prob 0 = none, the
+  // default). The trainer sets the step before each forward.
+  void set_dropout(const Dropout& d) { acts_.dropout = d; }
+  const Dropout& dropout() const { return acts_.dropout; }
 
   // Outputs of the last forward, on the host (the first three downloaded on first call).
   const float* last_hidden_state() const;                                            // [B, T, C]

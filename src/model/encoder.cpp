@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "backends/dropout_rule.h"
 #include "core/error.h"
 #include "model/bert_quant.h"
 #include "model/linear.h"
@@ -10,9 +11,24 @@ namespace bertrt {
 
 namespace {
 
-LayerDims layer_dims(const BertConfig& c, int B, int T) {
-  return LayerDims{AttentionDims{B, T, c.num_attention_heads, c.head_dim()}, c.intermediate_size,
-                   c.layer_norm_eps, c.gelu()};
+// Layer l's dims, with its dropout seeds when a training forward drops.
+LayerDims layer_dims(const BertConfig& c, int B, int T, const EncoderActs& a, int l) {
+  LayerDims d{AttentionDims{B, T, c.num_attention_heads, c.head_dim()}, c.intermediate_size,
+              c.layer_norm_eps, c.gelu()};
+  if (a.training() && a.dropout.prob > 0.0f) {
+    const Dropout& p = a.dropout;
+    d.dropout = p.prob;
+    d.attn_seed = dropout_seed(p.seed, p.step, Dropout::attention_site(l));
+    d.ffn_seed = dropout_seed(p.seed, p.step, Dropout::ffn_site(l));
+  }
+  return d;
+}
+
+// The embeddings' output dropout (forward on the output, backward on its gradient: one mask).
+void embeddings_dropout(Backend& be, const EncoderActs& a, float* x, size_t n) {
+  if (!a.training() || a.dropout.prob <= 0.0f) return;
+  be.dropout(x, n, a.dropout.prob,
+             dropout_seed(a.dropout.seed, a.dropout.step, Dropout::embeddings_site()));
 }
 
 // The per-layer buffers the backward reads (everything but `out`).
@@ -113,14 +129,17 @@ void check_encoder_inputs(const BertConfig& c, const EncoderInputs& in) {
 void encoder_forward(Backend& be, const BertConfig& c, const BertParams& w, EncoderActs& a,
                      const EncoderInputs& in, const int32_t* position_ids, BertQuant* q) {
   const int B = in.B, T = in.T, C = c.hidden_size, N = B * T;
-  const LayerDims d = layer_dims(c, B, T);
+  if (a.training() && a.dropout.prob > 0.0f && !be.supports(Op::kDropout))
+    fail("hidden dropout {}: the {} backend has no dropout op; train with dropout 0 on it",
+         a.dropout.prob, be.name());
   embeddings_forward(be, a.emb, in.input_ids, position_ids, in.token_type_ids, w.word_emb,
                      w.pos_emb, w.type_emb, w.emb_ln_w, w.emb_ln_b, N, C, c.layer_norm_eps,
                      q ? &q->emb : nullptr);
+  embeddings_dropout(be, a, a.emb.out, size_t(N) * C);
   const float* x = a.emb.out;
   for (int l = 0; l < c.num_hidden_layers; ++l) {
-    encoder_layer_forward(be, a.layers[l], a.scores, x, a.mask_add, w.layers[l], d,
-                          q ? &q->layers[size_t(l)] : nullptr);
+    encoder_layer_forward(be, a.layers[l], a.scores, x, a.mask_add, w.layers[l],
+                          layer_dims(c, B, T, a, l), q ? &q->layers[size_t(l)] : nullptr);
     x = a.layers[l].out;
   }
   a.hidden = x;
@@ -139,7 +158,6 @@ void encoder_backward(Backend& be, const BertConfig& c, const BertParams& dw, En
                       BertQuant* q) {
   const int B = in.B, T = in.T, C = c.hidden_size, N = B * T;
   const size_t NC = size_t(N) * C;
-  const LayerDims d = layer_dims(c, B, T);
   // Pooler.
   be.fill(a.dpooled_pre, 0.0f, size_t(B) * C);
   be.tanh_backward(a.dpooled_pre, a.pooled, a.dpooled, size_t(B) * C);
@@ -151,6 +169,7 @@ void encoder_backward(Backend& be, const BertConfig& c, const BertParams& dw, En
   float* dinp = a.dnext;
   for (int l = c.num_hidden_layers - 1; l >= plan.first_layer; --l) {
     const float* inp = l > 0 ? a.layers[l - 1].out : a.emb.out;
+    const LayerDims d = layer_dims(c, B, T, a, l);
     // Recompute: the shared work buffers still hold the last layer's forward; the others run
     // again on their kept input, with the same ops on the same values (so the same bits).
     if (plan.recompute && l != c.num_hidden_layers - 1) {
@@ -166,6 +185,7 @@ void encoder_backward(Backend& be, const BertConfig& c, const BertParams& dw, En
     std::swap(dout, dinp);
   }
   if (!plan.embeddings) return;
+  embeddings_dropout(be, a, dout, NC);
   embeddings_backward(be, a.demb_sum, dw.word_emb, dw.pos_emb, dw.type_emb, dw.emb_ln_w,
                       dw.emb_ln_b, dout, a.emb, in.input_ids, position_ids, in.token_type_ids,
                       w.emb_ln_w, N, C, q ? &q->emb : nullptr);

@@ -25,6 +25,19 @@ struct EncoderInputs {
   const int32_t* attention_mask = nullptr;  // [B, T] 1 keep / 0 pad; nullptr = all 1
 };
 
+// Hidden dropout of training forwards (hidden_dropout_prob, HF's three sites in the encoder: the
+// embeddings' output and each layer's two sublayer outputs; backends/dropout_rule.h draws the
+// masks from (seed, step, site), so a resumed run draws the same ones). prob 0: none.
+struct Dropout {
+  float prob = 0.0f;
+  uint64_t seed = 0;  // the run's
+  uint64_t step = 0;  // the draw: the trainer numbers (optimizer step, micro-batch) pairs
+  // Site numbers: 0 the embeddings, then two a layer.
+  static uint64_t embeddings_site() { return 0; }
+  static uint64_t attention_site(int layer) { return 1 + 2 * uint64_t(layer); }
+  static uint64_t ffn_site(int layer) { return 2 + 2 * uint64_t(layer); }
+};
+
 // What a training forward keeps and what the backward computes (the trainer's memory options).
 struct BackwardPlan {
   int first_layer = 0;     // layers below get no backward and keep no activations (frozen)
@@ -61,6 +74,7 @@ class EncoderActs {
   float* demb_sum = nullptr;
   float* recompute_out = nullptr;  // [N, C] where a recomputed layer writes its (unused) output
   LayerGradScratch scratch{};
+  Dropout dropout;  // of the next training forward (and its backward); ignored at inference
 
  private:
   int B_ = 0, T_ = 0;

@@ -27,6 +27,7 @@ void encoder_layer_forward(Backend& be, const LayerActs& a, float* scores, const
   else
     attention_forward(be, a.ctx, a.probs, scores, a.q, a.k, a.v, mask_add, d.att);
   linear_forward(be, a.res1, a.ctx, w.attn_out_w, w.attn_out_b, N, C, C, 0, Q.attn_out);
+  if (d.dropout > 0.0f) be.dropout(a.res1, size_t(N) * C, d.dropout, d.attn_seed);
   be.add(a.res1, a.res1, inp, size_t(N) * C);
   be.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, a.res1, w.attn_ln_w, w.attn_ln_b, N, C,
                        d.eps);
@@ -38,6 +39,7 @@ void encoder_layer_forward(Backend& be, const LayerActs& a, float* scores, const
     be.gelu_forward(a.inter, a.inter_pre, size_t(N) * I, d.gelu);
     linear_forward(be, a.res2, a.inter, w.out_w, w.out_b, N, I, C, 0, Q.out);
   }
+  if (d.dropout > 0.0f) be.dropout(a.res2, size_t(N) * C, d.dropout, d.ffn_seed);
   be.add(a.res2, a.res2, a.ln1, size_t(N) * C);
   be.layernorm_forward(a.out, a.ln2_mean, a.ln2_rstd, a.res2, w.out_ln_w, w.out_ln_b, N, C, d.eps);
 }
@@ -53,7 +55,8 @@ void encoder_layer_backward(Backend& be, float* dinp, const LayerParams& dw,
   be.fill(s.dres, 0.0f, NC);
   be.layernorm_backward(s.dres, dw.out_ln_w, dw.out_ln_b, dout, a.res2, w.out_ln_w, a.ln2_mean,
                         a.ln2_rstd, N, C);
-  be.copy(s.dln1, s.dres, NC * sizeof(float));  // residual: res2 = ffn(ln1) + ln1
+  be.copy(s.dln1, s.dres, NC * sizeof(float));  // residual: res2 = dropout(ffn(ln1)) + ln1
+  if (d.dropout > 0.0f) be.dropout(s.dres, NC, d.dropout, d.ffn_seed);  // the same mask
   be.fill(s.dinter, 0.0f, NI);
   linear_backward(be, s.dinter, dw.out_w, dw.out_b, s.dres, a.inter, w.out_w, N, I, C, 0, 0, Q.out);
   be.fill(s.dinter_pre, 0.0f, NI);
@@ -64,7 +67,8 @@ void encoder_layer_backward(Backend& be, float* dinp, const LayerParams& dw,
   be.fill(s.dres, 0.0f, NC);
   be.layernorm_backward(s.dres, dw.attn_ln_w, dw.attn_ln_b, s.dln1, a.res1, w.attn_ln_w, a.ln1_mean,
                         a.ln1_rstd, N, C);
-  be.add(dinp, dinp, s.dres, NC);  // residual: res1 = attn(inp) + inp
+  be.add(dinp, dinp, s.dres, NC);  // residual: res1 = dropout(attn(inp)) + inp
+  if (d.dropout > 0.0f) be.dropout(s.dres, NC, d.dropout, d.attn_seed);
   be.fill(s.dctx, 0.0f, NC);
   linear_backward(be, s.dctx, dw.attn_out_w, dw.attn_out_b, s.dres, a.ctx, w.attn_out_w, N, C, C, 0,
                   0, Q.attn_out);

@@ -41,6 +41,10 @@ struct LayerDims {
   int I;  // intermediate_size
   float eps;
   Gelu gelu;
+  // Hidden dropout of a training forward (HF BertSelfOutput / BertOutput: on each sublayer's
+  // dense output, before the residual add); 0 = none. The seeds are this layer's, this step's.
+  float dropout = 0.0f;
+  uint64_t attn_seed = 0, ffn_seed = 0;
   int N() const { return att.B * att.T; }
   int C() const { return att.C(); }
 };

@@ -68,7 +68,9 @@ done
 
 # --- finetune --------------------------------------------------------------------------------------
 N=60
-FT=(--task sst2 --train "$T/train.tsv" --max-steps $N --batch-size 8 --learning-rate 1e-3 --seed 5)
+# With hidden dropout: the resumed run must draw the uninterrupted run's masks.
+FT=(--task sst2 --train "$T/train.tsv" --max-steps $N --batch-size 8 --learning-rate 1e-3 --seed 5
+    --hidden-dropout-prob 0.1)
 "$BIN" finetune --model "$T/init.brt" "${FT[@]}" --metrics "$T/ffull.jsonl" -o "$T/ffull.brt" > /dev/null 2>&1 \
   && ok || bad "uninterrupted finetune"
 for sig in TERM INT; do
@@ -93,6 +95,10 @@ if [ -f "$T/f_ck.brt" ]; then
   FT6=(--task sst2 --train "$T/train.tsv" --max-steps $N --batch-size 8 --learning-rate 1e-3 --seed 6)
   expect_error "finetune resume with another seed" "$T/x.brt" 'seed: checkpoint 5, now 6' -- \
     "$BIN" finetune --resume "$T/f_ck.brt" "${FT6[@]}" -o "$T/x.brt"
+  FT0=(--task sst2 --train "$T/train.tsv" --max-steps $N --batch-size 8 --learning-rate 1e-3 --seed 5)
+  expect_error "finetune resume without its dropout" "$T/x.brt" \
+    'hidden_dropout_prob: checkpoint 0.1, now \(absent\)' -- \
+    "$BIN" finetune --resume "$T/f_ck.brt" "${FT0[@]}" -o "$T/x.brt"
 fi
 expect_error "finetune resume of a finished model" "$T/x.brt" "no training state" -- \
   "$BIN" finetune --resume "$T/ffull.brt" "${FT[@]}" -o "$T/x.brt"

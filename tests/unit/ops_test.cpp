@@ -18,6 +18,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/f32_math.h"
 #include "backends/cpu/kernels.h"
+#include "backends/dropout_rule.h"
 #include "backends/reference/reference_backend.h"
 #include "core/error.h"
 #include "op_test_util.h"
@@ -203,6 +204,15 @@ void add_elementwise_cases(std::vector<OpCase>& cases) {
                          return all_close(d1, d2, tol);
                        }});
     }
+    // dropout: the same mask (dropout_rule.h) and one multiplication: exact.
+    for (float p : {0.0f, 0.1f, 0.5f})
+      cases.push_back({Op::kDropout, "dropout_p" + std::to_string(int(p * 10)) + "_" + sz,
+                       [n, p](Backend& r, Backend& c) {
+                         auto x1 = randn(n, 19), x2 = x1;
+                         r.dropout(x1.data(), n, p, 0x1234567890abcdefull + n);
+                         c.dropout(x2.data(), n, p, 0x1234567890abcdefull + n);
+                         return all_close(x1, x2, {0.0});
+                       }});
     // tanh is not overridden by the cpu backend: it runs the reference, so results are exact.
     cases.push_back({Op::kTanhForward, "tanh_forward_" + sz, [n](Backend& r, Backend& c) {
                        auto x = randn(n, 15, 2.0f);
@@ -667,6 +677,72 @@ TEST(BackendFactory, NamesAndErrors) {
     const std::string msg = e.what();
     EXPECT_NE(msg.find("vulkan9"), std::string::npos) << msg;
     EXPECT_NE(msg.find("reference, cpu, checked"), std::string::npos) << msg;
+  }
+}
+
+// --- dropout ------------------------------------------------------------------------------------
+
+// Kept share within 5 standard errors of the binomial (a false alarm about once in 1.7 million),
+// kept values scaled by exactly 1/(1 − p) in float, dropped ones 0.
+TEST(Dropout, KeepsOneMinusPAndScalesTheKept) {
+  const size_t n = 1 << 20;
+  for (float p : {0.1f, 0.5f, 0.9f}) {
+    std::vector<float> x(n, 3.0f);
+    CpuBackend cpu(2);
+    cpu.dropout(x.data(), n, p, 42);
+    const float kept_value = 3.0f * (1.0f / (1.0f - p));
+    size_t kept = 0;
+    for (float v : x) {
+      ASSERT_TRUE(v == 0.0f || v == kept_value) << v;
+      kept += v != 0.0f;
+    }
+    const double q = 1.0 - p, se = std::sqrt(q * p / n);
+    EXPECT_NEAR(double(kept) / n, q, 5 * se) << "p " << p;
+  }
+}
+
+// The mask depends on (seed, index) only: any thread count, either backend, the same floats; and
+// a second call with the same seed (the backward) applies the same mask.
+TEST(Dropout, SameMaskOnEveryThreadCountAndBackend) {
+  const size_t n = 300007;
+  const std::vector<float> x = randn(n, 5);
+  std::vector<float> want = x;
+  ReferenceBackend ref;
+  ref.dropout(want.data(), n, 0.1f, 7);
+  for (int threads : {1, 2, 3}) {
+    std::vector<float> got = x;
+    CpuBackend cpu(threads);
+    cpu.dropout(got.data(), n, 0.1f, 7);
+    EXPECT_TRUE(all_close(want, got, {0.0})) << threads << " threads";
+  }
+  std::vector<float> twice = want;
+  ref.dropout(twice.data(), n, 0.1f, 7);
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(twice[i] == 0.0f, want[i] == 0.0f) << i;
+}
+
+// Different seeds (sites, steps) draw masks that agree only as often as independent ones would.
+TEST(Dropout, SeedsDrawIndependentMasks) {
+  const size_t n = 1 << 20;
+  const float p = 0.5f;
+  std::vector<float> a(n, 1.0f), b(n, 1.0f);
+  CpuBackend cpu(1);
+  cpu.dropout(a.data(), n, p, dropout_seed(1, 10, 3));
+  cpu.dropout(b.data(), n, p, dropout_seed(1, 10, 4));
+  size_t both = 0;
+  for (size_t i = 0; i < n; ++i) both += a[i] != 0.0f && b[i] != 0.0f;
+  const double q = 0.25, se = std::sqrt(q * (1 - q) / n);
+  EXPECT_NEAR(double(both) / n, q, 5 * se);
+  EXPECT_NE(dropout_seed(1, 10, 3), dropout_seed(1, 11, 3));
+  EXPECT_NE(dropout_seed(1, 10, 3), dropout_seed(2, 10, 3));
+}
+
+TEST(Dropout, RejectsAProbabilityOutsideZeroToOne) {
+  std::vector<float> x(8, 1.0f);
+  CpuBackend cpu(1);
+  ReferenceBackend ref;
+  for (float p : {-0.1f, 1.0f, std::nanf("")}) {
+    EXPECT_THROW(cpu.dropout(x.data(), x.size(), p, 1), Error) << p;
+    EXPECT_THROW(ref.dropout(x.data(), x.size(), p, 1), Error) << p;
   }
 }
 

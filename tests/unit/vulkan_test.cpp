@@ -109,6 +109,21 @@ class Vulkan : public ::testing::Test {
   int64_t messages_ = 0;
 };
 
+// No dropout shader yet: supports() says so and the op throws, naming the backend, instead of
+// running a host loop on device memory.
+TEST_F(Vulkan, DropoutIsNotSupportedAndSaysSo) {
+  EXPECT_FALSE(be_->supports(Op::kDropout));
+  DeviceArray<float> x;
+  put(x, std::vector<float>(16, 1.0f));
+  try {
+    be_->dropout(x.data(), 16, 0.1f, 1);
+    FAIL() << "dropout did not throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("dropout: the vulkan backend has none"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(Vulkan, ElementwiseOpsMatchTheReferenceExactly) {
   ReferenceBackend ref;
   // 70000 > 256 · 65535 / 256: exercises the grid folded into y only above 16.7 M; these sizes

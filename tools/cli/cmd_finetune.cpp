@@ -49,6 +49,10 @@ void check_resumable(const std::string& path, const LoadedModel& m, const nlohma
       diff += fmt::format("{}{}: checkpoint {}, now {}", diff.empty() ? "" : "; ", flag, was,
                           value.dump());
   }
+  for (const auto& [flag, value] : then.items())  // e.g. hidden_dropout_prob, written when set
+    if (!now.contains(flag))
+      diff += fmt::format("{}{}: checkpoint {}, now (absent)", diff.empty() ? "" : "; ", flag,
+                          value.dump());
   if (!diff.empty()) fail("--resume {}: the run was started with other settings ({})", path, diff);
 }
 
@@ -61,7 +65,7 @@ void add_finetune(CLI::App& app) {
     int epochs = 3;
     int64_t max_steps = 0;
     int batch_size = 32, eval_batch_size = 64, max_seq_length = 0;
-    float lr = 2e-5f, warmup_ratio = 0.1f, weight_decay = 0.01f;
+    float lr = 2e-5f, warmup_ratio = 0.1f, weight_decay = 0.01f, hidden_dropout = 0.0f;
     uint64_t seed = 42;
     bool group_by_length = false;
     BackendChoice backend;
@@ -104,7 +108,12 @@ void add_finetune(CLI::App& app) {
   c->add_option("--learning-rate", o->lr, "peak AdamW learning rate")->capture_default_str();
   c->add_option("--warmup-ratio", o->warmup_ratio, "share of steps with linear warm-up")->capture_default_str();
   c->add_option("--weight-decay", o->weight_decay, "AdamW decay (not on LayerNorm/bias)")->capture_default_str();
-  c->add_option("--seed", o->seed, "head init and shuffling")->capture_default_str();
+  c->add_option("--hidden-dropout-prob", o->hidden_dropout,
+                "dropout on the embeddings' output and each layer's sublayer outputs while "
+                "training (Hugging Face's hidden_dropout_prob; its configs say 0.1). Not on the "
+                "attention probabilities or the head's input yet; cpu and reference backends")
+      ->capture_default_str();
+  c->add_option("--seed", o->seed, "head init, shuffling and dropout masks")->capture_default_str();
   c->add_flag("--group-by-length", o->group_by_length,
               "batch rows of similar length (sorted within runs of 50 shuffled batches, as Hugging "
               "Face group_by_length): less padding, faster steps");
@@ -129,6 +138,8 @@ void add_finetune(CLI::App& app) {
     if (o->epochs < 1 && o->max_steps <= 0) fail("--epochs must be ≥ 1, got {}", o->epochs);
     check_positive("--learning-rate", o->lr);
     check_positive("--weight-decay", o->weight_decay, /*allow_zero=*/true);
+    if (!(o->hidden_dropout >= 0.0f && o->hidden_dropout < 1.0f))
+      fail("--hidden-dropout-prob must be in [0, 1), got {}", o->hidden_dropout);
     const TaskDefinition task = task_from_flags(o->task, o->train, o->max_seq_length);
     if (task.name != "squad" && !(o->train_articles.empty() && o->dev_articles.empty()))
       fail("--train-articles/--dev-articles apply to --task squad only");
@@ -176,19 +187,24 @@ void add_finetune(CLI::App& app) {
     const int64_t steps_per_epoch = finetune_steps_per_epoch(hyper, train->size());
     const int64_t total = finetune_total_steps(hyper, train->size());
     Trainer trainer(model, *be, finetune_optim_options(hyper, total));
+    trainer.set_dropout(o->hidden_dropout, o->seed);
     std::error_code ec;
-    const nlohmann::json run = {{"task", task_definition_json(task)},
-                                {"train", o->train},
-                                {"train_bytes", std::filesystem::file_size(o->train, ec)},
-                                {"train_articles", o->train_articles},
-                                {"batch_size", o->batch_size},
-                                {"total_steps", total},
-                                {"learning_rate", o->lr},
-                                {"warmup_ratio", o->warmup_ratio},
-                                {"weight_decay", o->weight_decay},
-                                {"seed", o->seed},
-                                {"group_by_length", o->group_by_length},
-                                {"backend", o->backend.name}};
+    nlohmann::json run = {{"task", task_definition_json(task)},
+                          {"train", o->train},
+                          {"train_bytes", std::filesystem::file_size(o->train, ec)},
+                          {"train_articles", o->train_articles},
+                          {"batch_size", o->batch_size},
+                          {"total_steps", total},
+                          {"learning_rate", o->lr},
+                          {"warmup_ratio", o->warmup_ratio},
+                          {"weight_decay", o->weight_decay},
+                          {"seed", o->seed},
+                          {"group_by_length", o->group_by_length},
+                          {"backend", o->backend.name}};
+    // Only when set, so that checkpoints written before the flag existed still resume.
+    // (As the flag was written: the float's shortest decimal, not its double expansion.)
+    if (o->hidden_dropout > 0.0f)
+      run["hidden_dropout_prob"] = std::stod(fmt::format("{}", o->hidden_dropout));
     if (resuming) {
       check_resumable(o->resume, m, run);
       restore_training_state(trainer, *m.training_state, o->resume);  // copies the moments
