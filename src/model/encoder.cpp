@@ -129,9 +129,6 @@ void check_encoder_inputs(const BertConfig& c, const EncoderInputs& in) {
 void encoder_forward(Backend& be, const BertConfig& c, const BertParams& w, EncoderActs& a,
                      const EncoderInputs& in, const int32_t* position_ids, BertQuant* q) {
   const int B = in.B, T = in.T, C = c.hidden_size, N = B * T;
-  if (a.training() && a.dropout.prob > 0.0f && !be.supports(Op::kDropout))
-    fail("hidden dropout {}: the {} backend has no dropout op; train with dropout 0 on it",
-         a.dropout.prob, be.name());
   embeddings_forward(be, a.emb, in.input_ids, position_ids, in.token_type_ids, w.word_emb,
                      w.pos_emb, w.type_emb, w.emb_ln_w, w.emb_ln_b, N, C, c.layer_norm_eps,
                      q ? &q->emb : nullptr);
