@@ -4,6 +4,7 @@
 #include <numeric>
 #include <utility>
 
+#include "backends/dropout_rule.h"
 #include "core/error.h"
 #include "core/random.h"
 #include "heads/regression_head.h"
@@ -245,6 +246,19 @@ ForwardResult BertModel::forward(Backend& be, const EncoderInputs& in, const Tar
   return r;
 }
 
+// The fine-tuning head's input: x itself, or in a training forward with dropout a dropped copy
+// (HF BertForSequenceClassification / BertForTokenClassification: self.dropout(pooled_output),
+// classifier_dropout defaulting to hidden_dropout_prob; BertForQuestionAnswering has none).
+const float* BertModel::head_input(Backend& be, const float* x, size_t n) {
+  const Dropout& d = acts_.dropout;
+  head_dropped_ = acts_.training() && d.prob > 0.0f;
+  if (!head_dropped_) return x;
+  float* y = head_in_.ensure(be, n);
+  be.copy(y, x, n * sizeof(float));
+  be.dropout(y, n, d.prob, dropout_seed(d.seed, d.step, Dropout::head_site()));
+  return y;
+}
+
 void BertModel::task_forward(Backend& be, float weight, HeadReadout out) {
   const int B = batch_.inputs.B, T = batch_.inputs.T, C = config_.hidden_size,
             K = heads_.num_labels();
@@ -252,23 +266,25 @@ void BertModel::task_forward(Backend& be, float weight, HeadReadout out) {
   const Targets& ht = batch_.host;
   QuantLinear* q =
       quant_ ? (heads_.kind == HeadKind::kQuestionAnswering ? quant_->qa : quant_->cls) : nullptr;
-  ran_task_ = false;
+  ran_task_ = head_dropped_ = false;
   switch (heads_.kind) {
     case HeadKind::kNone:
       return;
     case HeadKind::kSequenceClassification:
       ran_task_ = dt.labels != nullptr;
-      classifier_forward(be, cls_, acts_.pooled, w_.cls_w, w_.cls_b, dt.labels,
-                         ran_task_ ? count_labels(ht.labels, B) : 0, B, C, K, weight, out, q);
+      classifier_forward(be, cls_, head_input(be, acts_.pooled, size_t(B) * C), w_.cls_w, w_.cls_b,
+                         dt.labels, ran_task_ ? count_labels(ht.labels, B) : 0, B, C, K, weight,
+                         out, q);
       return;
     case HeadKind::kRegression:
       ran_task_ = dt.scores != nullptr;
-      regression_forward(be, cls_, acts_.pooled, w_.cls_w, w_.cls_b, dt.scores, B, C, weight,
-                         out.loss, q);
+      regression_forward(be, cls_, head_input(be, acts_.pooled, size_t(B) * C), w_.cls_w, w_.cls_b,
+                         dt.scores, B, C, weight, out.loss, q);
       return;
     case HeadKind::kTokenClassification:
       ran_task_ = dt.token_labels != nullptr;
-      classifier_forward(be, cls_, acts_.hidden, w_.cls_w, w_.cls_b, dt.token_labels,
+      classifier_forward(be, cls_, head_input(be, acts_.hidden, size_t(B) * T * C), w_.cls_w,
+                         w_.cls_b, dt.token_labels,
                          ran_task_ ? count_labels(ht.token_labels, B * T) : 0, B * T, C, K, weight,
                          out, q);
       return;
@@ -331,18 +347,27 @@ void BertModel::task_backward(Backend& be) {
             K = heads_.num_labels();
   QuantLinear* q = quant_ ? (heads_.kind == HeadKind::kQuestionAnswering ? quant_->qa : quant_->cls)
                           : nullptr;
+  // The head's input and where its gradient goes: with the input dropped, the gradient is taken
+  // w.r.t. the dropped copy, masked again and added to dpooled / dhidden.
+  const bool tokens = heads_.kind == HeadKind::kTokenClassification;
+  const size_t n = size_t(tokens ? B * T : B) * C;
+  float* const dst = tokens ? acts_.dhidden : acts_.dpooled;
+  const float* inp = tokens ? acts_.hidden : acts_.pooled;
+  float* dinp = dst;
+  if (head_dropped_) {
+    inp = head_in_.data();
+    dinp = dhead_in_.ensure(be, n);
+    be.fill(dinp, 0.0f, n);
+  }
   switch (heads_.kind) {
     case HeadKind::kSequenceClassification:
-      classifier_backward(be, acts_.dpooled, dw_.cls_w, dw_.cls_b, cls_, acts_.pooled, w_.cls_w,
-                          B, C, K, q);
+      classifier_backward(be, dinp, dw_.cls_w, dw_.cls_b, cls_, inp, w_.cls_w, B, C, K, q);
       break;
     case HeadKind::kRegression:
-      regression_backward(be, acts_.dpooled, dw_.cls_w, dw_.cls_b, cls_, acts_.pooled, w_.cls_w,
-                          B, C, q);
+      regression_backward(be, dinp, dw_.cls_w, dw_.cls_b, cls_, inp, w_.cls_w, B, C, q);
       break;
     case HeadKind::kTokenClassification:
-      classifier_backward(be, acts_.dhidden, dw_.cls_w, dw_.cls_b, cls_, acts_.hidden, w_.cls_w,
-                          B * T, C, K, q);
+      classifier_backward(be, dinp, dw_.cls_w, dw_.cls_b, cls_, inp, w_.cls_w, B * T, C, K, q);
       break;
     case HeadKind::kQuestionAnswering:
       span_backward(be, acts_.dhidden, dw_.qa_w, dw_.qa_b, span_, acts_.hidden, w_.qa_w, B, T, C,
@@ -350,6 +375,11 @@ void BertModel::task_backward(Backend& be) {
       break;
     case HeadKind::kNone:
       break;
+  }
+  if (head_dropped_) {
+    const Dropout& d = acts_.dropout;
+    be.dropout(dinp, n, d.prob, dropout_seed(d.seed, d.step, Dropout::head_site()));
+    be.add(dst, dst, dinp, n);
   }
 }
 

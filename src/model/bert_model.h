@@ -145,6 +145,10 @@ class BertModel {
   MlmActs mlm_;
   ClassifierActs nsp_, cls_;
   SpanActs span_;
+  // The fine-tuning head's input after dropout (training with dropout only; head_dropped_) and
+  // its gradient, which backward masks again and adds to dpooled / dhidden.
+  DeviceArray<float> head_in_, dhead_in_;
+  bool head_dropped_ = false;
   bool ran_mlm_ = false, ran_nsp_ = false, ran_task_ = false;  // backward has gradients to run
 
   // What the heads leave for the host: loss sums and argmax rows (readout.h layout in .cpp).
@@ -160,6 +164,7 @@ class BertModel {
 
   void bind(Backend& be);  // params (and grads, if any) on `be`, the views rebound
   void task_forward(Backend& be, float loss_weight, HeadReadout out);
+  const float* head_input(Backend& be, const float* x, size_t n);
   HeadResult task_result(const double* loss, const int32_t* argmax) const;
   void task_backward(Backend& be);
 };

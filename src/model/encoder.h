@@ -26,14 +26,17 @@ struct EncoderInputs {
 };
 
 // Hidden dropout of training forwards (hidden_dropout_prob, HF's three sites in the encoder: the
-// embeddings' output and each layer's two sublayer outputs; backends/dropout_rule.h draws the
-// masks from (seed, step, site), so a resumed run draws the same ones). prob 0: none.
+// embeddings' output and each layer's two sublayer outputs; and, as HF's classifier_dropout left
+// unset, the input of the sequence, regression and token classification heads: BertModel;
+// backends/dropout_rule.h draws the masks from (seed, step, site), so a resumed run draws the
+// same ones). prob 0: none.
 struct Dropout {
   float prob = 0.0f;
   uint64_t seed = 0;  // the run's
   uint64_t step = 0;  // the draw: the trainer numbers (optimizer step, micro-batch) pairs
-  // Site numbers: 0 the embeddings, then two a layer.
+  // Site numbers: 0 the embeddings, then two a layer; the head's input above any layer's.
   static uint64_t embeddings_site() { return 0; }
+  static uint64_t head_site() { return uint64_t(1) << 32; }
   static uint64_t attention_site(int layer) { return 1 + 2 * uint64_t(layer); }
   static uint64_t ffn_site(int layer) { return 2 + 2 * uint64_t(layer); }
 };

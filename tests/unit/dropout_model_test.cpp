@@ -1,14 +1,16 @@
 // Hidden dropout in the whole model (encoder.h Dropout, Trainer::set_dropout): the backward applies
-// the forward's masks at all three sites, the masks do not depend on the thread count, and the
-// inference forward never drops.
+// the forward's masks at all four sites (the head's input included), the masks do not depend on the
+// thread count, and the inference forward never drops.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <random>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/dropout_rule.h"
 #include "backends/reference/reference_backend.h"
 #include "model_runs.h"
 
@@ -26,13 +28,14 @@ double loss_of(BertModel& m, Backend& be, const test::Batch& b) {
 // Directional derivatives g·u from backward() against central differences
 // (L(θ + εu) − L(θ − εu)) / 2ε with the same masks, u a unit-variance direction over one tensor
 // right below each dropout site (the embeddings' LayerNorm, each layer's attention-output and
-// output dense): a mask missing from the backward of that site gets its gradient wrong by the
-// dropped share and more. ε = 1e-3: O(ε²) truncation plus the loss's rounding over 2ε; measured,
-// the two agree to 0.3 % (the LayerNorm weight) and 1e-4 (the dense weights), so 1 % bounds them,
-// while the gradients without the masks are off by 60 % or more. Dropping at p = 0.5.
-TEST(DropoutModel, GradientMatchesFiniteDifferencesWithTheSameMasks) {
+// output dense, the pooler or the last LayerNorm under the head's input, the head's weight over
+// it): a mask missing from the backward of that site gets its gradient wrong by the dropped share
+// and more. ε = 1e-3: O(ε²) truncation plus the loss's rounding over 2ε; measured, the two agree
+// to 0.3 % (the LayerNorm weight) and 1e-4 (the dense weights), so 1 % bounds them, while the
+// gradients without the masks are off by 60 % or more. Dropping at p = 0.5.
+void expect_gradients_match(const std::string& head, const std::vector<std::string>& below) {
   const BertConfig c = tiny_config();
-  BertModel m(c, test::heads_of("sequence"));
+  BertModel m(c, test::heads_of(head));
   m.init_weights(3);
   ReferenceBackend be;
   const test::Batch b = make_batch(c, 1);
@@ -52,13 +55,11 @@ TEST(DropoutModel, GradientMatchesFiniteDifferencesWithTheSameMasks) {
   std::mt19937 rng(5);
   std::normal_distribution<float> nd;
   const float eps = 1e-3f;
+  int checked = 0;
   for (const ParamInfo& p : m.layout().params()) {
-    if (p.name != "bert.embeddings.LayerNorm.weight" &&
-        p.name.find("attention.output.dense.weight") == std::string::npos &&
-        p.name.find("layer.1.output.dense.weight") == std::string::npos &&
-        p.name.find("layer.0.output.dense.weight") == std::string::npos)
-      continue;
-    SCOPED_TRACE(p.name);
+    if (std::find(below.begin(), below.end(), p.name) == below.end()) continue;
+    SCOPED_TRACE(head + ": " + p.name);
+    ++checked;
     std::vector<float> u(p.numel);
     for (float& x : u) x = nd(rng);
     double analytic = 0, plain = 0;
@@ -71,12 +72,67 @@ TEST(DropoutModel, GradientMatchesFiniteDifferencesWithTheSameMasks) {
     };
     const double numeric = (shifted_loss(1) - shifted_loss(-1)) / (2.0 * eps);
     for (size_t i = 0; i < p.numel; ++i) m.params()[p.offset + i] = theta[p.offset + i];
-    std::printf("%s: g·u %.7g, central difference %.7g, without dropout %.7g\n", p.name.c_str(),
-                analytic, numeric, plain);
+    std::printf("%s %s: g·u %.7g, central difference %.7g, without dropout %.7g\n", head.c_str(),
+                p.name.c_str(), analytic, numeric, plain);
     EXPECT_NEAR(analytic, numeric, 1e-2 * std::fabs(numeric));
     // The masks matter here: the gradient without them is another one.
     EXPECT_GT(std::fabs(plain - numeric), 0.1 * std::fabs(numeric));
   }
+  EXPECT_EQ(checked, int(below.size())) << "a tensor name is not in the layout";
+}
+
+TEST(DropoutModel, GradientMatchesFiniteDifferencesWithTheSameMasks) {
+  expect_gradients_match("sequence", {"bert.embeddings.LayerNorm.weight",
+                                      "bert.encoder.layer.0.attention.output.dense.weight",
+                                      "bert.encoder.layer.0.output.dense.weight",
+                                      "bert.encoder.layer.1.attention.output.dense.weight",
+                                      "bert.encoder.layer.1.output.dense.weight",
+                                      "bert.pooler.dense.weight", "classifier.weight"});
+}
+
+// The token classification head drops every token's last hidden state (HF
+// BertForTokenClassification), the regression head the pooled output.
+TEST(DropoutModel, HeadInputDropoutGradientsForTokenAndRegressionHeads) {
+  expect_gradients_match("token",
+                         {"bert.encoder.layer.1.output.LayerNorm.weight", "classifier.weight"});
+  expect_gradients_match("regression", {"bert.pooler.dense.weight", "classifier.weight"});
+}
+
+// The sequence head reads the pooled output through its own mask (HF: classifier_dropout unset
+// means hidden_dropout_prob): a training forward's logits are the classifier applied on the host
+// to pooler_output() dropped by the rule of backends/dropout_rule.h at the head's site.
+TEST(DropoutModel, TheSequenceHeadDropsThePooledOutput) {
+  const BertConfig c = tiny_config();
+  BertModel m(c, test::heads_of("sequence"));
+  m.init_weights(3);
+  ReferenceBackend be;
+  const test::Batch b = make_batch(c, 1);
+  const Dropout drop{0.5f, 17, 2};
+  m.set_dropout(drop);
+  const ForwardResult r = m.forward(be, b.inputs(), b.targets(), /*training=*/true);
+  const int C = c.hidden_size, K = m.heads().num_labels();
+  const float* pooled = m.pooler_output();
+  const float *w = nullptr, *bias = nullptr;
+  for (const ParamInfo& p : m.layout().params()) {
+    if (p.name == "classifier.weight") w = m.params() + p.offset;
+    if (p.name == "classifier.bias") bias = m.params() + p.offset;
+  }
+  ASSERT_TRUE(w && bias);
+  const uint64_t seed = dropout_seed(drop.seed, drop.step, Dropout::head_site());
+  int dropped = 0;
+  for (int i = 0; i < b.B; ++i)
+    for (int k = 0; k < K; ++k) {
+      double logit = bias[k];
+      for (int j = 0; j < C; ++j) {
+        const uint32_t idx = uint32_t(i * C + j);
+        const bool keep = dropout_bits(seed, idx) >= dropout_threshold(drop.prob);
+        dropped += !keep && k == 0;
+        logit += keep ? double(pooled[idx] * dropout_scale(drop.prob)) * w[k * C + j] : 0.0;
+      }
+      // fp32 GEMM against a double sum over 32 terms of size ≤ ~1: 1e-5 is tens of ulps.
+      EXPECT_NEAR(r.logits[i * K + k], logit, 1e-5) << "row " << i << " label " << k;
+    }
+  EXPECT_GT(dropped, 0);
 }
 
 // Three dropout steps (two with two micro-batches) on the cpu backend with 1 and 3 threads give

@@ -109,9 +109,10 @@ void add_finetune(CLI::App& app) {
   c->add_option("--warmup-ratio", o->warmup_ratio, "share of steps with linear warm-up")->capture_default_str();
   c->add_option("--weight-decay", o->weight_decay, "AdamW decay (not on LayerNorm/bias)")->capture_default_str();
   c->add_option("--hidden-dropout-prob", o->hidden_dropout,
-                "dropout on the embeddings' output and each layer's sublayer outputs while "
-                "training (Hugging Face's hidden_dropout_prob; its configs say 0.1). Not on the "
-                "attention probabilities or the head's input yet; cpu and reference backends")
+                "dropout while training on the embeddings' output, each layer's sublayer "
+                "outputs and the head's input (Hugging Face's hidden_dropout_prob, and its "
+                "classifier_dropout left unset; its configs say 0.1; question answering has no "
+                "head dropout). Not on the attention probabilities yet; cpu and reference backends")
       ->capture_default_str();
   c->add_option("--seed", o->seed, "head init, shuffling and dropout masks")->capture_default_str();
   c->add_flag("--group-by-length", o->group_by_length,
