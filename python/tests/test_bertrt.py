@@ -176,6 +176,14 @@ def test_finetune_then_predict(tmp_path):
     with pytest.raises(bertrt.Error, match="options.learning_rate"):
         bertrt.finetune(init, "sst2", tmp_path / "train.tsv", tmp_path / "bad.brt", learning_rate=-1.0)
     assert not (tmp_path / "bad.brt").exists()
+    with pytest.raises(bertrt.Error, match="options.hidden_dropout_prob"):
+        bertrt.finetune(init, "sst2", tmp_path / "train.tsv", tmp_path / "bad.brt",
+                        hidden_dropout_prob=1.0)
+    # With dropout the run takes other steps (the C API test checks the masks are seeded).
+    dropped = bertrt.finetune(init, "sst2", tmp_path / "train.tsv", tmp_path / "drop.brt",
+                              dev=tmp_path / "dev.tsv", epochs=1, batch_size=16, max_seq_length=64,
+                              learning_rate=1e-3, hidden_dropout_prob=0.1)
+    assert dropped["loss"] != metrics["loss"]
 
 
 def test_predict_of_a_qa_model_returns_a_span_of_the_context(hf, tmp_path):
