@@ -202,6 +202,7 @@ typedef struct bertrt_finetune_options {
   int32_t group_by_length; /* 0 */
   int32_t qat;             /* 1: quantization-aware int8 training; save writes the int8 model */
   float hidden_dropout_prob; /* 0: none; in [0, 1), --hidden-dropout-prob (cpu/reference) */
+  float attention_probs_dropout_prob; /* 0: none; --attention-probs-dropout-prob */
 } bertrt_finetune_options;
 
 BERTRT_API void bertrt_finetune_options_init(bertrt_finetune_options* options);

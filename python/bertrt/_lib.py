@@ -45,7 +45,7 @@ class FinetuneOptions(ctypes.Structure):
                 ("max_seq_length", c_int32), ("learning_rate", c_float),
                 ("warmup_ratio", c_float), ("weight_decay", c_float), ("seed", ctypes.c_uint64),
                 ("group_by_length", c_int32), ("qat", c_int32),
-                ("hidden_dropout_prob", c_float)]
+                ("hidden_dropout_prob", c_float), ("attention_probs_dropout_prob", c_float)]
 
 
 class StepMetrics(ctypes.Structure):

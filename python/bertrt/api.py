@@ -238,8 +238,8 @@ def finetune(model, task, train, output, dev=None, progress=None, backend="cpu",
     written atomically to output (int8 with qat=True); returns the dev metrics (the keys of
     `bertrt eval --json`) when dev is given, else {}. options: the CLI's hyper-parameters by
     their C names (epochs, max_steps, batch_size, learning_rate, warmup_ratio, weight_decay,
-    seed, max_seq_length, group_by_length, eval_batch_size, qat, hidden_dropout_prob, and for
-    task "tsv"
+    seed, max_seq_length, group_by_length, eval_batch_size, qat, hidden_dropout_prob,
+    attention_probs_dropout_prob, and for task "tsv"
     text_column, text_pair_column, label_column, labels, regression, no_header).
     progress(metrics dict) after every step; return True to stop (raises bertrt.Error)."""
     m = Model(model, backend=backend, num_threads=num_threads)

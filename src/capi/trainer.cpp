@@ -100,6 +100,9 @@ void check_hyper(const bertrt_finetune_options& o) {
     bad("weight_decay", "a finite number ≥ 0", fmt::format("{}", o.weight_decay));
   if (!(o.hidden_dropout_prob >= 0 && o.hidden_dropout_prob < 1))
     bad("hidden_dropout_prob", "in [0, 1)", fmt::format("{}", o.hidden_dropout_prob));
+  if (!(o.attention_probs_dropout_prob >= 0 && o.attention_probs_dropout_prob < 1))
+    bad("attention_probs_dropout_prob", "in [0, 1)",
+        fmt::format("{}", o.attention_probs_dropout_prob));
 }
 
 bertrt_trainer& trainer_arg(bertrt_trainer* t, const char* fn) {
@@ -171,10 +174,12 @@ bertrt_status bertrt_trainer_create(bertrt_model* model, const bertrt_finetune_o
                "{}: {}: an int8 model is for inference only; fine-tune its float or fake-quant "
                "source",
                fn, m.source);
-    if (o.hidden_dropout_prob > 0 && !m.backend->supports(Op::kDropout))
+    if ((o.hidden_dropout_prob > 0 || o.attention_probs_dropout_prob > 0) &&
+        !m.backend->supports(Op::kDropout))
       api_fail(BERTRT_E_UNSUPPORTED,
-               "{}: options.hidden_dropout_prob {}: the {} backend has no dropout op; use 0 on it",
-               fn, o.hidden_dropout_prob, m.backend->name());
+               "{}: options.hidden_dropout_prob {} / attention_probs_dropout_prob {}: the {} "
+               "backend has no dropout op; use 0 on it",
+               fn, o.hidden_dropout_prob, o.attention_probs_dropout_prob, m.backend->name());
     auto t = std::make_unique<bertrt_trainer>();
     t->task = task_from_options(o, train_path ? train_path : "");
     if (t->task.max_seq_length < 3 || t->task.max_seq_length > bm.config().max_position_embeddings)
@@ -210,7 +215,8 @@ bertrt_status bertrt_trainer_create(bertrt_model* model, const bertrt_finetune_o
     t->total_steps = t->train ? finetune_total_steps(t->hyper, t->train->size()) : o.max_steps;
     t->trainer =
         std::make_unique<Trainer>(bm, *m.backend, finetune_optim_options(t->hyper, t->total_steps));
-    t->trainer->set_dropout(o.hidden_dropout_prob, t->hyper.seed);  // as `bertrt finetune`
+    t->trainer->set_dropout(o.hidden_dropout_prob, t->hyper.seed,
+                            o.attention_probs_dropout_prob);  // as `bertrt finetune`
     if (t->train)
       t->loop =
           std::make_unique<FinetuneLoop>(*t->trainer, *t->train, t->hyper.batch_size,

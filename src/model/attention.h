@@ -13,14 +13,22 @@ struct AttentionDims {
   int C() const { return NH * HS; }
 };
 
+// Dropout on the probabilities (HF BertSelfAttention: ctx = dropout(probs)·V): p 0 = none; the
+// seed is this layer's, this step's (the backward redraws the same mask from it).
+struct ProbsDropout {
+  float p = 0.0f;
+  uint64_t seed = 0;
+};
+
 // scores (scratch) and probs [B, NH, T, T]; mask_add [B, T] additive (0 / −10000) or nullptr.
+// probs are kept undropped (the softmax backward reads them); the dropped copy lives in scores.
 void attention_forward(Backend& be, float* ctx, float* probs, float* scores, const float* q,
                        const float* k, const float* v, const float* mask_add,
-                       const AttentionDims& d);
+                       const AttentionDims& d, ProbsDropout drop = {});
 
 // dq, dk, dv [B, T, C] accumulate; dprobs, dscores [B, NH, T, T] scratch (zeroed here).
-void attention_backward(Backend& be, float* dq, float* dk, float* dv, float* dprobs,
-                        float* dscores, const float* dctx, const float* q, const float* k,
-                        const float* v, const float* probs, const AttentionDims& d);
+void attention_backward(Backend& be, float* dq, float* dk, float* dv, float* dprobs, float* dscores,
+                        const float* dctx, const float* q, const float* k, const float* v,
+                        const float* probs, const AttentionDims& d, ProbsDropout drop = {});
 
 }  // namespace bertrt

@@ -20,8 +20,9 @@ struct BertConfig {
   float layer_norm_eps = 1e-12f;
   int pad_token_id = 0;
   float initializer_range = 0.02f;
-  float hidden_dropout_prob = 0.1f;           // recorded for export; training runs without dropout
-  float attention_probs_dropout_prob = 0.1f;  // (see README, "Numerics")
+  float hidden_dropout_prob = 0.1f;           // recorded for export; training drops only when
+                                              // asked (finetune --hidden-dropout-prob ...)
+  float attention_probs_dropout_prob = 0.1f;  // (docs/backends.md, "Numerics")
 
   int head_dim() const { return hidden_size / num_attention_heads; }
   Gelu gelu() const;

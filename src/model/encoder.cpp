@@ -15,11 +15,13 @@ namespace {
 LayerDims layer_dims(const BertConfig& c, int B, int T, const EncoderActs& a, int l) {
   LayerDims d{AttentionDims{B, T, c.num_attention_heads, c.head_dim()}, c.intermediate_size,
               c.layer_norm_eps, c.gelu()};
-  if (a.training() && a.dropout.prob > 0.0f) {
+  if (a.training() && a.dropout.any()) {
     const Dropout& p = a.dropout;
     d.dropout = p.prob;
     d.attn_seed = dropout_seed(p.seed, p.step, Dropout::attention_site(l));
     d.ffn_seed = dropout_seed(p.seed, p.step, Dropout::ffn_site(l));
+    d.att_drop = {p.attention_probs,
+                  dropout_seed(p.seed, p.step, Dropout::attention_probs_site(l))};
   }
   return d;
 }

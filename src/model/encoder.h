@@ -25,18 +25,23 @@ struct EncoderInputs {
   const int32_t* attention_mask = nullptr;  // [B, T] 1 keep / 0 pad; nullptr = all 1
 };
 
-// Hidden dropout of training forwards (hidden_dropout_prob, HF's three sites in the encoder: the
-// embeddings' output and each layer's two sublayer outputs; and, as HF's classifier_dropout left
-// unset, the input of the sequence, regression and token classification heads: BertModel;
-// backends/dropout_rule.h draws the masks from (seed, step, site), so a resumed run draws the
-// same ones). prob 0: none.
+// Dropout of training forwards. prob: hidden_dropout_prob, at HF's three sites in the encoder (the
+// embeddings' output and each layer's two sublayer outputs) and, as HF's classifier_dropout left
+// unset, on the input of the sequence, regression and token classification heads (BertModel).
+// attention_probs: attention_probs_dropout_prob, on each layer's attention probabilities
+// (BertSelfAttention). backends/dropout_rule.h draws the masks from (seed, step, site), so a
+// resumed run draws the same ones. 0: none.
 struct Dropout {
   float prob = 0.0f;
   uint64_t seed = 0;  // the run's
   uint64_t step = 0;  // the draw: the trainer numbers (optimizer step, micro-batch) pairs
-  // Site numbers: 0 the embeddings, then two a layer; the head's input above any layer's.
+  float attention_probs = 0.0f;
+  bool any() const { return prob > 0.0f || attention_probs > 0.0f; }
+  // Site numbers: 0 the embeddings, then two a layer; the head's input and the attention
+  // probabilities above any layer's.
   static uint64_t embeddings_site() { return 0; }
   static uint64_t head_site() { return uint64_t(1) << 32; }
+  static uint64_t attention_probs_site(int layer) { return (uint64_t(2) << 32) + uint64_t(layer); }
   static uint64_t attention_site(int layer) { return 1 + 2 * uint64_t(layer); }
   static uint64_t ffn_site(int layer) { return 2 + 2 * uint64_t(layer); }
 };

@@ -21,11 +21,11 @@ void encoder_layer_forward(Backend& be, const LayerActs& a, float* scores, const
     linear_forward(be, a.k, inp, w.key_w, w.key_b, N, C, C, 0, Q.key);
     linear_forward(be, a.v, inp, w.value_w, w.value_b, N, C, C, 0, Q.value);
   }
-  if (a.no_backward)
+  if (a.no_backward && d.att_drop.p == 0.0f)
     be.attention_forward_inference(a.ctx, a.probs, scores, a.q, a.k, a.v, mask_add, d.att.B,
                                    d.att.NH, d.att.T, d.att.HS, 1.0f / std::sqrt(float(d.att.HS)));
   else
-    attention_forward(be, a.ctx, a.probs, scores, a.q, a.k, a.v, mask_add, d.att);
+    attention_forward(be, a.ctx, a.probs, scores, a.q, a.k, a.v, mask_add, d.att, d.att_drop);
   linear_forward(be, a.res1, a.ctx, w.attn_out_w, w.attn_out_b, N, C, C, 0, Q.attn_out);
   if (d.dropout > 0.0f) be.dropout(a.res1, size_t(N) * C, d.dropout, d.attn_seed);
   be.add(a.res1, a.res1, inp, size_t(N) * C);
@@ -76,7 +76,7 @@ void encoder_layer_backward(Backend& be, float* dinp, const LayerParams& dw,
   be.fill(s.dk, 0.0f, NC);
   be.fill(s.dv, 0.0f, NC);
   attention_backward(be, s.dq, s.dk, s.dv, s.dprobs, s.dscores, s.dctx, a.q, a.k, a.v, a.probs,
-                     d.att);
+                     d.att, d.att_drop);
   linear_backward(be, dinp, dw.query_w, dw.query_b, s.dq, inp, w.query_w, N, C, C, 0, 0, Q.query);
   linear_backward(be, dinp, dw.key_w, dw.key_b, s.dk, inp, w.key_w, N, C, C, 0, 0, Q.key);
   linear_backward(be, dinp, dw.value_w, dw.value_b, s.dv, inp, w.value_w, N, C, C, 0, 0, Q.value);

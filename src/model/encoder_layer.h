@@ -25,7 +25,7 @@ struct LayerActs {
   float* out;                  // [N, C]
   float *ln2_mean, *ln2_rstd;  // [N]
   // No backward runs through this layer (inference, frozen layers): probs need not be kept, and
-  // the attention runs fused (Backend::attention_forward_inference).
+  // the attention runs fused (Backend::attention_forward_inference) unless it drops.
   bool no_backward = false;
 };
 
@@ -45,6 +45,7 @@ struct LayerDims {
   // dense output, before the residual add); 0 = none. The seeds are this layer's, this step's.
   float dropout = 0.0f;
   uint64_t attn_seed = 0, ffn_seed = 0;
+  ProbsDropout att_drop = {};  // attention_probs_dropout_prob, this layer's seed
   int N() const { return att.B * att.T; }
   int C() const { return att.C(); }
 };

@@ -52,12 +52,15 @@ Trainer::Trainer(BertModel& model, Backend& backend, const OptimOptions& options
     : model_(model), backend_(backend), memory_(memory),
       rule_(with_plan(model, memory).layout(), options, trainable_params(model, memory)) {}
 
-void Trainer::set_dropout(float prob, uint64_t seed) {
+void Trainer::set_dropout(float prob, uint64_t seed, float attention_probs) {
   if (!(prob >= 0.0f && prob < 1.0f)) fail("hidden dropout probability {} is outside [0, 1)", prob);
-  if (prob > 0.0f && !backend_.supports(Op::kDropout))
-    fail("hidden dropout {}: the {} backend has no dropout op; train with dropout 0 on it", prob,
-         backend_.name());
+  if (!(attention_probs >= 0.0f && attention_probs < 1.0f))
+    fail("attention-probabilities dropout probability {} is outside [0, 1)", attention_probs);
+  if ((prob > 0.0f || attention_probs > 0.0f) && !backend_.supports(Op::kDropout))
+    fail("dropout {} / {}: the {} backend has no dropout op; train with dropout 0 on it", prob,
+         attention_probs, backend_.name());
   dropout_prob_ = prob;
+  attention_probs_dropout_ = attention_probs;
   dropout_seed_ = seed;
 }
 
@@ -90,7 +93,8 @@ StepResult Trainer::step(const std::vector<MicroBatch>& micro) {
   for (size_t m = 0; m < micro.size(); ++m) {
     const MicroBatch& mb = micro[m];
     // The draw numbers steps and their micro-batches apart (2^16 micro-batches a step).
-    model_.set_dropout({dropout_prob_, dropout_seed_, uint64_t(steps_) << 16 | m});
+    model_.set_dropout(
+        {dropout_prob_, dropout_seed_, uint64_t(steps_) << 16 | m, attention_probs_dropout_});
     const ForwardResult f = model_.forward(backend_, mb.inputs, mb.targets, /*training=*/true);
     accumulate(r.fwd, f, w);
     if (!std::isfinite(f.loss)) {

@@ -64,11 +64,13 @@ class Trainer {
   // with options.skip_nonfinite the step is counted but skipped (StepResult::skipped).
   StepResult step(const std::vector<MicroBatch>& micro);
 
-  // Hidden dropout of every training forward from now on (encoder.h Dropout): prob in [0, 1), 0 =
-  // none (the default). Each micro-batch of each step draws its own masks from (seed, step, micro-
-  // batch), so a resumed run draws the masks of the uninterrupted one.
-  void set_dropout(float prob, uint64_t seed);
+  // Dropout of every training forward from now on (encoder.h Dropout): hidden `prob` and
+  // `attention_probs` in [0, 1), 0 = none (the defaults). Each micro-batch of each step draws its
+  // own masks from (seed, step, micro-batch), so a resumed run draws the masks of the
+  // uninterrupted one.
+  void set_dropout(float prob, uint64_t seed, float attention_probs = 0.0f);
   float dropout() const { return dropout_prob_; }
+  float attention_probs_dropout() const { return attention_probs_dropout_; }
   int64_t steps_done() const { return steps_; }           // skipped steps included
   int64_t skipped_steps() const { return skipped_; }
   const OptimOptions& options() const { return rule_.options(); }
@@ -87,7 +89,7 @@ class Trainer {
   MemoryOptions memory_;
   UpdateRule rule_;
   int64_t steps_ = 0, skipped_ = 0;
-  float dropout_prob_ = 0.0f;
+  float dropout_prob_ = 0.0f, attention_probs_dropout_ = 0.0f;
   uint64_t dropout_seed_ = 0;
 };
 

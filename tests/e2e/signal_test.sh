@@ -68,9 +68,10 @@ done
 
 # --- finetune --------------------------------------------------------------------------------------
 N=60
-# With hidden dropout: the resumed run must draw the uninterrupted run's masks.
+# With dropout (hidden and attention probabilities): the resumed run must draw the uninterrupted
+# run's masks.
 FT=(--task sst2 --train "$T/train.tsv" --max-steps $N --batch-size 8 --learning-rate 1e-3 --seed 5
-    --hidden-dropout-prob 0.1)
+    --hidden-dropout-prob 0.1 --attention-probs-dropout-prob 0.1)
 "$BIN" finetune --model "$T/init.brt" "${FT[@]}" --metrics "$T/ffull.jsonl" -o "$T/ffull.brt" > /dev/null 2>&1 \
   && ok || bad "uninterrupted finetune"
 for sig in TERM INT; do
@@ -97,7 +98,7 @@ if [ -f "$T/f_ck.brt" ]; then
     "$BIN" finetune --resume "$T/f_ck.brt" "${FT6[@]}" -o "$T/x.brt"
   FT0=(--task sst2 --train "$T/train.tsv" --max-steps $N --batch-size 8 --learning-rate 1e-3 --seed 5)
   expect_error "finetune resume without its dropout" "$T/x.brt" \
-    'hidden_dropout_prob: checkpoint 0.1, now \(absent\)' -- \
+    'attention_probs_dropout_prob: checkpoint 0.1, now \(absent\); hidden_dropout_prob: checkpoint 0.1, now \(absent\)' -- \
     "$BIN" finetune --resume "$T/f_ck.brt" "${FT0[@]}" -o "$T/x.brt"
 fi
 expect_error "finetune resume of a finished model" "$T/x.brt" "no training state" -- \

@@ -539,18 +539,19 @@ TEST_F(CapiTest, TrainerTakesCallerBatches) {
   bertrt_model_free(m);
 }
 
-// options.hidden_dropout_prob is `finetune --hidden-dropout-prob`: the same seeded masks, so two
-// trainers with it take the same steps, and other steps than without it.
+// options.hidden_dropout_prob / attention_probs_dropout_prob are `finetune
+// --hidden-dropout-prob / --attention-probs-dropout-prob`: the same seeded masks, so two trainers
+// with them take the same steps, and other steps than without them.
 TEST_F(CapiTest, TrainerHiddenDropoutIsSeededAndChangesTheSteps) {
   const std::string train = (dir_ / "train.tsv").string();
   head_lines(sst2_path("train"), train, 33);
-  auto losses = [&](float p) {
+  auto losses = [&](float p, float attention) {
     bertrt_model* m = load(write_model("init.brt", HeadsConfig{}));
     bertrt_finetune_options o;
     bertrt_finetune_options_init(&o);
     EXPECT_EQ(o.hidden_dropout_prob, 0.0f);
     o.task = "sst2", o.batch_size = 16, o.epochs = 1, o.learning_rate = 1e-3f;
-    o.max_seq_length = 24, o.hidden_dropout_prob = p;
+    o.max_seq_length = 24, o.hidden_dropout_prob = p, o.attention_probs_dropout_prob = attention;
     bertrt_trainer* t = nullptr;
     std::vector<double> out;
     EXPECT_EQ(bertrt_trainer_create(m, &o, train.c_str(), &t), BERTRT_OK) << bertrt_last_error();
@@ -563,10 +564,13 @@ TEST_F(CapiTest, TrainerHiddenDropoutIsSeededAndChangesTheSteps) {
     bertrt_model_free(m);
     return out;
   };
-  const std::vector<double> drop = losses(0.1f);
+  const std::vector<double> drop = losses(0.1f, 0.0f);
   ASSERT_EQ(drop.size(), 2u);
-  EXPECT_EQ(drop, losses(0.1f));
-  EXPECT_NE(drop, losses(0.0f));
+  EXPECT_EQ(drop, losses(0.1f, 0.0f));
+  EXPECT_NE(drop, losses(0.0f, 0.0f));
+  const std::vector<double> both = losses(0.1f, 0.1f);
+  EXPECT_EQ(both, losses(0.1f, 0.1f));
+  EXPECT_NE(both, drop);
 }
 
 TEST_F(CapiTest, BadTrainerOptionsAndDataLeaveTheModelAsItWas) {
@@ -589,6 +593,11 @@ TEST_F(CapiTest, BadTrainerOptionsAndDataLeaveTheModelAsItWas) {
   EXPECT_NE(std::string(bertrt_last_error()).find("options.hidden_dropout_prob"),
             std::string::npos);
   o.hidden_dropout_prob = 0.0f;
+  o.attention_probs_dropout_prob = -0.1f;
+  EXPECT_EQ(bertrt_trainer_create(m, &o, train.c_str(), &t), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bertrt_last_error()).find("options.attention_probs_dropout_prob"),
+            std::string::npos);
+  o.attention_probs_dropout_prob = 0.0f;
   o.max_seq_length = 25;
   EXPECT_EQ(bertrt_trainer_create(m, &o, train.c_str(), &t), BERTRT_E_INVALID_ARGUMENT);
   EXPECT_NE(std::string(bertrt_last_error()).find("max_position_embeddings"), std::string::npos);

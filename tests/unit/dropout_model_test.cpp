@@ -32,14 +32,21 @@ double loss_of(BertModel& m, Backend& be, const test::Batch& b) {
 // it): a mask missing from the backward of that site gets its gradient wrong by the dropped share
 // and more. ε = 1e-3: O(ε²) truncation plus the loss's rounding over 2ε; measured, the two agree
 // to 0.3 % (the LayerNorm weight) and 1e-4 (the dense weights), so 1 % bounds them, while the
-// gradients without the masks are off by 60 % or more. Dropping at p = 0.5.
-void expect_gradients_match(const std::string& head, const std::vector<std::string>& below) {
+// gradients without the masks are off by 60 % or more. The rounding leaves an absolute floor:
+// gaps of 1.1e-7 and 2.7e-7 on directional derivatives of 4e-6 and 1.5e-5 (query weights, where
+// the attention is flat), so kFloor = 5e-7 is added. Dropping at p = 0.5.
+constexpr double kFloor = 5e-7;
+void expect_gradients_match(const std::string& head, const std::vector<std::string>& below,
+                            const Dropout drop = {0.5f, 17, 2}, float qk_scale = 1.0f) {
   const BertConfig c = tiny_config();
   BertModel m(c, test::heads_of(head));
   m.init_weights(3);
+  for (const ParamInfo& p : m.layout().params())  // sharper attention: see the caller
+    if (p.name.find("self.query.weight") != std::string::npos ||
+        p.name.find("self.key.weight") != std::string::npos)
+      for (size_t i = 0; i < p.numel; ++i) m.params()[p.offset + i] *= qk_scale;
   ReferenceBackend be;
   const test::Batch b = make_batch(c, 1);
-  const Dropout drop{0.5f, 17, 2};
   const size_t n = m.layout().total();
   m.set_dropout(drop);
   m.zero_grad(be);
@@ -74,7 +81,7 @@ void expect_gradients_match(const std::string& head, const std::vector<std::stri
     for (size_t i = 0; i < p.numel; ++i) m.params()[p.offset + i] = theta[p.offset + i];
     std::printf("%s %s: g·u %.7g, central difference %.7g, without dropout %.7g\n", head.c_str(),
                 p.name.c_str(), analytic, numeric, plain);
-    EXPECT_NEAR(analytic, numeric, 1e-2 * std::fabs(numeric));
+    EXPECT_NEAR(analytic, numeric, 1e-2 * std::fabs(numeric) + kFloor);
     // The masks matter here: the gradient without them is another one.
     EXPECT_GT(std::fabs(plain - numeric), 0.1 * std::fabs(numeric));
   }
@@ -96,6 +103,47 @@ TEST(DropoutModel, HeadInputDropoutGradientsForTokenAndRegressionHeads) {
   expect_gradients_match("token",
                          {"bert.encoder.layer.1.output.LayerNorm.weight", "classifier.weight"});
   expect_gradients_match("regression", {"bert.pooler.dense.weight", "classifier.weight"});
+}
+
+// Attention-probability dropout alone (HF attention_probs_dropout_prob): the value weights see
+// the dropped probabilities through dV, the query and key weights through the softmax backward.
+// At the std-0.02 init the scores are ~1e-3, the softmax is flat and the query/key gradients
+// (~4e-6) sit at the central difference's rounding floor (a few % off, with or without dropout);
+// weights ×10 make the scores ~0.1 and the gradients large enough to compare at 1 %.
+TEST(DropoutModel, AttentionProbsDropoutGradientsMatchFiniteDifferences) {
+  std::vector<std::string> below;
+  for (const char* l : {"0", "1"})
+    for (const char* w : {"query", "key", "value"})
+      below.push_back(std::string("bert.encoder.layer.") + l + ".attention.self." + w + ".weight");
+  expect_gradients_match("sequence", below, Dropout{0.0f, 17, 2, 0.5f}, 10.0f);
+}
+
+// The backward plans redraw the forward's masks: recomputing a layer (or freezing the one
+// below) gives the gradients of the plain plan, bit for bit, with both dropouts on; and a frozen
+// layer drops too (HF's modules drop whenever the model is in training mode).
+TEST(DropoutModel, RecomputeAndFrozenLayersDrawTheSameMasks) {
+  const BertConfig c = tiny_config();
+  const test::Batch b = make_batch(c, 1);
+  auto grads_with = [&](const BackwardPlan& plan, const Dropout& drop) {
+    BertModel m(c, test::heads_of("pretraining"));
+    m.init_weights(7);
+    CpuBackend be(2);
+    m.set_backward_plan(plan);
+    m.set_dropout(drop);
+    m.zero_grad(be);
+    const double loss = m.forward(be, b.inputs(), b.targets(), true).loss;
+    m.backward(be);
+    std::vector<float> g(m.grads(), m.grads() + m.layout().total());
+    g.push_back(float(loss));
+    return g;
+  };
+  const Dropout drop{0.2f, 3, 5, 0.3f};
+  BackwardPlan redo, frozen{1, false, false}, frozen_redo{1, false, true};
+  redo.recompute = true;
+  EXPECT_EQ(grads_with({}, drop), grads_with(redo, drop));
+  const std::vector<float> f = grads_with(frozen, drop);
+  EXPECT_EQ(f, grads_with(frozen_redo, drop));
+  EXPECT_NE(f.back(), grads_with(frozen, Dropout{0.2f, 3, 5, 0.0f}).back());
 }
 
 // The sequence head reads the pooled output through its own mask (HF: classifier_dropout unset
@@ -144,7 +192,7 @@ std::vector<float> train(Backend& be, float p) {
   OptimOptions o;
   o.learning_rate = 3e-3f, o.total_steps = 3, o.warmup_steps = 1;
   Trainer trainer(m, be, o);
-  trainer.set_dropout(p, 9);
+  trainer.set_dropout(p, 9, p);
   const test::Batch b1 = make_batch(c, 1), b2 = make_batch(c, 2);
   std::vector<float> out;
   for (int step = 0; step < 3; ++step) {
@@ -173,7 +221,7 @@ TEST(DropoutModel, InferenceNeverDrops) {
   const test::Batch b = make_batch(c, 1);
   const double eval_plain = m.forward(be, b.inputs(), b.targets(), false).loss;
   const double train_plain = m.forward(be, b.inputs(), b.targets(), true).loss;
-  m.set_dropout({0.3f, 1, 0});
+  m.set_dropout({0.3f, 1, 0, 0.3f});
   EXPECT_EQ(m.forward(be, b.inputs(), b.targets(), false).loss, eval_plain);
   EXPECT_NE(m.forward(be, b.inputs(), b.targets(), true).loss, train_plain);
 }
@@ -185,6 +233,7 @@ TEST(DropoutModel, TrainerRejectsAProbabilityOutsideZeroToOne) {
   Trainer trainer(m, be, OptimOptions{});
   EXPECT_THROW(trainer.set_dropout(1.0f, 1), Error);
   EXPECT_THROW(trainer.set_dropout(-0.5f, 1), Error);
+  EXPECT_THROW(trainer.set_dropout(0.1f, 1, 1.0f), Error);
 }
 
 }  // namespace

@@ -65,7 +65,8 @@ void add_finetune(CLI::App& app) {
     int epochs = 3;
     int64_t max_steps = 0;
     int batch_size = 32, eval_batch_size = 64, max_seq_length = 0;
-    float lr = 2e-5f, warmup_ratio = 0.1f, weight_decay = 0.01f, hidden_dropout = 0.0f;
+    float lr = 2e-5f, warmup_ratio = 0.1f, weight_decay = 0.01f, hidden_dropout = 0.0f,
+          attention_dropout = 0.0f;
     uint64_t seed = 42;
     bool group_by_length = false;
     BackendChoice backend;
@@ -112,7 +113,11 @@ void add_finetune(CLI::App& app) {
                 "dropout while training on the embeddings' output, each layer's sublayer "
                 "outputs and the head's input (Hugging Face's hidden_dropout_prob, and its "
                 "classifier_dropout left unset; its configs say 0.1; question answering has no "
-                "head dropout). Not on the attention probabilities yet; cpu and reference backends")
+                "head dropout); cpu and reference backends")
+      ->capture_default_str();
+  c->add_option("--attention-probs-dropout-prob", o->attention_dropout,
+                "dropout on every layer's attention probabilities while training (Hugging Face's "
+                "attention_probs_dropout_prob; its configs say 0.1); cpu and reference backends")
       ->capture_default_str();
   c->add_option("--seed", o->seed, "head init, shuffling and dropout masks")->capture_default_str();
   c->add_flag("--group-by-length", o->group_by_length,
@@ -141,6 +146,8 @@ void add_finetune(CLI::App& app) {
     check_positive("--weight-decay", o->weight_decay, /*allow_zero=*/true);
     if (!(o->hidden_dropout >= 0.0f && o->hidden_dropout < 1.0f))
       fail("--hidden-dropout-prob must be in [0, 1), got {}", o->hidden_dropout);
+    if (!(o->attention_dropout >= 0.0f && o->attention_dropout < 1.0f))
+      fail("--attention-probs-dropout-prob must be in [0, 1), got {}", o->attention_dropout);
     const TaskDefinition task = task_from_flags(o->task, o->train, o->max_seq_length);
     if (task.name != "squad" && !(o->train_articles.empty() && o->dev_articles.empty()))
       fail("--train-articles/--dev-articles apply to --task squad only");
@@ -188,7 +195,7 @@ void add_finetune(CLI::App& app) {
     const int64_t steps_per_epoch = finetune_steps_per_epoch(hyper, train->size());
     const int64_t total = finetune_total_steps(hyper, train->size());
     Trainer trainer(model, *be, finetune_optim_options(hyper, total));
-    trainer.set_dropout(o->hidden_dropout, o->seed);
+    trainer.set_dropout(o->hidden_dropout, o->seed, o->attention_dropout);
     std::error_code ec;
     nlohmann::json run = {{"task", task_definition_json(task)},
                           {"train", o->train},
@@ -206,6 +213,8 @@ void add_finetune(CLI::App& app) {
     // (As the flag was written: the float's shortest decimal, not its double expansion.)
     if (o->hidden_dropout > 0.0f)
       run["hidden_dropout_prob"] = std::stod(fmt::format("{}", o->hidden_dropout));
+    if (o->attention_dropout > 0.0f)
+      run["attention_probs_dropout_prob"] = std::stod(fmt::format("{}", o->attention_dropout));
     if (resuming) {
       check_resumable(o->resume, m, run);
       restore_training_state(trainer, *m.training_state, o->resume);  // copies the moments
