@@ -7,7 +7,8 @@ BertLMPredictionHead with the decoder tied to the word embeddings, cls.seq_relat
 classifier), in float64 so that the only error left in a comparison is bertrt's fp32. Writes one
 safetensors file with the config (metadata), the weights, the inputs and targets, the outputs, the
 losses, the gradient of every parameter ("grad/<name>"), and the losses of 3 AdamW steps with
-global-norm clipping at 1.0 ("trajectory"). Dropout is 0 (bertrt trains without dropout).
+global-norm clipping at 1.0 ("trajectory"; gradients below 1e-5 of the largest zeroed before each
+step, as the C++ side does: drop_tiny_grads). Dropout is 0 (bertrt's default).
 The fine-tuning heads without a pre-training counterpart (regression, BertForTokenClassification,
 BertForQuestionAnswering) are separate models on the same inputs, their tensors under
 "regression/", "token_classification/" and "question_answering/" (the same keys otherwise).
@@ -270,6 +271,16 @@ def randomize(model):
                 p.copy_(0.3 * torch.randn_like(p))
 
 
+def drop_tiny_grads(model):
+    """Zeroes gradient elements below 1e-5 of the largest, as bert_reference_test.cpp does on its
+    side: Adam's early steps move a weight by about lr·sign(g) whatever |g|, so a gradient that is
+    fp32 rounding noise would steer the trajectory by whichever sign the rounding picked."""
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    threshold = 1e-5 * max(g.abs().max().item() for g in grads)
+    for g in grads:
+        g[g.abs() < threshold] = 0
+
+
 def replay(model, batch, prefix):
     """Parameters, forward outputs, losses, every gradient, then the losses of 3 steps of
     clip_grad_norm_(1.0) + AdamW with BERT's no-decay groups, keyed under `prefix`."""
@@ -290,6 +301,7 @@ def replay(model, batch, prefix):
                             lr=1e-3, betas=(0.9, 0.999), eps=1e-8)
     trajectory = [loss.item()]
     for _ in range(3):
+        drop_tiny_grads(model)
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         opt.zero_grad()
