@@ -57,8 +57,10 @@ void Trainer::set_dropout(float prob, uint64_t seed, float attention_probs) {
   if (!(attention_probs >= 0.0f && attention_probs < 1.0f))
     fail("attention-probabilities dropout probability {} is outside [0, 1)", attention_probs);
   if ((prob > 0.0f || attention_probs > 0.0f) && !backend_.supports(Op::kDropout))
-    fail("dropout {} / {}: the {} backend has no dropout op; train with dropout 0 on it", prob,
-         attention_probs, backend_.name());
+    fail(
+        "hidden dropout {}, attention-probabilities dropout {}: the {} backend has no dropout "
+        "op; train with both at 0 on it",
+        prob, attention_probs, backend_.name());
   dropout_prob_ = prob;
   attention_probs_dropout_ = attention_probs;
   dropout_seed_ = seed;
