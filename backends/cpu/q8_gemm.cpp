@@ -7,17 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/cpu_features.h"
 #include "backends/cpu/q8_gemm_vnni.h"
 #include "core/error.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define BERTRT_Q8_X86 1
-#include <cpuid.h>
-#include <immintrin.h>
-#if defined(__linux__)
-#include <sys/syscall.h>  // SYS_arch_prctl: the AMX tile state
-#include <unistd.h>
-#endif
 #endif
 #if defined(__aarch64__) && defined(__ARM_NEON) && (defined(__GNUC__) || defined(__clang__))
 #define BERTRT_Q8_NEON 1
@@ -211,47 +206,6 @@ bool have_dotprod() {
 }
 #endif  // BERTRT_Q8_NEON
 
-#ifdef BERTRT_Q8_X86
-// Linux hands out the AMX tile data state (XFEATURE 18) per process on request.
-bool request_amx_permission() {
-#if defined(__linux__)
-  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
-  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
-#else
-  return false;
-#endif
-}
-
-// What cpuid and XGETBV say, once. AVX state (XCR0 bits 1–2) must be enabled by the OS for any ymm
-// kernel, and the opmask/zmm state (bits 5–7) for the AVX-512 ones: a hypervisor can report the
-// AVX-512 instructions in cpuid and still leave the zmm state off.
-struct X86Features {
-  bool avx2 = false, avx512_vnni = false, avx_vnni = false, amx_int8 = false;
-  X86Features() {
-    unsigned a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d)) return;
-    const bool osxsave = (c >> 27) & 1, avx = (c >> 28) & 1;
-    if (!osxsave || !avx) return;
-    unsigned lo, hi;
-    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    const bool ymm_os = (lo & 0x6) == 0x6, zmm_os = (lo & 0xE6) == 0xE6;
-    if (!ymm_os || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return;
-    avx2 = (b >> 5) & 1;
-    const bool f = (b >> 16) & 1, bw = (b >> 30) & 1, vl = (b >> 31) & 1, vnni = (c >> 11) & 1;
-    avx512_vnni = zmm_os && f && bw && vl && vnni;
-    // AMX: AMX-TILE and AMX-INT8 (leaf 7 EDX bits 24, 25), the tile state in XCR0 (bits 17–18),
-    // and Linux's permission to use it (asked once; refused on kernels before 5.16).
-    const bool amx_cpu = ((d >> 24) & 1) && ((d >> 25) & 1) && (lo & 0x60000) == 0x60000;
-    if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) avx_vnni = avx2 && ((a >> 4) & 1);
-    amx_int8 = amx_cpu && avx512_vnni && request_amx_permission();  // its file is built for AVX-512
-  }
-};
-const X86Features& x86() {
-  static const X86Features f;
-  return f;
-}
-#endif
-
 }  // namespace
 
 const char* q8_kernel_name(Q8Kernel k) {
@@ -283,20 +237,20 @@ bool q8_kernel_available(Q8Kernel k) {
 #ifdef BERTRT_Q8_X86
 #ifdef BERTRT_Q8_AVX2
     case Q8Kernel::kAvx2:
-      return x86().avx2;
+      return x86_features().avx2;
 #endif
 #ifdef BERTRT_Q8_AVX512VNNI
     case Q8Kernel::kAvx512Vnni:
     case Q8Kernel::kAvx512Vnni256:
-      return x86().avx512_vnni;
+      return x86_features().avx512_vnni;
 #endif
 #ifdef BERTRT_Q8_AVXVNNI
     case Q8Kernel::kAvxVnni:
-      return x86().avx_vnni;
+      return x86_features().avx_vnni;
 #endif
 #ifdef BERTRT_Q8_AMX
     case Q8Kernel::kAmx:
-      return x86().amx_int8;
+      return x86_features().amx_int8;
 #endif
 #endif
 #ifdef BERTRT_Q8_NEON
