@@ -1,15 +1,17 @@
-// The cpu backend's fully-connected providers side by side: OpenBLAS (today's path) and XNNPACK
-// (backends/cpu/xnnpack_fc.h), each as linear_forward runs it (gemm X·Wᵀ, then bias_add), on the
-// inference Linear shapes of BERT-mini and BERT-base at S = 128: [M = B·S, K, N] for the
-// attention projections (Q, K, V and attention output share one shape), FFN up and down, and
-// [M = B, K, N] for the pooler and a 2-label classifier, B = 1 and 8.
+// The cpu backend's fp32 fully-connected providers side by side (backends/cpu/fc_provider.h):
+// OpenBLAS, XNNPACK (W packed once) and bertrt's own kernel (f32_gemm.h: W read in place), each
+// as linear_forward runs it (gemm X·Wᵀ, then bias_add), on the inference Linear shapes of
+// BERT-mini and BERT-base at S = 128: [M = B·S, K, N] for the attention projections (Q, K, V and
+// attention output share one shape), FFN up and down, and [M = B, K, N] for the pooler and a
+// 2-label classifier, B = 1 and 8.
 //
-// The two providers run interleaved in one process (A B, then B A, round after round) so that
-// load from other processes hits both alike; the figure is each one's median over the rounds. The
-// first XNNPACK call of a shape packs W (reported apart, "pack"). A benchmark, not a test: it
-// prints figures and asserts nothing (correctness: tests/unit/xnnpack_fc_test.cpp).
+// The providers run interleaved in one process, in a rotating order round after round, so that
+// load from other processes hits them alike; each figure is a provider's median (and minimum)
+// over the rounds. The first XNNPACK call of a shape packs W (reported apart, "pack"). A
+// benchmark, not a test: it prints figures and asserts nothing (correctness:
+// tests/unit/f32_gemm_test.cpp, tests/unit/xnnpack_fc_test.cpp).
 //
-// Usage: bench_xnnpack [--rounds N] [--json]   (threads: BERTRT_NUM_THREADS, as for bertrt)
+// Usage: bench_fc [--rounds N] [--json]   (threads: BERTRT_NUM_THREADS, as for bertrt)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -110,81 +112,94 @@ int main(int argc, char** argv) {
       }
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--rounds N] [--json]\nOpenBLAS vs XNNPACK fp32 fully connected on "
-                   "BERT-mini/base inference shapes, interleaved, medians. Threads: "
-                   "BERTRT_NUM_THREADS.\n",
+                   "usage: %s [--rounds N] [--json]\nOpenBLAS vs XNNPACK vs bertrt's kernel, fp32 "
+                   "fully connected on BERT-mini/base inference shapes, interleaved, medians. "
+                   "Threads: BERTRT_NUM_THREADS; kernel: BERTRT_F32_KERNEL.\n",
                    argv[0]);
       return std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0 ? 0 : 2;
     }
   }
-  if (!cpu::xnnpack_available()) {
-    std::fprintf(stderr, "%s: no XNNPACK: %s\n", argv[0],
-                 cpu::xnnpack_unavailable_reason().c_str());
-    return 1;
+  // One backend per provider; each W below is kept (kept_w) until the backends go, so no packed
+  // copy outlives its weight (XNNPACK runs only on a backend told its weights are constant).
+  const bool have_xnn = cpu::xnnpack_available();
+  std::vector<cpu::FcProvider> provs = {cpu::FcProvider::kOpenBlas, cpu::FcProvider::kBertrt};
+  if (have_xnn) provs.insert(provs.begin() + 1, cpu::FcProvider::kXnnpack);
+  std::vector<std::unique_ptr<CpuBackend>> be;
+  for (cpu::FcProvider p : provs) {
+    be.push_back(std::make_unique<CpuBackend>());
+    be.back()->set_fc_provider(p);
+    be.back()->set_constant_weights(true);
   }
-  CpuBackend blas, xnn;
-  blas.set_fc_provider(cpu::FcProvider::kOpenBlas);
-  xnn.set_fc_provider(cpu::FcProvider::kXnnpack);
-  // Only a backend told its weights are constant runs XNNPACK: each W below is kept (kept_w)
-  // until the backend goes, so no packed copy outlives its weight.
-  xnn.set_constant_weights(true);
+  CpuBackend autob;  // what BERTRT_FC_PROVIDER=auto picks, shape by shape (from its call counts)
+  autob.set_fc_provider(cpu::FcProvider::kAuto);
+  autob.set_constant_weights(true);
+  const size_t P = provs.size();
   std::vector<std::vector<float>> kept_w;
   const char* coretype = std::getenv("OPENBLAS_CORETYPE");
   if (!json) {
     std::printf(
-        "# %s\n# threads %d, OPENBLAS_CORETYPE=%s, %d interleaved rounds, median ms of "
-        "gemm + bias_add\n",
-        cpu_line().c_str(), blas.num_threads(), coretype ? coretype : "(unset)", rounds);
-    std::printf("%-5s %-13s %2s %5s %5s %5s | %9s %9s | %7s %8s %8s | %8s %9s %4s\n", "model",
-                "layer", "B", "M", "K", "N", "openblas", "xnnpack", "x/o", "GF/s o", "GF/s x",
-                "pack ms", "max diff", "auto");
+        "# %s\n# threads %d, OPENBLAS_CORETYPE=%s, fp32 kernel %s, %d interleaved rounds; ms of "
+        "gemm + bias_add, median (min)%s\n",
+        cpu_line().c_str(), be[0]->num_threads(), coretype ? coretype : "(unset)",
+        cpu::f32_kernel_name(cpu::f32_best_kernel()), rounds,
+        have_xnn ? "" : ("; no XNNPACK: " + cpu::xnnpack_unavailable_reason()).c_str());
+    std::printf("%-5s %-13s %2s %5s %5s %5s |", "model", "layer", "B", "M", "K", "N");
+    for (cpu::FcProvider p : provs) std::printf(" %17s", cpu::fc_provider_name(p));
+    std::printf(" | %6s %6s | %8s %9s %8s\n", "b/o", "x/o", "pack ms", "max diff", "auto");
   }
   for (const Shape& s : shapes()) {
     const auto X = randn(size_t(s.M) * s.K, 1u + s.M + s.K, 1.0f);
     auto W = randn(size_t(s.N) * s.K, 2u + s.N + s.K, 0.05f);
     const auto b = randn(size_t(s.N), 3u + s.N, 0.1f);
-    std::vector<float> yo(size_t(s.M) * s.N), yx(yo.size());
-    ms_of(blas, s, X.data(), W.data(), b.data(), yo.data());  // warm-up
-    const double pack = ms_of(xnn, s, X.data(), W.data(), b.data(), yx.data());
-    double diff = 0, scale = 0;
-    for (size_t i = 0; i < yo.size(); ++i)
-      diff = std::max(diff, double(std::fabs(yo[i] - yx[i]))),
-      scale = std::max(scale, double(std::fabs(yo[i])));
-    std::vector<double> to, tx;
-    for (int r = 0; r < rounds; ++r) {
-      if (r % 2 == 0) {
-        to.push_back(ms_of(blas, s, X.data(), W.data(), b.data(), yo.data()));
-        tx.push_back(ms_of(xnn, s, X.data(), W.data(), b.data(), yx.data()));
-      } else {
-        tx.push_back(ms_of(xnn, s, X.data(), W.data(), b.data(), yx.data()));
-        to.push_back(ms_of(blas, s, X.data(), W.data(), b.data(), yo.data()));
-      }
+    std::vector<std::vector<float>> y(P, std::vector<float>(size_t(s.M) * s.N));
+    double pack = 0;
+    for (size_t i = 0; i < P; ++i) {  // warm-up; XNNPACK's first call packs W
+      const double ms = ms_of(*be[i], s, X.data(), W.data(), b.data(), y[i].data());
+      if (provs[i] == cpu::FcProvider::kXnnpack) pack = ms;
     }
-    const double mo = median(to), mx = median(tx);
-    const double gflop = 2.0 * s.M * s.N * s.K * 1e-9;
+    double diff = 0, scale = 0;  // the largest difference from OpenBLAS, over the providers
+    for (size_t i = 1; i < P; ++i)
+      for (size_t e = 0; e < y[0].size(); ++e)
+        diff = std::max(diff, double(std::fabs(y[0][e] - y[i][e]))),
+        scale = std::max(scale, double(std::fabs(y[0][e])));
+    std::vector<std::vector<double>> t(P);
+    for (int r = 0; r < rounds; ++r)
+      for (size_t j = 0; j < P; ++j) {
+        const size_t i = (j + static_cast<size_t>(r)) % P;
+        t[i].push_back(ms_of(*be[i], s, X.data(), W.data(), b.data(), y[i].data()));
+      }
+    const auto before = autob.fc_stats();
+    ms_of(autob, s, X.data(), W.data(), b.data(), y[0].data());
+    const auto after = autob.fc_stats();
+    const char* pick = after.bertrt_calls > before.bertrt_calls     ? "bertrt"
+                       : after.xnnpack_calls > before.xnnpack_calls ? "xnnpack"
+                                                                    : "openblas";
+    std::vector<double> med(P), mn(P);
+    for (size_t i = 0; i < P; ++i)
+      med[i] = median(t[i]), mn[i] = *std::min_element(t[i].begin(), t[i].end());
     const double rel = scale > 0 ? diff / scale : diff;
-    const bool wins = cpu::xnnpack_fc_wins(s.M, s.N, s.K);  // auto's choice, before its budget
-    if (json)
+    const double bo = med[P - 1] / med[0], xo = have_xnn ? med[1] / med[0] : 0.0;
+    if (json) {
+      std::printf("{\"model\":\"%s\",\"layer\":\"%s\",\"B\":%d,\"M\":%d,\"K\":%d,\"N\":%d", s.model,
+                  s.layer, s.B, s.M, s.K, s.N);
+      for (size_t i = 0; i < P; ++i)
+        std::printf(",\"%s_ms\":%.4f,\"%s_min_ms\":%.4f", cpu::fc_provider_name(provs[i]), med[i],
+                    cpu::fc_provider_name(provs[i]), mn[i]);
       std::printf(
-          "{\"model\":\"%s\",\"layer\":\"%s\",\"B\":%d,\"M\":%d,\"K\":%d,\"N\":%d,"
-          "\"openblas_ms\":%.4f,\"xnnpack_ms\":%.4f,\"ratio\":%.3f,\"pack_ms\":%.3f,"
-          "\"max_rel_diff\":%.2e,\"auto_xnnpack\":%s,\"rounds\":%d,\"threads\":%d}\n",
-          s.model, s.layer, s.B, s.M, s.K, s.N, mo, mx, mx / mo, pack, rel, wins ? "true" : "false",
-          rounds, blas.num_threads());
-    else
-      std::printf(
-          "%-5s %-13s %2d %5d %5d %5d | %9.3f %9.3f | %7.2f %8.1f %8.1f | %8.2f %9.1e %4s\n",
-          s.model, s.layer, s.B, s.M, s.K, s.N, mo, mx, mx / mo, gflop / (mo * 1e-3),
-          gflop / (mx * 1e-3), pack, rel, wins ? "x" : "o");
+          ",\"pack_ms\":%.3f,\"max_rel_diff\":%.2e,\"auto\":\"%s\",\"rounds\":%d,\"threads\":%d}\n",
+          pack, rel, pick, rounds, be[0]->num_threads());
+    } else {
+      std::printf("%-5s %-13s %2d %5d %5d %5d |", s.model, s.layer, s.B, s.M, s.K, s.N);
+      for (size_t i = 0; i < P; ++i) std::printf(" %8.3f (%6.3f)", med[i], mn[i]);
+      std::printf(" | %6.2f %6.2f | %8.2f %9.1e %8s\n", bo, xo, pack, rel, pick);
+    }
     std::fflush(stdout);
     kept_w.push_back(std::move(W));  // the buffer moves, its address (xnn's key) stays held
   }
   if (!json)
     std::printf(
-        "# x/o > 1: XNNPACK slower. max diff: max |openblas − xnnpack| / max |openblas|. auto: "
-        "what\n"
-        "# BERTRT_FC_PROVIDER=auto takes for the shape (x xnnpack, o openblas) within its budget.\n"
-        "# %s\n# %s\n",
-        blas.fc_summary().c_str(), xnn.fc_summary().c_str());
+        "# b/o, x/o: bertrt's, XNNPACK's median over OpenBLAS's (< 1: faster). max diff: max "
+        "|openblas − other| / max |openblas|.\n# auto: what BERTRT_FC_PROVIDER=auto takes for the "
+        "shape.\n");
   return 0;
 }

@@ -38,6 +38,7 @@ void for_column_blocks(cpu::ThreadPool& pool, int rows, int cols, F&& f) {
 CpuBackend::CpuBackend(int num_threads)
     : pool_(num_threads),
       q8_kernel_(cpu::q8_best_kernel()),
+      f32_kernel_(cpu::f32_best_kernel()),
       fc_provider_(cpu::fc_provider_from_env()) {
   cpu::ensure_blas_core();  // before the first GEMM: OpenBLAS may not know this CPU (blas_core.h)
 #ifdef OPENBLAS_VERSION
@@ -77,11 +78,32 @@ bool CpuBackend::use_xnnpack(int M, int N, int K) const {
       return false;
     case cpu::FcProvider::kXnnpack:
       return true;
+    case cpu::FcProvider::kBertrt:
+      return false;
     case cpu::FcProvider::kAuto:
       // The rule first: where it never wins (aarch64), XNNPACK is never even initialised.
       return cpu::xnnpack_fc_wins(M, N, K) && cpu::xnnpack_available();
   }
   return false;
+}
+
+void CpuBackend::set_q8_kernel(cpu::Q8Kernel k) {
+  if (!cpu::q8_kernel_available(k))
+    fail("cpu backend: int8 kernel {} cannot run on this CPU", cpu::q8_kernel_name(k));
+  q8_kernel_ = k;
+}
+
+void CpuBackend::set_f32_kernel(cpu::F32Kernel k) {
+  if (!cpu::f32_kernel_available(k))
+    fail("cpu backend: fp32 kernel {} cannot run on this CPU", cpu::f32_kernel_name(k));
+  f32_kernel_ = k;
+}
+
+// bertrt's own kernel (f32_gemm.h) only when asked for: auto never takes it, because bench_fc
+// measured it level with OpenBLAS on one thread (0.85–1.2× per BERT shape, in-run noise ±10 %)
+// and slower on two (docs/performance.md, "bertrt's own fp32 kernel").
+bool CpuBackend::use_f32_kernel() const {
+  return constant_weights_ && fc_provider_ == cpu::FcProvider::kBertrt;
 }
 
 // auto packs weights only while their copies stay within cpu::xnnpack_auto_budget_bytes() (the
@@ -94,18 +116,18 @@ bool CpuBackend::within_pack_budget(const float* W, int N, int K, int lda, int l
 }
 
 CpuBackend::FcStats CpuBackend::fc_stats() const {
-  return FcStats{fc_xnnpack_calls_, fc_openblas_calls_, xnn_ ? xnn_->packed_bytes() : 0,
-                 constant_weights_};
+  return FcStats{fc_xnnpack_calls_, fc_bertrt_calls_, fc_openblas_calls_,
+                 xnn_ ? xnn_->packed_bytes() : 0, constant_weights_};
 }
 
 std::string CpuBackend::fc_summary() const {
   const FcStats s = fc_stats();
   // XNNPACK (forced or auto) runs only where the caller declared the weights constant.
   std::string line = fmt::format(
-      "fc provider {} ({}): openblas {}, xnnpack {} Linear GEMMs",
+      "fc provider {} ({}): openblas {}, xnnpack {}, bertrt {} Linear GEMMs (fp32 kernel {})",
       cpu::fc_provider_name(fc_provider_),
       s.constant_weights ? "weights declared constant" : "weights not constant: openblas only",
-      s.openblas_calls, s.xnnpack_calls);
+      s.openblas_calls, s.xnnpack_calls, s.bertrt_calls, cpu::f32_kernel_name(f32_kernel_));
   if (s.packed_bytes) line += fmt::format(" ({:.1f} MB packed)", s.packed_bytes / 1e6);
   // Without initialising XNNPACK (auto never does where its rule says no, e.g. aarch64).
   if (fc_provider_ == cpu::FcProvider::kAuto && !cpu::xnnpack_built())
@@ -209,6 +231,11 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int M, int N, int K, float alp
   if (M <= 0 || N <= 0) return;
   // nn.Linear's forward X·Wᵀ: the fully-connected provider's form (W contiguous [N, K]).
   if (!trans_a && trans_b && alpha == 1.0f && beta == 0.0f && ldb == K && K > 0) {
+    if (use_f32_kernel()) {
+      f32_linear(C, ldc, A, lda, B, M, N, K);
+      ++fc_bertrt_calls_;
+      return;
+    }
     if (use_xnnpack(M, N, K) && within_pack_budget(B, N, K, lda, ldc)) {
       if (!xnn_) xnn_ = std::make_unique<cpu::XnnpackFc>();
       // Threads exactly where the OpenBLAS path below splits: a small GEMM runs on the caller,
@@ -239,6 +266,54 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int M, int N, int K, float alp
         sgemm(trans_a, trans_b, M, e - b, K, alpha, A, lda,
               trans_b ? B + static_cast<size_t>(b) * ldb : B + b, ldb, beta, C + b, ldc);
     }
+  });
+}
+
+namespace {
+
+// The calling thread's scratch for f32_gemm_xwt's partial sums (grown, never shrunk).
+float* f32_scratch(size_t floats) {
+  thread_local FloatBuffer buf;
+  if (buf.size() < floats) buf.resize(floats);
+  return buf.data();
+}
+
+}  // namespace
+
+// Each task packs its own panels of X and computes all N columns for them (one fork-join, W read
+// once per task); with fewer panels than threads, X is packed once and the columns are split.
+// Either way every output is the kernel's one fma chain: the split never changes a float.
+void CpuBackend::f32_linear(float* Y, int ldy, const float* X, int ldx, const float* W, int M,
+                            int N, int K) {
+  const cpu::F32Kernel k = f32_kernel_;
+  const size_t need = cpu::f32_packed_x_floats(k, M, K);
+  if (f32_packed_x_.size() < need) f32_packed_x_.resize(need);
+  float* P = f32_packed_x_.data();
+  const int pr = cpu::f32_kernel_panel_rows(k);
+  const int panels = (M + pr - 1) / pr;
+  const size_t panel_floats = static_cast<size_t>(K) * pr;
+  const int threads = gemm_splits(M, N, K) ? pool_.threads() : 1;
+  if (threads > 1 && panels >= 2 * threads) {
+    const size_t grain = static_cast<size_t>((panels + threads - 1) / threads);
+    pool_.parallel_for(static_cast<size_t>(panels), grain, [&](size_t p0, size_t p1) {
+      const int m0 = static_cast<int>(p0) * pr, m1 = std::min(static_cast<int>(p1) * pr, M);
+      float* p = P + p0 * panel_floats;
+      const float* x = X + static_cast<size_t>(m0) * ldx;
+      cpu::f32_pack_x(k, p, x, ldx, m1 - m0, K, 0, static_cast<int>(p1 - p0));
+      cpu::f32_gemm_xwt(k, m1 - m0, 0, N, K, x, ldx, p, W, K, nullptr,
+                        Y + static_cast<size_t>(m0) * ldy, ldy,
+                        f32_scratch(cpu::f32_scratch_floats(k, m1 - m0, 0, N, K)));
+    });
+    return;
+  }
+  cpu::f32_pack_x(k, P, X, ldx, M, K, 0, panels);
+  const int tn = cpu::f32_kernel_tile_n(k);
+  const size_t tiles = static_cast<size_t>((N + tn - 1) / tn);
+  pool_.parallel_for(threads > 1 ? tiles : 1, 1, [&](size_t t0, size_t t1) {
+    const int n0 = static_cast<int>(t0) * tn;
+    const int n1 = threads > 1 ? std::min(static_cast<int>(t1) * tn, N) : N;
+    cpu::f32_gemm_xwt(k, M, n0, n1, K, X, ldx, P, W, K, nullptr, Y, ldy,
+                      f32_scratch(cpu::f32_scratch_floats(k, M, n0, n1, K)));
   });
 }
 

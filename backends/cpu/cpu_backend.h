@@ -4,13 +4,15 @@
 // Everything else (tanh, the memory moves and small reductions of the contract, the int8
 // embedding lookup) falls back to the scalar ReferenceBackend, host memory included.
 //
-// Fully-connected provider (xnnpack_fc.h): only on a backend whose caller declared its weights
+// Fully-connected provider (fc_provider.h): only on a backend whose caller declared its weights
 // constant (set_constant_weights(true): the inference-only CLI commands and the C API's model
 // handle until a trainer is created on it), the Linear-form GEMMs (gemm(no-trans A, trans B,
 // alpha 1, beta 0), i.e. nn.Linear's X·Wᵀ) may run on XNNPACK with W packed once per weight
-// (keyed by W's address and shape), chosen by BERTRT_FC_PROVIDER (openblas | xnnpack | auto;
-// default auto, which takes XNNPACK only for shapes where a measurement showed it faster,
-// cpu::xnnpack_fc_wins, and only while the packed copies fit cpu::xnnpack_auto_budget_bytes()).
+// (keyed by W's address and shape; xnnpack_fc.h) or on bertrt's own kernel with W read in place
+// (f32_gemm.h), chosen by BERTRT_FC_PROVIDER (openblas | xnnpack | bertrt | auto; default auto,
+// which takes XNNPACK only for shapes where a measurement showed it faster,
+// cpu::xnnpack_fc_wins, and only while the packed copies fit cpu::xnnpack_auto_budget_bytes(),
+// and never bertrt's kernel, which measured level with OpenBLAS, not faster).
 // Without the declaration (the default, and always in training) every GEMM runs on OpenBLAS,
 // bit-identical to a build without the provider, whatever BERTRT_FC_PROVIDER says: a training
 // run and its resume from a checkpoint compute each step with the same rounding.
@@ -24,10 +26,13 @@
 #include <memory>
 #include <string>
 
+#include "backends/cpu/f32_gemm.h"
+#include "backends/cpu/fc_provider.h"
 #include "backends/cpu/q8_gemm.h"
 #include "backends/cpu/thread_pool.h"
 #include "backends/cpu/xnnpack_fc.h"
 #include "backends/reference/reference_backend.h"
+#include "core/buffer.h"
 
 namespace bertrt {
 
@@ -53,6 +58,7 @@ class CpuBackend : public ReferenceBackend {
   void set_fc_provider(cpu::FcProvider p);
   struct FcStats {
     size_t xnnpack_calls = 0;       // Linear-form GEMMs XNNPACK ran
+    size_t bertrt_calls = 0;        // Linear-form GEMMs bertrt's f32_gemm kernels ran
     size_t openblas_calls = 0;      // Linear-form GEMMs OpenBLAS ran
     size_t packed_bytes = 0;        // XNNPACK's packed weights held now
     bool constant_weights = false;  // declared: without it XNNPACK never runs
@@ -61,6 +67,14 @@ class CpuBackend : public ReferenceBackend {
   // One line for bench / verbose output, e.g. "fc provider auto (weights declared constant):
   // openblas 2, xnnpack 144 Linear GEMMs (12.8 MB packed)".
   std::string fc_summary() const;
+  // The kernels this backend runs: cpu::q8_best_kernel() and f32_best_kernel() at construction
+  // (BERTRT_Q8_KERNEL / BERTRT_F32_KERNEL or cpuid, read once per process). Tests and benchmarks
+  // set others; q8 weights packed for one kernel are not valid for another, so set it before
+  // packing. Throws bertrt::Error for a kernel this CPU cannot run.
+  void set_q8_kernel(cpu::Q8Kernel k);
+  void set_f32_kernel(cpu::F32Kernel k);
+  cpu::Q8Kernel q8_kernel() const { return q8_kernel_; }
+  cpu::F32Kernel f32_kernel() const { return f32_kernel_; }
   // True exactly for the ops overridden below.
   bool supports(Op op) const override;
 
@@ -137,11 +151,16 @@ class CpuBackend : public ReferenceBackend {
  private:
   cpu::ThreadPool pool_;
   cpu::Q8Kernel q8_kernel_;  // q8_best_kernel() at construction (BERTRT_Q8_KERNEL or cpuid)
+  cpu::F32Kernel f32_kernel_;  // f32_best_kernel() at construction (BERTRT_F32_KERNEL or cpuid)
   cpu::FcProvider fc_provider_;
   std::unique_ptr<cpu::XnnpackFc> xnn_;  // created at the first XNNPACK call
+  FloatBuffer f32_packed_x_;             // X packed for f32_kernel_ (grown, never shrunk)
   bool constant_weights_ = false;
-  size_t fc_xnnpack_calls_ = 0, fc_openblas_calls_ = 0;
+  size_t fc_xnnpack_calls_ = 0, fc_openblas_calls_ = 0, fc_bertrt_calls_ = 0;
   bool use_xnnpack(int M, int N, int K) const;
+  bool use_f32_kernel() const;
+  // Y [M, N] (row stride ldy) = X·Wᵀ on f32_kernel_, split over the pool.
+  void f32_linear(float* Y, int ldy, const float* X, int ldx, const float* W, int M, int N, int K);
   bool within_pack_budget(const float* W, int N, int K, int lda, int ldc) const;
 };
 

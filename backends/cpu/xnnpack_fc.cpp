@@ -6,6 +6,7 @@
 #include <map>
 #include <tuple>
 
+#include "backends/cpu/cpu_features.h"
 #include "core/error.h"
 
 #ifdef BERTRT_HAVE_XNNPACK
@@ -13,18 +14,6 @@
 #endif
 
 namespace bertrt::cpu {
-
-const char* fc_provider_name(FcProvider p) {
-  switch (p) {
-    case FcProvider::kOpenBlas:
-      return "openblas";
-    case FcProvider::kXnnpack:
-      return "xnnpack";
-    case FcProvider::kAuto:
-      return "auto";
-  }
-  return "?";
-}
 
 namespace {
 
@@ -67,34 +56,22 @@ bool xnnpack_built() {
 bool xnnpack_available() { return init_state().ok; }
 std::string xnnpack_unavailable_reason() { return init_state().why; }
 
-FcProvider fc_provider_from_env() {
-  const char* env = std::getenv("BERTRT_FC_PROVIDER");
-  if (!env || !*env) return FcProvider::kAuto;
-  if (std::strcmp(env, "openblas") == 0) return FcProvider::kOpenBlas;
-  if (std::strcmp(env, "auto") == 0) return FcProvider::kAuto;
-  if (std::strcmp(env, "xnnpack") == 0) return FcProvider::kXnnpack;
-  fail("BERTRT_FC_PROVIDER: '{}' is not a provider (expected openblas, xnnpack or auto)", env);
-}
-
 namespace {
 
 // XNNPACK runs its 7x16 AVX-512F f32 GEMM microkernel (the snapshot's src/init.c) when cpuinfo
 // reports AVX-512F with the OS saving zmm state; libgcc's __builtin_cpu_supports checks the same
 // (CPUID and XGETBV). Without it XNNPACK falls back to 5x16 FMA3, which spills an accumulator
 // and lost 2.4x to OpenBLAS (../shared/notes/cpu-kernels.md §2).
-bool xnnpack_has_avx512_kernel() {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  static const bool yes = __builtin_cpu_supports("avx512f");
-  return yes;
-#else
-  return false;
-#endif
+// XNNPACK's AVX-512F kernels on an AMD CPU: where it measured faster (xnnpack_fc_wins).
+bool xnnpack_wins_here() {
+  const X86Features& f = x86_features();
+  return f.avx512f && f.amd;
 }
 
 }  // namespace
 
 bool xnnpack_fc_wins(int M, int N, int K) {
-  // Measured with bench/xnnpack_bench.cpp (docs/performance.md, "XNNPACK vs OpenBLAS"), the two
+  // Measured with bench/fc_bench.cpp (docs/performance.md, "XNNPACK vs OpenBLAS"), the two
   // providers interleaved in one process, medians of 31 rounds, 1 thread, on x86-64 with AVX-512F
   // (OpenBLAS on its Cooperlake kernel), three runs at load 5-10: XNNPACK took 0.66-0.93x
   // OpenBLAS's time in every run for every Linear with M ≥ 8 rows, N and K ≥ 256 and a weight of
@@ -102,10 +79,13 @@ bool xnnpack_fc_wins(int M, int N, int K) {
   // B = 8); the bigger BERT-base FFN weights (9.4 MB) went either way (0.91-1.32x: XNNPACK streams
   // the whole packed weight once per 7-row tile, so it suffers more when others share the cache);
   // it lost at M = 1 (pooler, B = 1: 1.2-1.3x) and N = 2 (classifier: 4-9x, though µs). The rule
-  // takes the region that won in every run. Not measured: AVX2-only hosts (XNNPACK's FMA3
-  // kernel, expected slower), 2 threads on a quiet machine, and aarch64: OpenBLAS there until
-  // figures say otherwise.
-  return xnnpack_has_avx512_kernel() && M >= 8 && N >= 256 && K >= 256 &&
+  // takes the region that won in every run. That host was an AMD Zen 4; on an Intel Xeon with
+  // AVX-512 (Sapphire Rapids generation, OpenBLAS on its SkylakeX kernel) the same bench, three
+  // runs, measured XNNPACK slower in that region (0.79-1.17x for BERT-mini, 1.18-1.37x for
+  // BERT-base's attention projections), so the rule is kept to AMD. Not measured: AVX2-only hosts
+  // (XNNPACK's FMA3 kernel, expected slower), 2 threads on a quiet machine, and aarch64: OpenBLAS
+  // there until figures say otherwise.
+  return xnnpack_wins_here() && M >= 8 && N >= 256 && K >= 256 &&
          static_cast<int64_t>(N) * K <= 768 * 768;
 }
 

@@ -23,17 +23,12 @@
 #include <memory>
 #include <string>
 
+#include "backends/cpu/fc_provider.h"
+
 struct pthreadpool;
 
 namespace bertrt::cpu {
 
-// Who runs the cpu backend's Linear-form GEMMs (gemm(no-trans A, trans B, alpha 1, beta 0)).
-enum class FcProvider {
-  kOpenBlas,  // OpenBLAS sgemm split over the pool (cpu_backend.cpp), today's path
-  kXnnpack,   // XNNPACK fully_connected_nc_f32 with the weight packed once
-  kAuto,      // per shape: XNNPACK only where xnnpack_fc_wins() says a measurement showed it faster
-};
-const char* fc_provider_name(FcProvider p);
 
 // True when this build has XNNPACK (BERTRT_XNNPACK), without initialising it.
 bool xnnpack_built();
@@ -43,14 +38,9 @@ bool xnnpack_available();
 // Why xnnpack_available() is false ("" when it is true).
 std::string xnnpack_unavailable_reason();
 
-// The provider named by BERTRT_FC_PROVIDER (openblas | xnnpack | auto), else kAuto. Throws
-// bertrt::Error naming the variable for another value. Whether XNNPACK is available is checked
-// where it would run (CpuBackend::set_constant_weights), not here: a backend whose weights are
-// not declared constant never runs it, so a training run is not refused over it.
-FcProvider fc_provider_from_env();
 
 // The auto rule: true for a Linear shape [M, K] · [N, K]ᵀ on this CPU family where the bench
-// (bench/xnnpack_bench.cpp, figures in docs/performance.md) measured XNNPACK faster than the
+// (bench/fc_bench.cpp, figures in docs/performance.md) measured XNNPACK faster than the
 // OpenBLAS path. False wherever nothing was measured.
 bool xnnpack_fc_wins(int M, int N, int K);
 

@@ -324,15 +324,13 @@ TEST(GemmU8S8, ThreadCountDoesNotChangeTheInt8Linear) {
 // kernel this CPU can run, with the weight packed and not, at 1 and 3 threads: the integers are
 // those of linear_u8s8_packed + gelu_forward + quantize_u8, bit for bit.
 TEST(Int8LinearGelu, FusedEqualsTheThreeOpsOnEveryKernelAndThreadCount) {
-  const char* env = std::getenv("BERTRT_Q8_KERNEL");
-  const std::string saved = env ? env : "";
   std::string tested;
   for (cpu::Q8Kernel k : cpu::kAllQ8Kernels) {
     if (!cpu::q8_kernel_available(k)) continue;
     tested += std::string(tested.empty() ? "" : ", ") + cpu::q8_kernel_name(k);
-    setenv("BERTRT_Q8_KERNEL", cpu::q8_kernel_name(k), 1);
     for (int threads : {1, 3}) {
       CpuBackend be(threads);
+      be.set_q8_kernel(k);  // (the environment is read once per process: it cannot switch)
       for (auto [M, N, K] : {std::tuple{1, 1, 16}, std::tuple{9, 65, 33}, std::tuple{130, 200, 64},
                              std::tuple{64, 1024, 256}}) {
         const size_t MN = static_cast<size_t>(M) * N;
@@ -362,15 +360,13 @@ TEST(Int8LinearGelu, FusedEqualsTheThreeOpsOnEveryKernelAndThreadCount) {
               << cpu::q8_kernel_name(k) << " M=" << M << " N=" << N;
           // Not a degenerate case: the codes span most of the range.
           const auto [lo, hi] = std::minmax_element(q.begin(), q.end());
-          if (MN > 1000) EXPECT_GT(*hi - *lo, 100) << cpu::q8_kernel_name(k);
+          if (MN > 1000) {
+            EXPECT_GT(*hi - *lo, 100) << cpu::q8_kernel_name(k);
+          }
         }
       }
     }
   }
-  if (saved.empty())
-    unsetenv("BERTRT_Q8_KERNEL");
-  else
-    setenv("BERTRT_Q8_KERNEL", saved.c_str(), 1);
   std::cout << "kernels tested: " << tested << "\n";
 }
 

@@ -345,10 +345,6 @@ void expect_training_bits_independent_of_provider(int hidden, int intermediate) 
   data.max_seq_length = 24;
   data.max_predictions_per_seq = 4;
   data.seed = 5;
-  if (!cpu::xnnpack_fc_wins(kB * data.max_seq_length, hidden, hidden))
-    GTEST_SKIP() << "auto would not take XNNPACK for hidden " << hidden
-                 << " on this CPU (xnnpack_fc_wins: AVX-512F hosts only), so a training run "
-                    "could not diverge here";
   std::mt19937_64 rng(99);
   Documents docs(8);
   for (auto& d : docs) {
@@ -384,10 +380,14 @@ void expect_training_bits_independent_of_provider(int hidden, int intermediate) 
   };
   const Run blas = run(cpu::FcProvider::kOpenBlas);
   ASSERT_EQ(blas.losses.size(), 2u);
-  for (const cpu::FcProvider p : {cpu::FcProvider::kXnnpack, cpu::FcProvider::kAuto}) {
+  // Training never declares its weights constant, so neither XNNPACK nor bertrt's own kernel
+  // may run, whether or not this CPU has them (auto would take them at these widths on some).
+  for (const cpu::FcProvider p :
+       {cpu::FcProvider::kXnnpack, cpu::FcProvider::kBertrt, cpu::FcProvider::kAuto}) {
     const Run r = run(p);
     const char* name = cpu::fc_provider_name(p);
     EXPECT_EQ(r.stats.xnnpack_calls, 0u) << name;
+    EXPECT_EQ(r.stats.bertrt_calls, 0u) << name;
     EXPECT_GT(r.stats.openblas_calls, 0u) << name;
     ASSERT_EQ(r.params.size(), blas.params.size());
     EXPECT_EQ(0, std::memcmp(r.losses.data(), blas.losses.data(), r.losses.size() * sizeof(double)))
@@ -399,17 +399,15 @@ void expect_training_bits_independent_of_provider(int hidden, int intermediate) 
 }
 
 // BERT-mini's widths (hidden 256, FFN 1024), which auto takes on an AVX-512 host. (There, with
-// K = 256, XNNPACK's and OpenBLAS's sums happened to round alike: bench_xnnpack's max diff is 0
+// K = 256, XNNPACK's and OpenBLAS's sums happened to round alike: bench_fc's max diff is 0
 // for those rows, so the call count is what would catch a leak at this width.)
 TEST(XnnpackFc, TrainingStepAtBertMiniWidthIsBitIdenticalWhateverTheProvider) {
-  SKIP_WITHOUT_XNNPACK();
   expect_training_bits_independent_of_provider(256, 1024);
 }
 
 // BERT-base's width (hidden 768, whose Q/K/V auto takes; FFN kept at 768 to stay small), where
 // the two providers' sums differ in the last bits (K = 768): a leak changes the losses.
 TEST(XnnpackFc, TrainingStepAtBertBaseWidthIsBitIdenticalWhateverTheProvider) {
-  SKIP_WITHOUT_XNNPACK();
   expect_training_bits_independent_of_provider(768, 768);
 }
 

@@ -87,6 +87,8 @@ void add_bench(CLI::App& app) {
                      {"fc_provider", cpu_be ? cpu::fc_provider_name(cpu_be->fc_provider()) : "n/a"},
                      {"fc_constant_weights", cpu_be && cpu_be->constant_weights()},
                      {"fc_xnnpack_calls", cpu_be ? cpu_be->fc_stats().xnnpack_calls : 0},
+                     {"fc_bertrt_calls", cpu_be ? cpu_be->fc_stats().bertrt_calls : 0},
+                     {"f32_kernel", cpu_be ? cpu::f32_kernel_name(cpu_be->f32_kernel()) : "n/a"},
                      {"fc_openblas_calls", cpu_be ? cpu_be->fc_stats().openblas_calls : 0}}
                      .dump());
       return;

@@ -1,0 +1,66 @@
+// fp32 GEMM tiles for the Linear form Y = X·Wᵀ (+ bias) with W read in place, for static-weight
+// inference (XNNPACK-style names: data type, output tile rows × columns, instruction set).
+//
+// W stays where it is: nn.Linear's [N, K] rows, e.g. the model file's mapped pages, never packed
+// or copied. The activations X [M, K] are packed per call instead, in panels of PR rows with k
+// outermost (P[p][k][PR], rows past M zero): a packed panel gives PR rows of one k in PR/L vector
+// loads. A tile of NR output columns broadcasts W[n + j, k] (one scalar per column and k) and
+// multiply-adds it into the panel's vectors, so W is read once per panel and X once per tile.
+// Packing X costs M·K moves per call against M·N·K multiply-adds: 1/N of the work (≤ 0.4 % for
+// BERT's N ≥ 256), where packing W per call (OpenBLAS) moved N·K floats per call and a packed
+// copy of W held at load (XNNPACK) doubled the weights' memory.
+//
+//   f32_gemm_32x12_avx512f  32 rows (2 zmm) × 12 columns: 24 accumulators + 2 X vectors + 1
+//                           broadcast of the 32 zmm registers (x86-64-v4: AVX-512 F/BW/DQ/VL)
+//   f32_gemm_16x6_fma3      16 rows (2 ymm) × 6 columns: 12 accumulators of 16 ymm (AVX2 + FMA)
+//   f32_gemm_scalar         the reference: one fused multiply-add per (m, n, k), X read as it is
+//
+// Numerics: every kernel computes each output as ONE chain of fused multiply-adds over k in
+// order, starting from +0: acc = fma(X[m, k], W[n, k], acc) for k = 0 … K−1, then acc + bias[n]
+// (one rounding). The same expression in every kernel, tile, split and thread count, so all
+// kernels give the same floats bit for bit (tests/unit/f32_gemm_test.cpp).
+#pragma once
+
+#include <cstddef>
+
+namespace bertrt::cpu {
+
+enum class F32Kernel { kScalar, kFma3, kAvx512f };
+
+// Every kernel, scalar first (for tests and `--help` texts).
+constexpr F32Kernel kAllF32Kernels[] = {F32Kernel::kScalar, F32Kernel::kFma3, F32Kernel::kAvx512f};
+
+// "scalar", "fma3", "avx512f".
+const char* f32_kernel_name(F32Kernel k);
+// True when kernel k was built and can run on this CPU (cpu_features.h).
+bool f32_kernel_available(F32Kernel k);
+// The best available SIMD kernel (avx512f > fma3), or the one named by BERTRT_F32_KERNEL (an
+// unknown name or one this CPU cannot run is an error naming the variable and the kernels it can
+// run). kScalar where no SIMD kernel can run (aarch64: the cpu backend keeps OpenBLAS there).
+F32Kernel f32_kernel_from_env();
+// f32_kernel_from_env() read once per process (what a CpuBackend starts with).
+F32Kernel f32_best_kernel();
+
+// Output columns per tile (12, 6, 1): callers split N in multiples of it.
+int f32_kernel_tile_n(F32Kernel k);
+// Rows per packed panel of X (32, 16; 1 for the scalar kernel, which reads X as it is).
+int f32_kernel_panel_rows(F32Kernel k);
+// Floats of X [M, K] packed for kernel k (0 for the scalar kernel).
+size_t f32_packed_x_floats(F32Kernel k, int M, int K);
+// Packs panels [p0, p1) of X [M, K] (row stride ldx) into P (f32_packed_x_floats floats, 64-byte
+// aligned). Panels are independent: callers may pack them on several threads.
+void f32_pack_x(F32Kernel k, float* P, const float* X, int ldx, int M, int K, int p0, int p1);
+
+// Floats of scratch f32_gemm_xwt needs for M rows and columns [n0, n1): the partial sums of a
+// block of columns, when K is longer than one block of k (0 otherwise, and for kScalar).
+size_t f32_scratch_floats(F32Kernel k, int M, int n0, int n1, int K);
+
+// Y[m, n] = Σ_k X[m, k]·W[n, k] (+ bias[n] when bias is non-null) for all M rows and columns
+// [n0, n1) (n0 a multiple of f32_kernel_tile_n(k)), W [N, K] with row stride ldw, Y row stride
+// ldy. The SIMD kernels read P (f32_pack_x of all of X for k), the scalar one X (row stride ldx).
+// S: f32_scratch_floats floats, 64-byte aligned, owned by the caller's thread.
+void f32_gemm_xwt(F32Kernel k, int M, int n0, int n1, int K, const float* X, int ldx,
+                  const float* P, const float* W, int ldw, const float* bias, float* Y, int ldy,
+                  float* S);
+
+}  // namespace bertrt::cpu

@@ -1,0 +1,176 @@
+// The loop nest of f32_gemm.h's SIMD kernels, one template for the ISA files
+// (f32_gemm_avx512f.cpp, f32_gemm_fma3.cpp). Included by exactly those files, which define their
+// Isa struct (vector type V, kLanes floats, kNR columns per tile, zero, load, bcast, fma, store) in
+// an anonymous namespace: everything here has internal linkage, so each file's copy is built with
+// its own -m flags and cannot stand in for another's.
+#pragma once
+
+#include <cstddef>
+
+namespace bertrt::cpu {
+namespace {
+
+inline int fmin_i(int a, int b) { return a < b ? a : b; }
+
+// P[p][k][PR] = X[p·PR + i, k] (0 for rows past M), panels [p0, p1). k outer, rows inner: the PR
+// rows' cache lines each serve 16 values of k from L1, and P is written in order.
+template <int PR>
+void pack_x(float* P, const float* X, int ldx, int M, int K, int p0, int p1) {
+  for (int p = p0; p < p1; ++p) {
+    float* dst = P + static_cast<size_t>(p) * K * PR;
+    const int m0 = p * PR, mr = fmin_i(PR, M - m0);
+    const float* x = X + static_cast<size_t>(m0) * ldx;
+    for (int k = 0; k < K; ++k, dst += PR) {
+      for (int i = 0; i < mr; ++i) dst[i] = x[static_cast<size_t>(i) * ldx + k];
+      for (int i = mr; i < PR; ++i) dst[i] = 0.0f;
+    }
+  }
+}
+
+// One tile over k in [0, kc): acc[i, j] += Σ_k P[k][i]·W[j, k] for i < PR = 2·kLanes, j < NR,
+// each a chain of fused multiply-adds over k in order (f32_gemm.h's numerics). The chain starts
+// from +0 (first) or from the partial sums the previous block of k left in S[j][PR]; it ends in S
+// (not last) or in Y[i, j] (+ bias[j]) for i < mr (last).
+// W is read in place (W[j·ldw + k], ldw > 0) or from a packed block of the tile (W[k·kNR + j],
+// ldw == 0; pack_w).
+template <class Isa, int NR>
+void tile(float* S, bool first, bool last, float* Y, int ldy, const float* P, const float* W,
+          int ldw, int kc, int mr, const float* bias) {
+  using V = typename Isa::V;
+  constexpr int L = Isa::kLanes, PR = 2 * L;
+  V a0[NR], a1[NR];
+#pragma GCC unroll 16
+  for (int j = 0; j < NR; ++j) {
+    a0[j] = first ? Isa::zero() : Isa::load(S + j * PR);
+    a1[j] = first ? Isa::zero() : Isa::load(S + j * PR + L);
+  }
+  if (ldw == 0) {
+    for (int k = 0; k < kc; ++k, P += PR, W += Isa::kNR) {
+      const V x0 = Isa::load(P), x1 = Isa::load(P + L);
+#pragma GCC unroll 16
+      for (int j = 0; j < NR; ++j) {
+        const V w = Isa::bcast(W[j]);
+        a0[j] = Isa::fma(x0, w, a0[j]);
+        a1[j] = Isa::fma(x1, w, a1[j]);
+      }
+    }
+  } else {
+    for (int k = 0; k < kc; ++k, P += PR) {
+      const V x0 = Isa::load(P), x1 = Isa::load(P + L);
+#pragma GCC unroll 16
+      for (int j = 0; j < NR; ++j) {
+        const V w = Isa::bcast(W[static_cast<size_t>(j) * ldw + k]);
+        a0[j] = Isa::fma(x0, w, a0[j]);
+        a1[j] = Isa::fma(x1, w, a1[j]);
+      }
+    }
+  }
+  alignas(64) float t[NR][PR];
+  float* out = last ? &t[0][0] : S;
+#pragma GCC unroll 16
+  for (int j = 0; j < NR; ++j) Isa::store(out + j * PR, a0[j]), Isa::store(out + j * PR + L, a1[j]);
+  if (!last) return;
+  // The accumulators hold columns of Y; rows of Y come out of a transposing copy.
+  for (int i = 0; i < mr; ++i) {
+    float* y = Y + static_cast<size_t>(i) * ldy;
+    if (bias) {
+      for (int j = 0; j < NR; ++j) y[j] = t[j][i] + bias[j];
+    } else {
+      for (int j = 0; j < NR; ++j) y[j] = t[j][i];
+    }
+  }
+}
+
+template <class Isa, int NR>
+void tile_cols(int nr, float* S, bool first, bool last, float* Y, int ldy, const float* P,
+               const float* W, int ldw, int kc, int mr, const float* bias) {
+  if constexpr (NR > 1) {
+    if (nr < NR) return tile_cols<Isa, NR - 1>(nr, S, first, last, Y, ldy, P, W, ldw, kc, mr, bias);
+  }
+  tile<Isa, NR>(S, first, last, Y, ldy, P, W, ldw, kc, mr, bias);
+}
+
+// Blocks of k: a panel's block (kKC · PR floats, 32 KB for zmm) stays in L1 while the tiles of
+// W's rows pass it; a block of columns keeps its W rows' block (≤ kWBlockBytes) in L2 for the
+// next panel.
+constexpr int kKC = 256;
+constexpr size_t kWBlockBytes = 1024 * 1024;
+// From this many panels on, each block of W is packed (pack_w) before the panels pass it: NR rows
+// read in place are NR strided streams, and where the row stride is a multiple of 4 KB (K = 1024,
+// 3072) they all fall in one L1 set. Packing costs a pass over W per call, which few panels do
+// not repay (bench_fc: in place wins at M = 128, packed at M = 1024).
+constexpr int kPackWPanels = 8;
+
+template <class Isa>
+constexpr int block_cols() {
+  constexpr int nc = static_cast<int>(kWBlockBytes / (sizeof(float) * kKC)) / Isa::kNR * Isa::kNR;
+  static_assert(nc >= Isa::kNR);
+  return nc;
+}
+
+template <class Isa>
+bool packs_w(int M) {
+  return (M + 2 * Isa::kLanes - 1) / (2 * Isa::kLanes) >= kPackWPanels;
+}
+
+// Floats of gemm_xwt's scratch S for M rows and columns [n0, n1): the partial sums of one block
+// of columns for every panel when K > kKC (several blocks of k), then the packed block of W when
+// packs_w(M).
+template <class Isa>
+size_t scratch_floats(int M, int n0, int n1, int K) {
+  constexpr int PR = 2 * Isa::kLanes, NR = Isa::kNR;
+  const int cols = fmin_i(block_cols<Isa>(), (n1 - n0 + NR - 1) / NR * NR);
+  const size_t sums = K > kKC ? static_cast<size_t>((M + PR - 1) / PR) * cols * PR : 0;
+  const size_t wp = packs_w<Isa>(M) ? static_cast<size_t>(cols) * fmin_i(K, kKC) : 0;
+  return sums + wp;
+}
+
+// Columns [n, ne) × k [kb, kb + kc) of W as tiles of [kc][kNR] (columns past ne zero).
+template <class Isa>
+void pack_w(float* Wp, const float* W, int ldw, int n, int ne, int kb, int kc) {
+  constexpr int NR = Isa::kNR;
+  for (; n < ne; n += NR, Wp += static_cast<size_t>(kc) * NR) {
+    const int nr = fmin_i(NR, ne - n);
+    for (int j = 0; j < NR; ++j) {
+      const float* w = W + static_cast<size_t>(n + j) * ldw + kb;
+      for (int k = 0; k < kc; ++k) Wp[k * NR + j] = j < nr ? w[k] : 0.0f;
+    }
+  }
+}
+
+// Columns [n0, n1) for all M rows; S holds scratch_floats floats (64-byte aligned).
+template <class Isa>
+void gemm_xwt(int M, int n0, int n1, int K, const float* P, const float* W, int ldw,
+              const float* bias, float* Y, int ldy, float* S) {
+  constexpr int PR = 2 * Isa::kLanes, NR = Isa::kNR;
+  const int panels = (M + PR - 1) / PR;
+  const size_t panel_floats = static_cast<size_t>(K) * PR;
+  constexpr int nc = block_cols<Isa>();
+  const int cols = fmin_i(nc, (n1 - n0 + NR - 1) / NR * NR);
+  float* sums = K > kKC ? S : nullptr;
+  float* wp = packs_w<Isa>(M) ? S + (sums ? static_cast<size_t>(panels) * cols * PR : 0) : nullptr;
+  for (int nb = n0; nb < n1; nb += nc) {
+    const int ne = fmin_i(n1, nb + nc);
+    const size_t s_panel = static_cast<size_t>((ne - nb + NR - 1) / NR) * NR * PR;
+    for (int kb = 0; kb < K; kb += kKC) {
+      const int kc = fmin_i(kKC, K - kb);
+      const bool first = kb == 0, last = kb + kc == K;
+      if (wp) pack_w<Isa>(wp, W, ldw, nb, ne, kb, kc);
+      for (int p = 0; p < panels; ++p) {
+        const float* pk = P + p * panel_floats + static_cast<size_t>(kb) * PR;
+        float* s = sums ? sums + p * s_panel : nullptr;
+        float* y = Y + static_cast<size_t>(p) * PR * ldy;
+        const int mr = fmin_i(PR, M - p * PR);
+        for (int n = nb; n < ne; n += NR) {
+          const float* w =
+              wp ? wp + static_cast<size_t>(n - nb) * kc : W + static_cast<size_t>(n) * ldw + kb;
+          tile_cols<Isa, NR>(fmin_i(NR, ne - n), s ? s + (n - nb) * PR : nullptr, first, last,
+                             y + n, ldy, pk, w, wp ? 0 : ldw, kc, mr, bias ? bias + n : nullptr);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace bertrt::cpu

@@ -1,0 +1,324 @@
+// bertrt's own fp32 Linear kernels (backends/cpu/f32_gemm.h): the scalar reference against a
+// float64 sum within the fp32 error bound; every SIMD kernel this CPU can run bit for bit equal to
+// the scalar reference, swept over odd sizes (M, N, K around the 32×12 / 16×6 tiles and the
+// 256-deep blocks of k), strides, bias, column splits and panel subsets; the cpu backend's
+// provider `bertrt` (counted, thread-count independent, never without constant weights); the
+// kernel choice by BERTRT_F32_KERNEL; and a BERT forward on it against the PyTorch reference.
+#include "backends/cpu/f32_gemm.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "core/error.h"
+#include "io/safetensors.h"
+#include "model/bert_model.h"
+#include "op_test_util.h"
+#include "reference_model.h"
+#include "test_util.h"
+
+namespace bertrt {
+namespace {
+
+using cpu::F32Kernel;
+
+struct Shape {
+  int M, N, K;
+};
+
+// Around every edge the kernels have: panel rows (16, 32), tile columns (6, 12), the 256-deep
+// blocks of k (one block, a partial second, several), W read in place and packed per block (from
+// 8 panels on: M > 112 for fma3, M > 224 for avx512f), and 1.
+const Shape kShapes[] = {
+    {1, 1, 1},       {1, 13, 5},    {2, 7, 3},      {15, 6, 16},    {16, 12, 255}, {17, 25, 256},
+    {31, 11, 257},   {32, 24, 300}, {33, 37, 513},  {47, 5, 769},   {64, 61, 96},  {65, 130, 1},
+    {100, 17, 1100}, {129, 36, 31}, {3, 1031, 260}, {257, 30, 300}, {300, 13, 40}};
+
+// Y with row stride ldy, NaN everywhere first: what a kernel leaves unwritten stays NaN.
+std::vector<float> nan_y(int M, int ldy) {
+  return std::vector<float>(size_t(M) * ldy, std::numeric_limits<float>::quiet_NaN());
+}
+
+// Runs kernel k on columns [n0, n1) (X packed for it when it packs).
+void run_kernel(F32Kernel k, const Shape& s, const std::vector<float>& X, int ldx,
+                const std::vector<float>& W, int ldw, const float* bias, std::vector<float>& Y,
+                int ldy, int n0, int n1) {
+  std::vector<float> P(cpu::f32_packed_x_floats(k, s.M, s.K) + 16);
+  float* p =
+      reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(P.data()) + 63) & ~uintptr_t(63));
+  const int pr = cpu::f32_kernel_panel_rows(k);
+  const int panels = (s.M + pr - 1) / pr;
+  // Packed in two halves: panels are independent (f32_pack_x's contract).
+  cpu::f32_pack_x(k, p, X.data(), ldx, s.M, s.K, 0, panels / 2);
+  cpu::f32_pack_x(k, p, X.data(), ldx, s.M, s.K, panels / 2, panels);
+  std::vector<float> S(cpu::f32_scratch_floats(k, s.M, n0, n1, s.K) + 16);
+  float* sp =
+      reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(S.data()) + 63) & ~uintptr_t(63));
+  cpu::f32_gemm_xwt(k, s.M, n0, n1, s.K, X.data(), ldx, p, W.data(), ldw, bias, Y.data(), ldy, sp);
+}
+
+TEST(F32Gemm, ScalarReferenceIsWithinTheFp32BoundOfAFloat64Sum) {
+  for (const Shape s : kShapes)
+    for (bool with_bias : {false, true}) {
+      const auto X = test::randn(size_t(s.M) * s.K, 1 + s.M);
+      const auto W = test::randn(size_t(s.N) * s.K, 2 + s.N, 0.1f);
+      const auto b = test::randn(size_t(s.N), 3);
+      std::vector<float> Y = nan_y(s.M, s.N);
+      run_kernel(F32Kernel::kScalar, s, X, s.K, W, s.K, with_bias ? b.data() : nullptr, Y, s.N, 0,
+                 s.N);
+      // One fma chain over K terms, then + bias: γ_(K+1) · Σ|terms| (Higham §3.1), u = 2⁻²⁴.
+      const double u = std::ldexp(1.0, -24), gamma = (s.K + 1) * u / (1 - (s.K + 1) * u);
+      for (int m = 0; m < s.M; ++m)
+        for (int n = 0; n < s.N; ++n) {
+          double want = with_bias ? b[n] : 0.0, mag = std::fabs(want);
+          for (int k = 0; k < s.K; ++k) {
+            const double p = double(X[size_t(m) * s.K + k]) * W[size_t(n) * s.K + k];
+            want += p, mag += std::fabs(p);
+          }
+          ASSERT_LE(std::fabs(Y[size_t(m) * s.N + n] - want), gamma * mag)
+              << "M=" << s.M << " N=" << s.N << " K=" << s.K << " at (" << m << ", " << n << ")";
+        }
+    }
+}
+
+TEST(F32Gemm, EverySimdKernelEqualsTheScalarReferenceBitForBit) {
+  std::string tested, skipped;
+  for (const F32Kernel k : cpu::kAllF32Kernels) {
+    if (k == F32Kernel::kScalar) continue;
+    if (!cpu::f32_kernel_available(k)) {
+      skipped += std::string(skipped.empty() ? "" : ", ") + cpu::f32_kernel_name(k);
+      continue;
+    }
+    tested += std::string(tested.empty() ? "" : ", ") + cpu::f32_kernel_name(k);
+    const int tn = cpu::f32_kernel_tile_n(k);
+    for (const Shape s : kShapes)
+      for (int pad : {0, 5})  // row strides longer than the rows: X, W and Y
+        for (bool with_bias : {false, true}) {
+          const int ldx = s.K + pad, ldw = s.K + pad, ldy = s.N + pad;
+          const uint32_t seed = 11 + s.M * 7 + s.N * 3 + s.K + pad;
+          const auto X = test::randn(size_t(s.M) * ldx, seed);
+          const auto W = test::randn(size_t(s.N) * ldw, seed + 1, 0.1f);
+          const auto b = test::randn(size_t(s.N), seed + 2);
+          const float* bias = with_bias ? b.data() : nullptr;
+          std::vector<float> want = nan_y(s.M, ldy), got = nan_y(s.M, ldy);
+          run_kernel(F32Kernel::kScalar, s, X, ldx, W, ldw, bias, want, ldy, 0, s.N);
+          // All columns at once, and in two parts split at a tile boundary (a thread's share).
+          run_kernel(k, s, X, ldx, W, ldw, bias, got, ldy, 0, s.N);
+          ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+              << cpu::f32_kernel_name(k) << " M=" << s.M << " N=" << s.N << " K=" << s.K
+              << " pad=" << pad << " bias=" << with_bias;
+          const int split = std::min(s.N, (s.N / 2 + tn - 1) / tn * tn);
+          std::vector<float> parts = nan_y(s.M, ldy);
+          run_kernel(k, s, X, ldx, W, ldw, bias, parts, ldy, 0, split);
+          run_kernel(k, s, X, ldx, W, ldw, bias, parts, ldy, split, s.N);
+          ASSERT_EQ(0, std::memcmp(want.data(), parts.data(), want.size() * sizeof(float)))
+              << cpu::f32_kernel_name(k) << " split at column " << split << " M=" << s.M
+              << " N=" << s.N << " K=" << s.K;
+        }
+  }
+  std::cout << "[ f32 kernels ] tested: " << (tested.empty() ? "none" : tested)
+            << "; this CPU cannot run: " << (skipped.empty() ? "none" : skipped)
+            << "; chosen: " << cpu::f32_kernel_name(cpu::f32_best_kernel()) << "\n";
+  if (tested.empty()) GTEST_SKIP() << "no SIMD fp32 kernel runs on this CPU";
+}
+
+// gemm as linear_forward calls it: Y[M, N] = X[M, K] · W[N, K]ᵀ.
+std::vector<float> linear_gemm(CpuBackend& be, const std::vector<float>& X,
+                               const std::vector<float>& W, int M, int N, int K) {
+  std::vector<float> Y(size_t(M) * N);
+  be.gemm(false, true, M, N, K, 1.0f, X.data(), K, W.data(), K, 0.0f, Y.data(), N);
+  return Y;
+}
+
+// Big enough for the backend to split over its threads, both ways (panels, and columns when
+// there are fewer panels than threads), and small.
+const Shape kBackendShapes[] = {{1, 7, 5},      {8, 2, 768},   {33, 100, 64},
+                                {128, 96, 257}, {200, 40, 40}, {20, 300, 300}};
+
+TEST(F32Gemm, CpuBackendProviderBertrtIsCountedAndThreadCountIndependent) {
+  for (const F32Kernel k : cpu::kAllF32Kernels) {
+    if (!cpu::f32_kernel_available(k)) continue;
+    CpuBackend one(1), two(2);
+    for (CpuBackend* be : {&one, &two}) {
+      be->set_f32_kernel(k);
+      be->set_fc_provider(cpu::FcProvider::kBertrt);
+      be->set_constant_weights(true);
+    }
+    for (const Shape s : kBackendShapes) {
+      const auto X = test::randn(size_t(s.M) * s.K, 20 + s.M);
+      const auto W = test::randn(size_t(s.N) * s.K, 21 + s.N, 0.1f);
+      std::vector<float> want(size_t(s.M) * s.N);
+      cpu::f32_gemm_xwt(F32Kernel::kScalar, s.M, 0, s.N, s.K, X.data(), s.K, nullptr, W.data(), s.K,
+                        nullptr, want.data(), s.N, nullptr);
+      const auto y1 = linear_gemm(one, X, W, s.M, s.N, s.K);
+      const auto y2 = linear_gemm(two, X, W, s.M, s.N, s.K);
+      EXPECT_EQ(0, std::memcmp(want.data(), y1.data(), want.size() * sizeof(float)))
+          << cpu::f32_kernel_name(k) << " 1 thread M=" << s.M << " N=" << s.N << " K=" << s.K;
+      EXPECT_EQ(0, std::memcmp(want.data(), y2.data(), want.size() * sizeof(float)))
+          << cpu::f32_kernel_name(k) << " 2 threads M=" << s.M << " N=" << s.N << " K=" << s.K;
+    }
+    const size_t n = std::size(kBackendShapes);
+    EXPECT_EQ(two.fc_stats().bertrt_calls, n);
+    EXPECT_EQ(two.fc_stats().openblas_calls + two.fc_stats().xnnpack_calls, 0u);
+    EXPECT_NE(two.fc_summary().find("bertrt " + std::to_string(n)), std::string::npos)
+        << two.fc_summary();
+    EXPECT_NE(two.fc_summary().find(std::string("fp32 kernel ") + cpu::f32_kernel_name(k)),
+              std::string::npos)
+        << two.fc_summary();
+  }
+}
+
+TEST(F32Gemm, WithoutConstantWeightsTheProviderNeverRuns) {
+  CpuBackend be(2), blas(2);
+  be.set_fc_provider(cpu::FcProvider::kBertrt);
+  blas.set_fc_provider(cpu::FcProvider::kOpenBlas);
+  for (const Shape s : kBackendShapes) {
+    const auto X = test::randn(size_t(s.M) * s.K, 30 + s.M);
+    const auto W = test::randn(size_t(s.N) * s.K, 31 + s.N, 0.1f);
+    const auto y = linear_gemm(be, X, W, s.M, s.N, s.K);
+    const auto yb = linear_gemm(blas, X, W, s.M, s.N, s.K);
+    EXPECT_EQ(0, std::memcmp(y.data(), yb.data(), y.size() * sizeof(float))) << "M=" << s.M;
+  }
+  EXPECT_EQ(be.fc_stats().bertrt_calls, 0u);
+  EXPECT_EQ(be.fc_stats().openblas_calls, std::size(kBackendShapes));
+}
+
+// auto does not take bertrt's kernel (cpu_backend.cpp: it measured level with OpenBLAS, not
+// faster); only an explicit BERTRT_FC_PROVIDER=bertrt runs it.
+TEST(F32Gemm, AutoDoesNotTakeIt) {
+  CpuBackend be(2);
+  be.set_fc_provider(cpu::FcProvider::kAuto);
+  be.set_constant_weights(true);
+  for (const Shape s : kBackendShapes) {
+    const auto X = test::randn(size_t(s.M) * s.K, 50 + s.M);
+    const auto W = test::randn(size_t(s.N) * s.K, 51 + s.N, 0.1f);
+    linear_gemm(be, X, W, s.M, s.N, s.K);
+  }
+  EXPECT_EQ(be.fc_stats().bertrt_calls, 0u);
+  EXPECT_EQ(be.fc_stats().openblas_calls + be.fc_stats().xnnpack_calls, std::size(kBackendShapes));
+}
+
+// Sets an environment variable for a scope and puts back what was there.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had_)
+      ::setenv(name_, old_.c_str(), 1);
+    else
+      ::unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+TEST(F32Gemm, ProviderNamesAndTheirErrors) {
+  EXPECT_STREQ(cpu::fc_provider_name(cpu::FcProvider::kBertrt), "bertrt");
+  {
+    ScopedEnv env("BERTRT_FC_PROVIDER", "bertrt");
+    EXPECT_EQ(cpu::fc_provider_from_env(), cpu::FcProvider::kBertrt);
+  }
+  ScopedEnv env("BERTRT_FC_PROVIDER", "mkl");
+  try {
+    cpu::fc_provider_from_env();
+    FAIL() << "BERTRT_FC_PROVIDER=mkl was accepted";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("BERTRT_FC_PROVIDER"), std::string::npos) << what;
+    EXPECT_NE(what.find("bertrt"), std::string::npos) << what;  // names what it accepts
+  }
+}
+
+// BERTRT_F32_KERNEL picks a kernel by name; a name that is no kernel, or one this CPU cannot
+// run, is an error naming the variable and what the CPU can run. Unset: the best SIMD kernel.
+TEST(F32Gemm, KernelChoiceByEnvironment) {
+  {
+    ScopedEnv env("BERTRT_F32_KERNEL", "");
+    const F32Kernel best = cpu::f32_kernel_from_env();
+    EXPECT_TRUE(cpu::f32_kernel_available(best));
+    for (const F32Kernel k : cpu::kAllF32Kernels)  // nothing better is available
+      if (cpu::f32_kernel_available(k)) {
+        EXPECT_LE(int(k), int(best)) << cpu::f32_kernel_name(k);
+      }
+  }
+  for (const F32Kernel k : cpu::kAllF32Kernels) {
+    ScopedEnv env("BERTRT_F32_KERNEL", cpu::f32_kernel_name(k));
+    if (cpu::f32_kernel_available(k)) {
+      EXPECT_EQ(cpu::f32_kernel_from_env(), k);
+      continue;
+    }
+    EXPECT_THROW(cpu::f32_kernel_from_env(), Error) << cpu::f32_kernel_name(k);
+    CpuBackend be(1);
+    EXPECT_THROW(be.set_f32_kernel(k), Error) << cpu::f32_kernel_name(k);
+  }
+  ScopedEnv env("BERTRT_F32_KERNEL", "avx1024");
+  try {
+    cpu::f32_kernel_from_env();
+    FAIL() << "BERTRT_F32_KERNEL=avx1024 was accepted";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("BERTRT_F32_KERNEL=avx1024"), std::string::npos) << what;
+    EXPECT_NE(what.find("scalar"), std::string::npos) << what;  // what it can run
+  }
+}
+
+// A BERT forward (MLM + NSP + classifier heads) with every Linear on bertrt's kernel against the
+// PyTorch float64 reference within bert_reference_test's 2e-5, which the OpenBLAS path meets on
+// the same file: the kernels differ from OpenBLAS in summation order only.
+TEST(F32Gemm, ModelForwardOnItMatchesThePyTorchReference) {
+  constexpr double kTol = 2e-5;
+  for (const char* gelu : {"gelu", "gelu_new"}) {
+    const std::string path = test::build_dir() + "/reference/bert_" + gelu + ".safetensors";
+    const SafetensorsFile f = SafetensorsFile::open(path);
+    const BertConfig c = test::reference_config(f);
+    BertModel model(c, test::reference_pretraining_heads(f));
+    test::load_reference_params(model, f);
+    auto ints = [&](const char* name) {
+      const auto v = f.to_i64(name);
+      return std::vector<int32_t>(v.begin(), v.end());
+    };
+    const auto ids = ints("input/input_ids"), types = ints("input/token_type_ids"),
+               mask = ints("input/attention_mask"), positions = ints("input/mlm_positions");
+    const auto shape = f.at("input/input_ids").shape;
+    const EncoderInputs in{int(shape[0]), int(shape[1]), ids.data(), types.data(), mask.data()};
+    Targets t;
+    t.mlm_positions = positions.data(), t.num_masked = int(positions.size());
+    CpuBackend be(2);
+    be.set_fc_provider(cpu::FcProvider::kBertrt);
+    be.set_constant_weights(true);
+    model.forward(be, in, t, /*training=*/false);
+    EXPECT_GT(be.fc_stats().bertrt_calls, size_t(6 * c.num_hidden_layers)) << be.fc_summary();
+    EXPECT_EQ(be.fc_stats().openblas_calls, 0u) << be.fc_summary();
+    EXPECT_TRUE(
+        test::rel_close(model.last_hidden_state(), f.to_f32("output/last_hidden_state"), kTol))
+        << gelu;
+    EXPECT_TRUE(test::rel_close(model.pooler_output(), f.to_f32("output/pooler_output"), kTol))
+        << gelu;
+    EXPECT_TRUE(
+        test::rel_close(model.prediction_logits(), f.to_f32("output/prediction_logits"), kTol))
+        << gelu;
+    EXPECT_TRUE(test::rel_close(model.seq_relationship_logits().data(),
+                                f.to_f32("output/seq_relationship_logits"), kTol))
+        << gelu;
+    EXPECT_TRUE(test::rel_close(model.logits().data(), f.to_f32("output/logits"), kTol)) << gelu;
+  }
+}
+
+}  // namespace
+}  // namespace bertrt
