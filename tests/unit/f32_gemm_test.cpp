@@ -204,37 +204,13 @@ TEST(F32Gemm, AutoDoesNotTakeIt) {
   EXPECT_EQ(be.fc_stats().openblas_calls + be.fc_stats().xnnpack_calls, std::size(kBackendShapes));
 }
 
-// Sets an environment variable for a scope and puts back what was there.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    ::setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (had_)
-      ::setenv(name_, old_.c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
-
 TEST(F32Gemm, ProviderNamesAndTheirErrors) {
   EXPECT_STREQ(cpu::fc_provider_name(cpu::FcProvider::kBertrt), "bertrt");
   {
-    ScopedEnv env("BERTRT_FC_PROVIDER", "bertrt");
+    test::ScopedEnv env("BERTRT_FC_PROVIDER", "bertrt");
     EXPECT_EQ(cpu::fc_provider_from_env(), cpu::FcProvider::kBertrt);
   }
-  ScopedEnv env("BERTRT_FC_PROVIDER", "mkl");
+  test::ScopedEnv env("BERTRT_FC_PROVIDER", "mkl");
   try {
     cpu::fc_provider_from_env();
     FAIL() << "BERTRT_FC_PROVIDER=mkl was accepted";
@@ -249,7 +225,7 @@ TEST(F32Gemm, ProviderNamesAndTheirErrors) {
 // run, is an error naming the variable and what the CPU can run. Unset: the best SIMD kernel.
 TEST(F32Gemm, KernelChoiceByEnvironment) {
   {
-    ScopedEnv env("BERTRT_F32_KERNEL", "");
+    test::ScopedEnv env("BERTRT_F32_KERNEL", "");
     const F32Kernel best = cpu::f32_kernel_from_env();
     EXPECT_TRUE(cpu::f32_kernel_available(best));
     for (const F32Kernel k : cpu::kAllF32Kernels)  // nothing better is available
@@ -258,7 +234,7 @@ TEST(F32Gemm, KernelChoiceByEnvironment) {
       }
   }
   for (const F32Kernel k : cpu::kAllF32Kernels) {
-    ScopedEnv env("BERTRT_F32_KERNEL", cpu::f32_kernel_name(k));
+    test::ScopedEnv env("BERTRT_F32_KERNEL", cpu::f32_kernel_name(k));
     if (cpu::f32_kernel_available(k)) {
       EXPECT_EQ(cpu::f32_kernel_from_env(), k);
       continue;
@@ -267,7 +243,7 @@ TEST(F32Gemm, KernelChoiceByEnvironment) {
     CpuBackend be(1);
     EXPECT_THROW(be.set_f32_kernel(k), Error) << cpu::f32_kernel_name(k);
   }
-  ScopedEnv env("BERTRT_F32_KERNEL", "avx1024");
+  test::ScopedEnv env("BERTRT_F32_KERNEL", "avx1024");
   try {
     cpu::f32_kernel_from_env();
     FAIL() << "BERTRT_F32_KERNEL=avx1024 was accepted";

@@ -48,6 +48,30 @@ inline ::testing::AssertionResult rel_close(const float* got, const std::vector<
          << "] got " << got[worst] << " want " << want[worst] << " (max |want| " << max_want << ")";
 }
 
+// Sets an environment variable for a scope and puts back what was there.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had_)
+      ::setenv(name_, old_.c_str(), 1);
+    else
+      ::unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
 // True under an instruction-set emulator: the aarch64/armhf test presets set BERTRT_TEST_EMULATED=1
 // (qemu-user runs this code ~40x slower). The exhaustive sweeps and the thread-count tests then
 // take a sparser sample or smaller sizes: the same code paths and checks, fewer points.

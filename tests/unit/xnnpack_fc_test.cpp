@@ -103,30 +103,6 @@ TEST(XnnpackFc, OddShapesStridesAndBiasAgainstFloat64) {
   RecordProperty("cases", cases);
 }
 
-// Sets an environment variable for a scope and puts back what was there.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    ::setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (had_)
-      ::setenv(name_, old_.c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
-
 // gemm as linear_forward calls it: Y[M, N] = X[M, K] · W[N, K]ᵀ.
 std::vector<float> linear_gemm(CpuBackend& be, const std::vector<float>& X,
                                const std::vector<float>& W, int M, int N, int K) {
@@ -194,7 +170,7 @@ TEST(XnnpackFc, WeightIsPackedOnceAndDroppedWhenTheDeclarationIsWithdrawn) {
 // Without the declaration (the default: training, and any caller that did not say otherwise) the
 // provider never runs, even when forced: every Linear-form GEMM is OpenBLAS's, bit for bit.
 TEST(XnnpackFc, WithoutConstantWeightsEveryGemmIsOpenBlasBitForBit) {
-  ScopedEnv env("BERTRT_FC_PROVIDER", "xnnpack");
+  test::ScopedEnv env("BERTRT_FC_PROVIDER", "xnnpack");
   CpuBackend forced(2), blas(2);  // forced: from the environment, as a CLI run would be
   EXPECT_EQ(forced.fc_provider(), cpu::FcProvider::kXnnpack);
   EXPECT_FALSE(forced.constant_weights());
