@@ -260,39 +260,15 @@ TEST(F32Gemm, KernelChoiceByEnvironment) {
 TEST(F32Gemm, ModelForwardOnItMatchesThePyTorchReference) {
   constexpr double kTol = 2e-5;
   for (const char* gelu : {"gelu", "gelu_new"}) {
-    const std::string path = test::build_dir() + "/reference/bert_" + gelu + ".safetensors";
-    const SafetensorsFile f = SafetensorsFile::open(path);
-    const BertConfig c = test::reference_config(f);
-    BertModel model(c, test::reference_pretraining_heads(f));
-    test::load_reference_params(model, f);
-    auto ints = [&](const char* name) {
-      const auto v = f.to_i64(name);
-      return std::vector<int32_t>(v.begin(), v.end());
-    };
-    const auto ids = ints("input/input_ids"), types = ints("input/token_type_ids"),
-               mask = ints("input/attention_mask"), positions = ints("input/mlm_positions");
-    const auto shape = f.at("input/input_ids").shape;
-    const EncoderInputs in{int(shape[0]), int(shape[1]), ids.data(), types.data(), mask.data()};
-    Targets t;
-    t.mlm_positions = positions.data(), t.num_masked = int(positions.size());
+    const SafetensorsFile f = SafetensorsFile::open(test::build_dir() + "/reference/bert_" + gelu +
+                                                    ".safetensors");
     CpuBackend be(2);
     be.set_fc_provider(cpu::FcProvider::kBertrt);
     be.set_constant_weights(true);
-    model.forward(be, in, t, /*training=*/false);
-    EXPECT_GT(be.fc_stats().bertrt_calls, size_t(6 * c.num_hidden_layers)) << be.fc_summary();
+    test::expect_forward_matches_reference(f, be, kTol, gelu);
+    const int layers = test::reference_config(f).num_hidden_layers;
+    EXPECT_GT(be.fc_stats().bertrt_calls, size_t(6 * layers)) << be.fc_summary();
     EXPECT_EQ(be.fc_stats().openblas_calls, 0u) << be.fc_summary();
-    EXPECT_TRUE(
-        test::rel_close(model.last_hidden_state(), f.to_f32("output/last_hidden_state"), kTol))
-        << gelu;
-    EXPECT_TRUE(test::rel_close(model.pooler_output(), f.to_f32("output/pooler_output"), kTol))
-        << gelu;
-    EXPECT_TRUE(
-        test::rel_close(model.prediction_logits(), f.to_f32("output/prediction_logits"), kTol))
-        << gelu;
-    EXPECT_TRUE(test::rel_close(model.seq_relationship_logits().data(),
-                                f.to_f32("output/seq_relationship_logits"), kTol))
-        << gelu;
-    EXPECT_TRUE(test::rel_close(model.logits().data(), f.to_f32("output/logits"), kTol)) << gelu;
   }
 }
 

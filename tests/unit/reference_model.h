@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "io/safetensors.h"
 #include "model/bert_model.h"
+#include "test_util.h"
 
 namespace bertrt::test {
 
@@ -41,6 +43,37 @@ inline void load_reference_params(BertModel& model, const SafetensorsFile& f) {
     ASSERT_EQ(v.size(), p.numel) << p.name;
     std::copy(v.begin(), v.end(), model.params() + p.offset);
   }
+}
+
+// A forward pass of the file's model on `be` (its "input/*" batch, the MLM positions as targets,
+// inference) checked output by output against the file's "output/*" within `tol` of each
+// tensor's largest magnitude (rel_close): the providers' tests' check, on whichever kernels `be`
+// was set to run.
+inline void expect_forward_matches_reference(const SafetensorsFile& f, Backend& be, double tol,
+                                             const std::string& what) {
+  const BertConfig c = reference_config(f);
+  BertModel model(c, reference_pretraining_heads(f));
+  load_reference_params(model, f);
+  auto ints = [&](const char* name) {
+    const auto v = f.to_i64(name);
+    return std::vector<int32_t>(v.begin(), v.end());
+  };
+  const auto ids = ints("input/input_ids"), types = ints("input/token_type_ids"),
+             mask = ints("input/attention_mask"), positions = ints("input/mlm_positions");
+  const auto shape = f.at("input/input_ids").shape;
+  const EncoderInputs in{int(shape[0]), int(shape[1]), ids.data(), types.data(), mask.data()};
+  Targets t;
+  t.mlm_positions = positions.data(), t.num_masked = int(positions.size());
+  model.forward(be, in, t, /*training=*/false);
+  EXPECT_TRUE(rel_close(model.last_hidden_state(), f.to_f32("output/last_hidden_state"), tol))
+      << what;
+  EXPECT_TRUE(rel_close(model.pooler_output(), f.to_f32("output/pooler_output"), tol)) << what;
+  EXPECT_TRUE(rel_close(model.prediction_logits(), f.to_f32("output/prediction_logits"), tol))
+      << what;
+  EXPECT_TRUE(rel_close(model.seq_relationship_logits().data(),
+                        f.to_f32("output/seq_relationship_logits"), tol))
+      << what;
+  EXPECT_TRUE(rel_close(model.logits().data(), f.to_f32("output/logits"), tol)) << what;
 }
 
 }  // namespace bertrt::test
