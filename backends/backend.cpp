@@ -83,6 +83,17 @@ void Backend::dropout(float*, size_t, float, uint64_t) {
       name());
 }
 
+void Backend::linear_forward_inference(float* out, float* pre, const float* x, int ldx,
+                                       const float* w, const float* bias, const float* residual,
+                                       int M, int N, int K, std::optional<Gelu> gelu) {
+  float* y = gelu ? pre : out;
+  gemm(false, true, M, N, K, 1.0f, x, ldx, w, K, 0.0f, y, N);
+  if (bias) bias_add(y, bias, M, N);
+  const size_t n = size_t(M) * N;
+  if (gelu) gelu_forward(out, pre, n, *gelu);
+  if (residual) add(out, out, residual, n);
+}
+
 void Backend::attention_forward_inference(float* ctx, float* probs, float* scores, const float* q,
                                           const float* k, const float* v, const float* mask,
                                           int B, int NH, int T, int HS, float scale) {

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -183,6 +184,15 @@ class Backend {
   virtual void attention_forward_inference(float* ctx, float* probs, float* scores, const float* q,
                                            const float* k, const float* v, const float* mask,
                                            int B, int NH, int T, int HS, float scale);
+  // A Linear without a gradient (inference), with its epilogue:
+  //   out [M, N] = gelu(X·Wᵀ + bias) + residual
+  // X [M, K] row stride ldx, W [N, K]; bias [N], residual [M, N] and the GELU are each optional
+  // (null, nullopt). The same floats as gemm, bias_add, gelu_forward and add in turn, which the
+  // default runs, through pre [M, N] when there is a GELU (the GEMM's output; a fusing backend
+  // may leave it untouched). out aliases neither X, pre nor residual.
+  virtual void linear_forward_inference(float* out, float* pre, const float* x, int ldx,
+                                        const float* w, const float* bias, const float* residual,
+                                        int M, int N, int K, std::optional<Gelu> gelu);
   // dscores += scale · probs ⊙ (dprobs − Σ_j probs ⊙ dprobs); rows of length T.
   virtual void softmax_backward(float* dscores, const float* probs, const float* dprobs, int rows,
                                 int T, float scale) = 0;

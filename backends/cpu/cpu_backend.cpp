@@ -226,6 +226,30 @@ void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const f
 
 }  // namespace
 
+// Blocks of the longer side of C (rows [b, e) of C and op(A), or columns of C and op(B)), or C
+// whole on the caller where a split does not pay.
+template <class F>
+void CpuBackend::for_gemm_blocks(int M, int N, int K, F&& f) {
+  if (!gemm_splits(M, N, K)) {
+    f(0, M, 0, N);
+    return;
+  }
+  const bool split_m = M >= N;
+  const int len = split_m ? M : N;
+  const int block = gemm_block(len);
+  const size_t blocks = static_cast<size_t>((len + block - 1) / block);
+  pool_.parallel_for(blocks, 1, [&](size_t b0, size_t b1) {
+    for (size_t blk = b0; blk < b1; ++blk) {
+      const int b = static_cast<int>(blk) * block;
+      const int e = std::min(b + block, len);
+      if (split_m)
+        f(b, e, 0, N);
+      else
+        f(0, M, b, e);
+    }
+  });
+}
+
 void CpuBackend::gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                       int lda, const float* B, int ldb, float beta, float* C, int ldc) {
   if (M <= 0 || N <= 0) return;
@@ -247,25 +271,11 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int M, int N, int K, float alp
     }
     ++fc_openblas_calls_;
   }
-  const bool split_m = M >= N;  // split the longer side of C
-  const int len = split_m ? M : N;
-  if (!gemm_splits(M, N, K)) {
-    sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-    return;
-  }
-  const int block = gemm_block(len);
-  const size_t blocks = static_cast<size_t>((len + block - 1) / block);
-  pool_.parallel_for(blocks, 1, [&](size_t b0, size_t b1) {
-    for (size_t blk = b0; blk < b1; ++blk) {
-      const int b = static_cast<int>(blk) * block;
-      const int e = std::min(b + block, len);
-      if (split_m)  // rows [b, e) of C and of op(A)
-        sgemm(trans_a, trans_b, e - b, N, K, alpha, trans_a ? A + b : A + static_cast<size_t>(b) * lda,
-              lda, B, ldb, beta, C + static_cast<size_t>(b) * ldc, ldc);
-      else  // columns [b, e) of C and of op(B)
-        sgemm(trans_a, trans_b, M, e - b, K, alpha, A, lda,
-              trans_b ? B + static_cast<size_t>(b) * ldb : B + b, ldb, beta, C + b, ldc);
-    }
+  for_gemm_blocks(M, N, K, [&](int r0, int r1, int c0, int c1) {
+    sgemm(trans_a, trans_b, r1 - r0, c1 - c0, K, alpha,
+          trans_a ? A + r0 : A + static_cast<size_t>(r0) * lda, lda,
+          trans_b ? B + static_cast<size_t>(c0) * ldb : B + c0, ldb, beta,
+          C + static_cast<size_t>(r0) * ldc + c0, ldc);
   });
 }
 
@@ -278,13 +288,63 @@ float* f32_scratch(size_t floats) {
   return buf.data();
 }
 
+// A copy of one row's block for the GELU: its kernel reads and writes through restrict pointers.
+float* epilogue_row(size_t floats) {
+  thread_local FloatBuffer buf;
+  if (buf.size() < floats) buf.resize(floats);
+  return buf.data();
+}
+
+// Rows [r0, r1) × columns [c0, c1) of out [M, N] after its GEMM: + bias, GELU, + residual, with
+// the kernels of bias_add, gelu_forward and add, so each float is what those ops give.
+void finish_linear_block(float* out, int N, const float* bias, const float* residual,
+                         std::optional<Gelu> gelu, int r0, int r1, int c0, int c1) {
+  const size_t n = static_cast<size_t>(c1 - c0);
+  float* tmp = gelu ? epilogue_row(n) : nullptr;
+  for (int r = r0; r < r1; ++r) {
+    float* y = out + static_cast<size_t>(r) * N + c0;
+    if (bias) cpu::add_kernel(y, y, bias + c0, n);
+    if (gelu) {
+      std::copy(y, y + n, tmp);
+      if (*gelu == Gelu::kErf)
+        cpu::gelu_erf_forward_kernel(y, tmp, n);
+      else
+        cpu::gelu_tanh_forward_kernel(y, tmp, n);
+    }
+    if (residual) cpu::add_kernel(y, y, residual + static_cast<size_t>(r) * N + c0, n);
+  }
+}
+
 }  // namespace
 
 // Each task packs its own panels of X and computes all N columns for them (one fork-join, W read
 // once per task); with fewer panels than threads, X is packed once and the columns are split.
 // Either way every output is the kernel's one fma chain: the split never changes a float.
+void CpuBackend::linear_forward_inference(float* out, float* pre, const float* x, int ldx,
+                                          const float* w, const float* bias,
+                                          const float* residual, int M, int N, int K,
+                                          std::optional<Gelu> gelu) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0 || (!use_f32_kernel() && use_xnnpack(M, N, K) && within_pack_budget(w, N, K, ldx, N)))
+    return Backend::linear_forward_inference(out, pre, x, ldx, w, bias, residual, M, N, K, gelu);
+  if (use_f32_kernel()) {
+    const LinearEpilogue ep{nullptr, residual, gelu};
+    f32_linear(out, N, x, ldx, w, M, N, K, bias, &ep);
+    ++fc_bertrt_calls_;
+    return;
+  }
+  for_gemm_blocks(M, N, K, [&](int r0, int r1, int c0, int c1) {
+    float* y = out + static_cast<size_t>(r0) * N + c0;
+    sgemm(false, true, r1 - r0, c1 - c0, K, 1.0f, x + static_cast<size_t>(r0) * ldx, ldx,
+          w + static_cast<size_t>(c0) * K, K, 0.0f, y, N);
+    finish_linear_block(out, N, bias, residual, gelu, r0, r1, c0, c1);
+  });
+  ++fc_openblas_calls_;
+}
+
 void CpuBackend::f32_linear(float* Y, int ldy, const float* X, int ldx, const float* W, int M,
-                            int N, int K) {
+                            int N, int K, const float* bias,
+                            const LinearEpilogue* ep) {
   const cpu::F32Kernel k = f32_kernel_;
   const size_t need = cpu::f32_packed_x_floats(k, M, K);
   if (f32_packed_x_.size() < need) f32_packed_x_.resize(need);
@@ -300,9 +360,10 @@ void CpuBackend::f32_linear(float* Y, int ldy, const float* X, int ldx, const fl
       float* p = P + p0 * panel_floats;
       const float* x = X + static_cast<size_t>(m0) * ldx;
       cpu::f32_pack_x(k, p, x, ldx, m1 - m0, K, 0, static_cast<int>(p1 - p0));
-      cpu::f32_gemm_xwt(k, m1 - m0, 0, N, K, x, ldx, p, W, K, nullptr,
+      cpu::f32_gemm_xwt(k, m1 - m0, 0, N, K, x, ldx, p, W, K, bias,
                         Y + static_cast<size_t>(m0) * ldy, ldy,
                         f32_scratch(cpu::f32_scratch_floats(k, m1 - m0, 0, N, K)));
+      if (ep) finish_linear_block(Y, ldy, ep->bias, ep->residual, ep->gelu, m0, m1, 0, N);
     });
     return;
   }
@@ -312,8 +373,9 @@ void CpuBackend::f32_linear(float* Y, int ldy, const float* X, int ldx, const fl
   pool_.parallel_for(threads > 1 ? tiles : 1, 1, [&](size_t t0, size_t t1) {
     const int n0 = static_cast<int>(t0) * tn;
     const int n1 = threads > 1 ? std::min(static_cast<int>(t1) * tn, N) : N;
-    cpu::f32_gemm_xwt(k, M, n0, n1, K, X, ldx, P, W, K, nullptr, Y, ldy,
+    cpu::f32_gemm_xwt(k, M, n0, n1, K, X, ldx, P, W, K, bias, Y, ldy,
                       f32_scratch(cpu::f32_scratch_floats(k, M, n0, n1, K)));
+    if (ep) finish_linear_block(Y, ldy, ep->bias, ep->residual, ep->gelu, 0, M, n0, n1);
   });
 }
 

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "backends/cpu/f32_gemm.h"
@@ -111,6 +112,13 @@ class CpuBackend : public ReferenceBackend {
                                    const float* k, const float* v, const float* mask, int B,
                                    int NH, int T, int HS, float scale) override;
 
+  // Fused where the Linear runs on OpenBLAS or bertrt's kernel: each pool task finishes its block
+  // of out (bias, GELU, residual) right after its GEMM, while the block is in cache, in one
+  // fork-join instead of up to four; XNNPACK's calls take the default.
+  void linear_forward_inference(float* out, float* pre, const float* x, int ldx, const float* w,
+                                const float* bias, const float* residual, int M, int N, int K,
+                                std::optional<Gelu> gelu) override;
+
   void embedding_forward(float* out, const int32_t* ids, const float* table, int n, int C) override;
   void embedding_backward(float* dtable, const int32_t* ids, const float* dout, int n,
                           int C) override;
@@ -159,8 +167,19 @@ class CpuBackend : public ReferenceBackend {
   size_t fc_xnnpack_calls_ = 0, fc_openblas_calls_ = 0, fc_bertrt_calls_ = 0;
   bool use_xnnpack(int M, int N, int K) const;
   bool use_f32_kernel() const;
-  // Y [M, N] (row stride ldy) = X·Wᵀ on f32_kernel_, split over the pool.
-  void f32_linear(float* Y, int ldy, const float* X, int ldx, const float* W, int M, int N, int K);
+  // What linear_forward_inference does to a block of out after its GEMM.
+  struct LinearEpilogue {
+    const float* bias;      // null, or added by the GEMM
+    const float* residual;  // [M, N] or null
+    std::optional<Gelu> gelu;
+  };
+  // Y [M, N] (row stride ldy) = X·Wᵀ (+ bias) on f32_kernel_, split over the pool; each task then
+  // applies ep (if any) to its block of Y.
+  void f32_linear(float* Y, int ldy, const float* X, int ldx, const float* W, int M, int N, int K,
+                  const float* bias = nullptr, const LinearEpilogue* ep = nullptr);
+  // f(r0, r1, c0, c1) for the blocks of an M × N × K GEMM's C, over the pool where it splits.
+  template <class F>
+  void for_gemm_blocks(int M, int N, int K, F&& f);
   bool within_pack_budget(const float* W, int N, int K, int lda, int ldc) const;
 };
 

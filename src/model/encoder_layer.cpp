@@ -16,31 +16,51 @@ void encoder_layer_forward(Backend& be, const LayerActs& a, float* scores, const
   QuantLinear* const qkv[3] = {Q.query, Q.key, Q.value};
   float* const qkv_out[3] = {a.q, a.k, a.v};
   const float* const qkv_b[3] = {w.query_b, w.key_b, w.value_b};
+  const float* const qkv_w[3] = {w.query_w, w.key_w, w.value_w};
+  // Without a backward or dropout (inference), each Linear runs with its epilogue fused: bias,
+  // GELU and the residual add in the GEMM's pass (Backend::linear_forward_inference).
+  const bool fused = a.no_backward && d.dropout == 0.0f;
   if (!int8_same_input_forward(be, qkv, qkv_out, qkv_b, 3, inp, N, C, C)) {
-    linear_forward(be, a.q, inp, w.query_w, w.query_b, N, C, C, 0, Q.query);
-    linear_forward(be, a.k, inp, w.key_w, w.key_b, N, C, C, 0, Q.key);
-    linear_forward(be, a.v, inp, w.value_w, w.value_b, N, C, C, 0, Q.value);
+    for (int i = 0; i < 3; ++i) {
+      if (fused)
+        linear_forward_inference(be, qkv_out[i], nullptr, inp, qkv_w[i], qkv_b[i], nullptr, N, C,
+                                 C, std::nullopt, qkv[i]);
+      else
+        linear_forward(be, qkv_out[i], inp, qkv_w[i], qkv_b[i], N, C, C, 0, qkv[i]);
+    }
   }
   if (a.no_backward && d.att_drop.p == 0.0f)
     be.attention_forward_inference(a.ctx, a.probs, scores, a.q, a.k, a.v, mask_add, d.att.B,
                                    d.att.NH, d.att.T, d.att.HS, 1.0f / std::sqrt(float(d.att.HS)));
   else
     attention_forward(be, a.ctx, a.probs, scores, a.q, a.k, a.v, mask_add, d.att, d.att_drop);
-  linear_forward(be, a.res1, a.ctx, w.attn_out_w, w.attn_out_b, N, C, C, 0, Q.attn_out);
-  if (d.dropout > 0.0f) be.dropout(a.res1, size_t(N) * C, d.dropout, d.attn_seed);
-  be.add(a.res1, a.res1, inp, size_t(N) * C);
+  if (fused) {
+    linear_forward_inference(be, a.res1, nullptr, a.ctx, w.attn_out_w, w.attn_out_b, inp, N, C, C,
+                             std::nullopt, Q.attn_out);
+  } else {
+    linear_forward(be, a.res1, a.ctx, w.attn_out_w, w.attn_out_b, N, C, C, 0, Q.attn_out);
+    if (d.dropout > 0.0f) be.dropout(a.res1, size_t(N) * C, d.dropout, d.attn_seed);
+    be.add(a.res1, a.res1, inp, size_t(N) * C);
+  }
   be.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, a.res1, w.attn_ln_w, w.attn_ln_b, N, C,
                        d.eps);
   // At inference nothing reads the fp32 intermediate: int8 layers keep it quantized.
-  if (!(a.no_backward && Q.inter && Q.out &&
-        int8_ffn_forward(be, *Q.inter, *Q.out, a.res2, a.inter_pre, a.inter, a.ln1, w.inter_b,
-                         w.out_b, N, C, I, d.gelu))) {
+  if (a.no_backward && Q.inter && Q.out &&
+      int8_ffn_forward(be, *Q.inter, *Q.out, a.res2, a.inter_pre, a.inter, a.ln1, w.inter_b,
+                       w.out_b, N, C, I, d.gelu)) {
+    be.add(a.res2, a.res2, a.ln1, size_t(N) * C);
+  } else if (fused) {
+    linear_forward_inference(be, a.inter, a.inter_pre, a.ln1, w.inter_w, w.inter_b, nullptr, N, C,
+                             I, d.gelu, Q.inter);
+    linear_forward_inference(be, a.res2, nullptr, a.inter, w.out_w, w.out_b, a.ln1, N, I, C,
+                             std::nullopt, Q.out);
+  } else {
     linear_forward(be, a.inter_pre, a.ln1, w.inter_w, w.inter_b, N, C, I, 0, Q.inter);
     be.gelu_forward(a.inter, a.inter_pre, size_t(N) * I, d.gelu);
     linear_forward(be, a.res2, a.inter, w.out_w, w.out_b, N, I, C, 0, Q.out);
+    if (d.dropout > 0.0f) be.dropout(a.res2, size_t(N) * C, d.dropout, d.ffn_seed);
+    be.add(a.res2, a.res2, a.ln1, size_t(N) * C);
   }
-  if (d.dropout > 0.0f) be.dropout(a.res2, size_t(N) * C, d.dropout, d.ffn_seed);
-  be.add(a.res2, a.res2, a.ln1, size_t(N) * C);
   be.layernorm_forward(a.out, a.ln2_mean, a.ln2_rstd, a.res2, w.out_ln_w, w.out_ln_b, N, C, d.eps);
 }
 

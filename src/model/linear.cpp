@@ -15,6 +15,22 @@ void linear_forward(Backend& be, float* out, const float* inp, const float* weig
   if (bias) be.bias_add(out, bias, rows, out_f);
 }
 
+void linear_forward_inference(Backend& be, float* out, float* pre, const float* inp,
+                              const float* weight, const float* bias, const float* residual,
+                              int rows, int in_f, int out_f, std::optional<Gelu> gelu,
+                              QuantLinear* q) {
+  if (!q || q->mode == QuantMode::kFloat) {
+    be.linear_forward_inference(out, pre, inp, in_f, weight, bias, residual, rows, out_f, in_f,
+                                gelu);
+    return;
+  }
+  float* y = gelu ? pre : out;
+  quant_linear_forward(be, *q, y, inp, weight, bias, rows, in_f, out_f, 0);
+  const size_t n = size_t(rows) * out_f;
+  if (gelu) be.gelu_forward(out, pre, n, *gelu);
+  if (residual) be.add(out, out, residual, n);
+}
+
 void linear_backward(Backend& be, float* dinp, float* dweight, float* dbias, const float* dout,
                      const float* inp, const float* weight, int rows, int in_f, int out_f,
                      int lda, int ldd, QuantLinear* q) {
