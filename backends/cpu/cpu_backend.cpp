@@ -357,7 +357,7 @@ void CpuBackend::f32_linear(float* Y, int ldy, const float* X, int ldx, const fl
     const size_t grain = static_cast<size_t>((panels + threads - 1) / threads);
     pool_.parallel_for(static_cast<size_t>(panels), grain, [&](size_t p0, size_t p1) {
       const int m0 = static_cast<int>(p0) * pr, m1 = std::min(static_cast<int>(p1) * pr, M);
-      float* p = P + p0 * panel_floats;
+      float* p = P ? P + p0 * panel_floats : nullptr;  // the scalar kernel packs nothing
       const float* x = X + static_cast<size_t>(m0) * ldx;
       cpu::f32_pack_x(k, p, x, ldx, m1 - m0, K, 0, static_cast<int>(p1 - p0));
       cpu::f32_gemm_xwt(k, m1 - m0, 0, N, K, x, ldx, p, W, K, bias,
