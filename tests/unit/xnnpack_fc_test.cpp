@@ -383,7 +383,10 @@ TEST(XnnpackFc, TrainingStepAtBertMiniWidthIsBitIdenticalWhateverTheProvider) {
 
 // BERT-base's width (hidden 768, whose Q/K/V auto takes; FFN kept at 768 to stay small), where
 // the two providers' sums differ in the last bits (K = 768): a leak changes the losses.
+// Not under an emulator (the ARM stage's qemu: 143 s there); the BERT-mini variant runs there,
+// and this one in every native suite.
 TEST(XnnpackFc, TrainingStepAtBertBaseWidthIsBitIdenticalWhateverTheProvider) {
+  if (test::emulated()) GTEST_SKIP() << "BERT-base width: native runs only (BERTRT_TEST_EMULATED)";
   expect_training_bits_independent_of_provider(768, 768);
 }
 
