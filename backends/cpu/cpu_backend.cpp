@@ -115,6 +115,10 @@ bool CpuBackend::within_pack_budget(const float* W, int N, int K, int lda, int l
   return held + static_cast<size_t>(N) * K * sizeof(float) <= cpu::xnnpack_auto_budget_bytes();
 }
 
+bool CpuBackend::fc_on_xnnpack(const float* W, int M, int N, int K, int lda, int ldc) const {
+  return use_xnnpack(M, N, K) && within_pack_budget(W, N, K, lda, ldc);
+}
+
 CpuBackend::FcStats CpuBackend::fc_stats() const {
   return FcStats{fc_xnnpack_calls_, fc_bertrt_calls_, fc_openblas_calls_,
                  xnn_ ? xnn_->packed_bytes() : 0, constant_weights_};
@@ -260,7 +264,7 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int M, int N, int K, float alp
       ++fc_bertrt_calls_;
       return;
     }
-    if (use_xnnpack(M, N, K) && within_pack_budget(B, N, K, lda, ldc)) {
+    if (fc_on_xnnpack(B, M, N, K, lda, ldc)) {
       if (!xnn_) xnn_ = std::make_unique<cpu::XnnpackFc>();
       // Threads exactly where the OpenBLAS path below splits: a small GEMM runs on the caller,
       // where a fork-join would cost more (and wait for a busy core on a loaded machine).
@@ -317,18 +321,15 @@ void finish_linear_block(float* out, int N, const float* bias, const float* resi
 
 }  // namespace
 
-// Each task packs its own panels of X and computes all N columns for them (one fork-join, W read
-// once per task); with fewer panels than threads, X is packed once and the columns are split.
-// Either way every output is the kernel's one fma chain: the split never changes a float.
 void CpuBackend::linear_forward_inference(float* out, float* pre, const float* x, int ldx,
                                           const float* w, const float* bias,
                                           const float* residual, int M, int N, int K,
                                           std::optional<Gelu> gelu) {
   if (M <= 0 || N <= 0) return;
-  if (K <= 0 || (!use_f32_kernel() && use_xnnpack(M, N, K) && within_pack_budget(w, N, K, ldx, N)))
+  if (K <= 0 || (!use_f32_kernel() && fc_on_xnnpack(w, M, N, K, ldx, N)))
     return Backend::linear_forward_inference(out, pre, x, ldx, w, bias, residual, M, N, K, gelu);
   if (use_f32_kernel()) {
-    const LinearEpilogue ep{nullptr, residual, gelu};
+    const LinearEpilogue ep{residual, gelu};
     f32_linear(out, N, x, ldx, w, M, N, K, bias, &ep);
     ++fc_bertrt_calls_;
     return;
@@ -342,6 +343,9 @@ void CpuBackend::linear_forward_inference(float* out, float* pre, const float* x
   ++fc_openblas_calls_;
 }
 
+// Each task packs its own panels of X and computes all N columns for them (one fork-join, W read
+// once per task); with fewer panels than threads, X is packed once and the columns are split.
+// Either way every output is the kernel's one fma chain: the split never changes a float.
 void CpuBackend::f32_linear(float* Y, int ldy, const float* X, int ldx, const float* W, int M,
                             int N, int K, const float* bias,
                             const LinearEpilogue* ep) {
@@ -363,7 +367,7 @@ void CpuBackend::f32_linear(float* Y, int ldy, const float* X, int ldx, const fl
       cpu::f32_gemm_xwt(k, m1 - m0, 0, N, K, x, ldx, p, W, K, bias,
                         Y + static_cast<size_t>(m0) * ldy, ldy,
                         f32_scratch(cpu::f32_scratch_floats(k, m1 - m0, 0, N, K)));
-      if (ep) finish_linear_block(Y, ldy, ep->bias, ep->residual, ep->gelu, m0, m1, 0, N);
+      if (ep) finish_linear_block(Y, ldy, nullptr, ep->residual, ep->gelu, m0, m1, 0, N);
     });
     return;
   }
@@ -375,7 +379,7 @@ void CpuBackend::f32_linear(float* Y, int ldy, const float* X, int ldx, const fl
     const int n1 = threads > 1 ? std::min(static_cast<int>(t1) * tn, N) : N;
     cpu::f32_gemm_xwt(k, M, n0, n1, K, X, ldx, P, W, K, bias, Y, ldy,
                       f32_scratch(cpu::f32_scratch_floats(k, M, n0, n1, K)));
-    if (ep) finish_linear_block(Y, ldy, ep->bias, ep->residual, ep->gelu, 0, M, n0, n1);
+    if (ep) finish_linear_block(Y, ldy, nullptr, ep->residual, ep->gelu, 0, M, n0, n1);
   });
 }
 

@@ -167,9 +167,8 @@ class CpuBackend : public ReferenceBackend {
   size_t fc_xnnpack_calls_ = 0, fc_openblas_calls_ = 0, fc_bertrt_calls_ = 0;
   bool use_xnnpack(int M, int N, int K) const;
   bool use_f32_kernel() const;
-  // What linear_forward_inference does to a block of out after its GEMM.
+  // What linear_forward_inference does to a block of out after its GEMM (which added the bias).
   struct LinearEpilogue {
-    const float* bias;      // null, or added by the GEMM
     const float* residual;  // [M, N] or null
     std::optional<Gelu> gelu;
   };
@@ -181,6 +180,8 @@ class CpuBackend : public ReferenceBackend {
   template <class F>
   void for_gemm_blocks(int M, int N, int K, F&& f);
   bool within_pack_budget(const float* W, int N, int K, int lda, int ldc) const;
+  // Whether a Linear-form GEMM on weights W runs on XNNPACK (provider rule and pack budget).
+  bool fc_on_xnnpack(const float* W, int M, int N, int K, int lda, int ldc) const;
 };
 
 }  // namespace bertrt
