@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole suite (unit tests and the CLI end-to-end checks) under AddressSanitizer +
-# UndefinedBehaviorSanitizer with no recovery: any finding aborts its test (CMakePresets.json
+# The suite (unit tests and the CLI end-to-end checks, less the release-only runs labelled `long`:
+# tests/e2e/tests.cmake) under AddressSanitizer + UndefinedBehaviorSanitizer with no recovery, the
+# exhaustive sweeps sparser (BERTRT_TEST_SPARSE=1): any finding aborts its test (CMakePresets.json
 # "asan": clang-14 -O2 -gline-tables-only, -fsanitize=address,undefined -fno-sanitize-recover=all
 # -fno-omit-frame-pointer, build-asan/). .ci/run runs it after the release suite; its time is in
 # docs/reliability.md. Needs the Debian packages of scripts/setup.sh (run it once first).

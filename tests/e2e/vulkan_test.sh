@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The Vulkan backend end to end (issue #12): the same seeded tiny pre-training (20 steps, MLM +
-# NSP), SST-2 fine-tuning (20 steps, fp32 and QAT int8) and eval on --backend vulkan and on cpu;
+# The Vulkan backend end to end (issue #12): the same seeded tiny pre-training (8 steps, MLM +
+# NSP), SST-2 fine-tuning (8 steps, fp32 and QAT int8) and eval on --backend vulkan and on cpu;
 # the losses must agree step by step within platforms/compare_runs.py's bound (rtol 1e-5: the two
 # differ only in summation order), with the Khronos validation layer on and silent. Also the
 # errors: an unknown device index, no driver at all; and a pre-training killed (SIGKILL) after a
@@ -20,17 +20,17 @@ run() {  # run NAME BACKEND
   mkdir -p "$d"
   local t0; t0=$(date +%s.%N)
   "$BIN" init --preset tiny --vocab "$VOCAB" --seed 7 -o "$d/init.brt" > /dev/null &&
-  "$BIN" pretrain --backend "$be" --model "$d/init.brt" --corpus "$T/corpus.txt" --max-steps 20 \
-    --batch-size 4 --max-seq-length 32 --learning-rate 1e-3 --seed 11 --save-steps 10 \
+  "$BIN" pretrain --backend "$be" --model "$d/init.brt" --corpus "$T/corpus.txt" --max-steps 8 \
+    --batch-size 4 --max-seq-length 32 --learning-rate 1e-3 --seed 11 --save-steps 4 \
     --metrics "$d/pretrain.jsonl" -o "$d/pt.brt" > "$d/log" 2>&1 &&
   "$BIN" finetune --backend "$be" --model "$d/pt.brt" --task sst2 --train "$T/train.tsv" \
-    --dev "$T/dev.tsv" --max-steps 20 --batch-size 8 --max-seq-length 32 --learning-rate 1e-4 \
+    --dev "$T/dev.tsv" --max-steps 8 --batch-size 8 --max-seq-length 32 --learning-rate 1e-4 \
     --seed 5 --metrics "$d/finetune.jsonl" -o "$d/sst2.brt" >> "$d/log" 2>&1 &&
   "$BIN" eval --backend "$be" --model "$d/sst2.brt" --task sst2 --data "$T/dev.tsv" --json \
     > "$d/eval.json" 2>> "$d/log" || { bad "$1: $(tail -3 "$d/log")"; return 1; }
   mkdir -p "$d/qat"
   "$BIN" finetune --backend "$be" --model "$d/pt.brt" --task sst2 --train "$T/train.tsv" \
-    --dev "$T/dev.tsv" --max-steps 20 --batch-size 8 --max-seq-length 32 --learning-rate 1e-4 \
+    --dev "$T/dev.tsv" --max-steps 8 --batch-size 8 --max-seq-length 32 --learning-rate 1e-4 \
     --seed 5 --qat int8 --metrics "$d/qat/finetune.jsonl" -o "$d/qat.brt" >> "$d/log" 2>&1 &&
   "$BIN" eval --backend "$be" --model "$d/qat.brt" --task sst2 --data "$T/dev.tsv" --json \
     > "$d/qat/eval.json" 2>> "$d/log" || { bad "$1 qat: $(tail -3 "$d/log")"; return 1; }
@@ -49,18 +49,18 @@ if /usr/bin/python3 "$SRC/platforms/compare_runs.py" "$T/vulkan" "$T/cpu"; then 
 if /usr/bin/python3 "$SRC/platforms/compare_runs.py" --rtol 1e-3 "$T/vulkan/qat" "$T/cpu/qat"; then ok; else bad "QAT losses differ"; fi
 # kill -9 after the first checkpoint, then --resume, both on vulkan: byte-identical to the
 # uninterrupted vulkan run above (same flags, so the same file).
-PT=(--backend vulkan --corpus "$T/corpus.txt" --max-steps 20 --batch-size 4 --max-seq-length 32
-    --learning-rate 1e-3 --seed 11 --save-steps 10)
+PT=(--backend vulkan --corpus "$T/corpus.txt" --max-steps 8 --batch-size 4 --max-seq-length 32
+    --learning-rate 1e-3 --seed 11 --save-steps 4)
 "$BIN" pretrain --model "$T/vulkan/init.brt" "${PT[@]}" -o "$T/killed.brt" > "$T/killed.log" 2>&1 &
 pid=$!
 saved=$(wait_for_checkpoint "$T/killed.brt" 3000 0.1)  # the first save, then kill at once
 kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
-if [ -n "$saved" ] && [ "$saved" -lt 20 ]; then
+if [ -n "$saved" ] && [ "$saved" -lt 8 ]; then
   "$BIN" pretrain --resume "$T/killed.brt" "${PT[@]}" -o "$T/killed.brt" >> "$T/killed.log" 2>&1 &&
     cmp -s "$T/killed.brt" "$T/vulkan/pt.brt" && ok ||
     bad "vulkan: killed at step $saved + resumed differs from the uninterrupted run: $(tail -2 "$T/killed.log")"
 else
-  bad "vulkan: no checkpoint below step 20 before the kill (saw '$saved')"
+  bad "vulkan: no checkpoint below step 8 before the kill (saw '$saved')"
 fi
 expect_error "device index out of range" "" "device 7 asked for.*has 1|this machine has" -- \
   "$BIN" eval --backend vulkan --device 7 --model "$T/cpu/sst2.brt" --task sst2 --data "$T/dev.tsv"

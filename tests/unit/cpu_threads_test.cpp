@@ -35,9 +35,9 @@ void expect_same_for_all_thread_counts(const std::string& label, const OpRun& op
   }
 }
 
-// Rows: a BERT-mini batch of 32 x 128 tokens natively, 8 x 128 under emulation (still several of
+// Rows: a BERT-mini batch of 32 x 128 tokens natively, 8 x 128 when test::sparse (still several of
 // the backend's 256-row GEMM blocks, so the work is still split).
-const int kRows = test::emulated() ? 8 * 128 : 32 * 128;
+const int kRows = test::sparse() ? 8 * 128 : 32 * 128;
 constexpr int kC = 256, kFF = 1024, kT = 128, kNH = 4, kV = 30522;
 
 TEST(CpuThreads, Gemm) {

@@ -37,9 +37,9 @@ inline double ce_sum(Backend& be, float* dlogits, const float* logits, const int
 
 constexpr double kEps = FLT_EPSILON;  // 2^-23: one float ulp at 1
 
-// Stride of a sweep over float bit patterns: `stride` natively, 8x sparser when emulated (kept
+// Stride of a sweep over float bit patterns: `stride` natively, 8x sparser when test::sparse (kept
 // odd, so the sample still covers every value of the low mantissa bits).
-inline uint32_t sweep_stride(uint32_t stride) { return emulated() ? stride * 8 + 1 : stride; }
+inline uint32_t sweep_stride(uint32_t stride) { return sparse() ? stride * 8 + 1 : stride; }
 
 inline std::vector<float> randn(size_t n, uint32_t seed, float stddev = 1.0f, float mean = 0.0f) {
   std::mt19937 rng(seed);

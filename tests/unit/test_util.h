@@ -80,6 +80,14 @@ inline bool emulated() {
   return e != nullptr && *e != '\0' && std::string(e) != "0";
 }
 
+// True where the exhaustive sweeps and the thread-count tests take a sparser sample: under an
+// emulator (above), or in a sanitizer build (the asan preset sets BERTRT_TEST_SPARSE=1), where a
+// sweep's millionth point checks no memory access or UB that its thousandth did not.
+inline bool sparse() {
+  const char* s = std::getenv("BERTRT_TEST_SPARSE");
+  return emulated() || (s != nullptr && *s != '\0' && std::string(s) != "0");
+}
+
 // The `bertrt` CLI built beside the tests, or "" where it cannot run here: not built, or an
 // emulated test run (qemu-user runs the test binaries; the CLI's own ARM run is ci_arm.sh's).
 inline std::string cli_binary() {
