@@ -7,7 +7,7 @@
 #  3. makes the CPack tarball and checks that it runs unpacked on a board-like root (glibc and
 #     libstdc++ only), with every DT_NEEDED library either shipped or part of that base;
 #     The C API examples are cross-built against the unpacked package and run there (3b);
-#  4. end-to-end: tiny model, 20 pre-training steps, 20 SST-2 fine-tuning steps, eval, on aarch64
+#  4. end-to-end: tiny model, 8 pre-training steps, 8 SST-2 fine-tuning steps, eval, on aarch64
 #     and on x86-64 with the same flags; losses must agree step by step (platforms/compare_runs.py).
 # Usage: platforms/ci_arm.sh [X86_BUILD_DIR]   (default build; built with scripts/setup.sh if absent)
 set -euo pipefail
@@ -125,10 +125,10 @@ e2e() {  # e2e NAME BERTRT...
   local d=$T/$1; shift
   mkdir -p "$d"
   logged "$d/init.log" "$@" init --preset tiny --vocab "$DATA/vocab/bert-base-uncased-vocab.txt" --seed 7 -o "$d/init.brt"
-  logged "$d/pretrain.log" "$@" pretrain --model "$d/init.brt" --corpus "$T/corpus.txt" --max-steps 20 --batch-size 4 \
+  logged "$d/pretrain.log" "$@" pretrain --model "$d/init.brt" --corpus "$T/corpus.txt" --max-steps 8 --batch-size 4 \
     --max-seq-length 32 --learning-rate 1e-3 --seed 11 --metrics "$d/pretrain.jsonl" -o "$d/pt.brt"
   logged "$d/finetune.log" "$@" finetune --model "$d/pt.brt" --task sst2 --train "$T/train.tsv" --dev "$T/dev.tsv" \
-    --max-steps 20 --batch-size 8 --max-seq-length 32 --learning-rate 1e-4 --seed 5 \
+    --max-steps 8 --batch-size 8 --max-seq-length 32 --learning-rate 1e-4 --seed 5 \
     --metrics "$d/finetune.jsonl" -o "$d/sst2.brt"
   "$@" eval --model "$d/sst2.brt" --task sst2 --data "$T/dev.tsv" --json > "$d/eval.json"
 }

@@ -5,15 +5,15 @@ Each run folder holds pretrain.jsonl and finetune.jsonl (bertrt --metrics: one J
 plus {"eval": ...} lines) and eval.json (bertrt eval --json). Same seeds and data, so the two runs
 differ only in floating-point rounding: OpenBLAS picks other SGEMM kernels (NEON vs AVX2, other
 blocking, so other summation orders) and GCC contracts a*b+c into FMA in different places. Each
-such difference is a few ulp of fp32 (~1e-7 relative) per operation; 20 AdamW steps carry them
+such difference is a few ulp of fp32 (~1e-7 relative) per operation; the AdamW steps carry them
 forward (Adam divides by sqrt(v), so a gradient that is near zero can move a weight by a visibly
 different amount), which is why the bound is on the loss, step by step, not on the weights.
 
 Tolerance: |a - b| <= RTOL * |b| + ATOL on every training loss and the final eval loss, with
 RTOL = 1e-5 and ATOL = 1e-6. Measured here (qemu 7.2, Debian 12 OpenBLAS 0.3.21, GCC 12): max
-relative difference 1.0e-8 over the 20 pre-training losses, 5.4e-8 over the 20 fine-tuning losses,
-2.7e-10 on the eval loss; the bound leaves a factor of ~200 for other OpenBLAS kernels (a real
-board picks its own core's) and other qemu versions. A real defect (a wrong NEON kernel, a
+relative difference 1.0e-8 over 20 pre-training losses, 5.4e-8 over 20 fine-tuning losses (CI now
+runs 8 of each), 2.7e-10 on the eval loss; the bound leaves a factor of ~200 for other OpenBLAS
+kernels (a real board picks its own core's) and other qemu versions. A real defect (a wrong NEON kernel, a
 signedness bug from ARM's unsigned char, another data order or initialisation) moves losses by
 1e-3 or more from the first steps. Eval accuracy may differ by at most one example (a near-tie
 between two logits can flip with a rounding difference).
