@@ -72,21 +72,21 @@ class ScopedEnv {
   bool had_ = false;
 };
 
+// An environment switch: set, non-empty and not "0".
+inline bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' && std::string(v) != "0";
+}
+
 // True under an instruction-set emulator: the aarch64/armhf test presets set BERTRT_TEST_EMULATED=1
 // (qemu-user runs this code ~40x slower). The exhaustive sweeps and the thread-count tests then
 // take a sparser sample or smaller sizes: the same code paths and checks, fewer points.
-inline bool emulated() {
-  const char* e = std::getenv("BERTRT_TEST_EMULATED");
-  return e != nullptr && *e != '\0' && std::string(e) != "0";
-}
+inline bool emulated() { return env_flag("BERTRT_TEST_EMULATED"); }
 
 // True where the exhaustive sweeps and the thread-count tests take a sparser sample: under an
 // emulator (above), or in a sanitizer build (the asan preset sets BERTRT_TEST_SPARSE=1), where a
 // sweep's millionth point checks no memory access or UB that its thousandth did not.
-inline bool sparse() {
-  const char* s = std::getenv("BERTRT_TEST_SPARSE");
-  return emulated() || (s != nullptr && *s != '\0' && std::string(s) != "0");
-}
+inline bool sparse() { return emulated() || env_flag("BERTRT_TEST_SPARSE"); }
 
 // The `bertrt` CLI built beside the tests, or "" where it cannot run here: not built, or an
 // emulated test run (qemu-user runs the test binaries; the CLI's own ARM run is ci_arm.sh's).
