@@ -283,6 +283,24 @@ void CheckedBackend::softmax_forward(float* probs, const float* scores, const fl
   record([=] { inner_->softmax_forward(probs, scores, mask, B, NH, T, scale); });
 }
 
+void CheckedBackend::attention_forward_inference(float* ctx, float* probs, float* scores,
+                                                 const float* q, const float* k, const float* v,
+                                                 const float* mask, int B, int NH, int T, int HS,
+                                                 float scale) {
+  const char* op = "attention_forward_inference";
+  const size_t n = size_t(B) * T * NH * HS;
+  CHECK_F("ctx", ctx, n);
+  CHECK_F("q", q, n);
+  CHECK_F("k", k, n);
+  CHECK_F("v", v, n);
+  CHECK_OPT_F("mask", mask, size_t(B) * T);
+  CHECK_OPT_F("probs", probs, size_t(B) * NH * T * T);
+  CHECK_OPT_F("scores", scores, size_t(B) * NH * T * T);
+  record([=] {
+    inner_->attention_forward_inference(ctx, probs, scores, q, k, v, mask, B, NH, T, HS, scale);
+  });
+}
+
 void CheckedBackend::softmax_backward(float* dscores, const float* probs, const float* dprobs,
                                       int rows, int T, float scale) {
   const char* op = "softmax_backward";

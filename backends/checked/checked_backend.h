@@ -72,6 +72,11 @@ class CheckedBackend : public Backend {
   void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                           const float* inp, const float* weight, const float* mean,
                           const float* rstd, int rows, int C) override;
+  // The inner backend's own (a fused one, e.g. the cpu backend's streamed kernels), so that this
+  // backend computes the same floats as its inner one.
+  void attention_forward_inference(float* ctx, float* probs, float* scores, const float* q,
+                                   const float* k, const float* v, const float* mask, int B, int NH,
+                                   int T, int HS, float scale) override;
   void softmax_forward(float* probs, const float* scores, const float* mask, int B, int NH, int T,
                        float scale) override;
   void softmax_backward(float* dscores, const float* probs, const float* dprobs, int rows, int T,

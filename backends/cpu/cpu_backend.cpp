@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backends/cpu/blas_core.h"
+#include "backends/cpu/f32_attention.h"
 #include "backends/cpu/kernels.h"
 #include "backends/dropout_rule.h"
 #include "core/error.h"
@@ -39,7 +40,8 @@ CpuBackend::CpuBackend(int num_threads)
     : pool_(num_threads),
       q8_kernel_(cpu::q8_best_kernel()),
       f32_kernel_(cpu::f32_best_kernel()),
-      fc_provider_(cpu::fc_provider_from_env()) {
+      fc_provider_(cpu::fc_provider_from_env()),
+      streamed_attention_(cpu::f32_attention_streamed_from_env()) {
   cpu::ensure_blas_core();  // before the first GEMM: OpenBLAS may not know this CPU (blas_core.h)
 #ifdef OPENBLAS_VERSION
   openblas_set_num_threads(1);  // process-wide; see gemm below
@@ -484,6 +486,27 @@ void CpuBackend::attention_forward_inference(float* ctx, float*, float*, const f
                                              int B, int NH, int T, int HS, float scale) {
   if (B <= 0 || T <= 0) return;
   const int C = NH * HS;
+  if (streamed_attention()) {
+    // One task per (sequence, head, block of query rows): no T × T buffer, and rows are
+    // independent, so any split (and thread count) gives the same floats.
+    const cpu::F32Kernel kern = f32_kernel_;
+    const int rows = 2 * cpu::f32_attention_panel_rows(kern);
+    const int blocks = (T + rows - 1) / rows;
+    const size_t scratch = cpu::f32_attention_scratch_floats(kern, HS);
+    pool_.parallel_for(static_cast<size_t>(B) * NH * blocks, 1, [&](size_t t0, size_t t1) {
+      thread_local FloatBuffer buf;
+      if (buf.size() < scratch) buf.resize(scratch);
+      for (size_t t = t0; t < t1; ++t) {
+        const int blk = static_cast<int>(t % blocks);
+        const int bh = static_cast<int>(t / blocks), b = bh / NH, h = bh % NH;
+        const size_t x = static_cast<size_t>(b) * T * C + static_cast<size_t>(h) * HS;
+        cpu::f32_attention_rows(kern, ctx + x, C, q + x, k + x, v + x, C,
+                                mask ? mask + static_cast<size_t>(b) * T : nullptr, T, HS, scale,
+                                blk * rows, std::min(T, (blk + 1) * rows), buf.data());
+      }
+    });
+    return;
+  }
   const size_t TT = static_cast<size_t>(T) * T;
   pool_.parallel_for(static_cast<size_t>(B) * NH, 1, [&](size_t p0, size_t p1) {
     thread_local std::vector<float> buf;

@@ -74,6 +74,13 @@ class CpuBackend : public ReferenceBackend {
   // packing. Throws bertrt::Error for a kernel this CPU cannot run.
   void set_q8_kernel(cpu::Q8Kernel k);
   void set_f32_kernel(cpu::F32Kernel k);
+  // Inference attention (attention_forward_inference) on f32_attention.h's streamed kernels
+  // (true: BERTRT_ATTENTION unset or "streamed", where f32_kernel() is a SIMD kernel) or through
+  // T × T buffers and OpenBLAS (false; BERTRT_ATTENTION=gemm, and always on aarch64).
+  void set_streamed_attention(bool on) { streamed_attention_ = on; }
+  bool streamed_attention() const {
+    return streamed_attention_ && f32_kernel_ != cpu::F32Kernel::kScalar;
+  }
   cpu::Q8Kernel q8_kernel() const { return q8_kernel_; }
   cpu::F32Kernel f32_kernel() const { return f32_kernel_; }
   // True exactly for the ops overridden below.
@@ -161,6 +168,7 @@ class CpuBackend : public ReferenceBackend {
   cpu::Q8Kernel q8_kernel_;  // q8_best_kernel() at construction (BERTRT_Q8_KERNEL or cpuid)
   cpu::F32Kernel f32_kernel_;  // f32_best_kernel() at construction (BERTRT_F32_KERNEL or cpuid)
   cpu::FcProvider fc_provider_;
+  bool streamed_attention_;  // f32_attention_streamed_from_env() at construction
   std::unique_ptr<cpu::XnnpackFc> xnn_;  // created at the first XNNPACK call
   FloatBuffer f32_packed_x_;             // X packed for f32_kernel_ (grown, never shrunk)
   bool constant_weights_ = false;

@@ -1,8 +1,14 @@
 // f32_gemm_32x12_avx512f (f32_gemm.h). Built with -mavx512f -mavx512bw -mavx512dq -mavx512vl
 // -mfma (CMakeLists.txt); run only where cpuid and XGETBV say the CPU and the OS have them.
 #if defined(__x86_64__) && defined(__AVX512F__)
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12's AVX-512 intrinsics (maxps, rndscaleps, ...) pass a self-initialised "undefined"
+// operand that -Wmaybe-uninitialized reports once inlined (GCC bug 105593, fixed in GCC 13).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
+#include "backends/cpu/f32_attention_impl.h"
 #include "backends/cpu/f32_gemm_impl.h"
 #include "backends/cpu/f32_gemm_isa.h"
 
@@ -18,6 +24,20 @@ struct Zmm {
   static V bcast(float x) { return _mm512_set1_ps(x); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static void store(float* p, V v) { _mm512_store_ps(p, v); }
+  // f32_attention_impl.h's operations.
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V div(V a, V b) { return _mm512_div_ps(a, b); }
+  static V max(V a, V b) { return _mm512_max_ps(a, b); }
+  static V round(V x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static V pow2(V n) {
+    const __m512i e = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(e, 23));
+  }
+  static V select_lt(V a, V b, V x, V y) {
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_LT_OQ), y, x);
+  }
 };
 
 }  // namespace
@@ -33,6 +53,12 @@ size_t f32_scratch_floats_avx512f(int M, int n0, int n1, int K) {
 void f32_gemm_32x12_avx512f(int M, int n0, int n1, int K, const float* P, const float* W, int ldw,
                             const float* bias, float* Y, int ldy, float* S) {
   gemm_xwt<Zmm>(M, n0, n1, K, P, W, ldw, bias, Y, ldy, S);
+}
+
+void f32_attention_avx512f(float* ctx, int ldc, const float* q, const float* key, const float* v,
+                 int ld, const float* mask, int T, int HS, float scale, int r0, int r1,
+                 float* scratch) {
+  attention_rows<Zmm>(ctx, ldc, q, key, v, ld, mask, T, HS, scale, r0, r1, scratch);
 }
 
 }  // namespace bertrt::cpu

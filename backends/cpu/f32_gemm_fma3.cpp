@@ -3,6 +3,7 @@
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 
+#include "backends/cpu/f32_attention_impl.h"
 #include "backends/cpu/f32_gemm_impl.h"
 #include "backends/cpu/f32_gemm_isa.h"
 
@@ -18,6 +19,18 @@ struct Ymm {
   static V bcast(float x) { return _mm256_set1_ps(x); }
   static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static void store(float* p, V v) { _mm256_store_ps(p, v); }
+  // f32_attention_impl.h's operations.
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V div(V a, V b) { return _mm256_div_ps(a, b); }
+  static V max(V a, V b) { return _mm256_max_ps(a, b); }
+  static V round(V x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static V pow2(V n) {
+    const __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(e, 23));
+  }
+  static V select_lt(V a, V b, V x, V y) { return _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, _CMP_LT_OQ)); }
 };
 
 }  // namespace
@@ -33,6 +46,12 @@ size_t f32_scratch_floats_fma3(int M, int n0, int n1, int K) {
 void f32_gemm_16x6_fma3(int M, int n0, int n1, int K, const float* P, const float* W, int ldw,
                         const float* bias, float* Y, int ldy, float* S) {
   gemm_xwt<Ymm>(M, n0, n1, K, P, W, ldw, bias, Y, ldy, S);
+}
+
+void f32_attention_fma3(float* ctx, int ldc, const float* q, const float* key, const float* v,
+                 int ld, const float* mask, int T, int HS, float scale, int r0, int r1,
+                 float* scratch) {
+  attention_rows<Ymm>(ctx, ldc, q, key, v, ld, mask, T, HS, scale, r0, r1, scratch);
 }
 
 }  // namespace bertrt::cpu

@@ -19,4 +19,12 @@ size_t f32_scratch_floats_fma3(int M, int n0, int n1, int K);
 void f32_gemm_16x6_fma3(int M, int n0, int n1, int K, const float* P, const float* W, int ldw,
                         const float* bias, float* Y, int ldy, float* S);
 
+// f32_attention.h's kernels (f32_attention_impl.h), in the same files.
+void f32_attention_avx512f(float* ctx, int ldc, const float* q, const float* key, const float* v,
+                           int ld, const float* mask, int T, int HS, float scale, int r0, int r1,
+                           float* scratch);
+void f32_attention_fma3(float* ctx, int ldc, const float* q, const float* key, const float* v,
+                        int ld, const float* mask, int T, int HS, float scale, int r0, int r1,
+                        float* scratch);
+
 }  // namespace bertrt::cpu

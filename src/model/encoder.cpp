@@ -66,6 +66,7 @@ void carve(EncoderActs& a, Carver& cv, const BertConfig& c, int B, int T, bool t
         if (!alternate[0]) alternate[0] = cv.take(N * C), alternate[1] = cv.take(N * C);
         L.out = alternate[l % 2];
         L.no_backward = true;
+        L.inference = !training;
       } else {
         L.out = cv.take(N * C);  // recompute: the layer's output is all it keeps
       }

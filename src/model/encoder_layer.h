@@ -24,9 +24,13 @@ struct LayerActs {
   float* res2;                 // [N, C] ln1 + FFN output (LayerNorm 2 input)
   float* out;                  // [N, C]
   float *ln2_mean, *ln2_rstd;  // [N]
-  // No backward runs through this layer (inference, frozen layers): probs need not be kept, and
-  // the attention runs fused (Backend::attention_forward_inference) unless it drops.
+  // No backward runs through this layer (inference, frozen layers): probs need not be kept.
   bool no_backward = false;
+  // The whole forward is inference (no gradient anywhere): the attention runs fused
+  // (Backend::attention_forward_inference, e.g. streamed on the cpu backend, other roundings than
+  // the training forward's). A training step's frozen layers keep the training forward's ops, so
+  // freezing layers never changes the floats of the layers above.
+  bool inference = false;
 };
 
 // Gradient scratch shared by all layers (the backward visits one layer at a time).

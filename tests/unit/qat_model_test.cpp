@@ -101,11 +101,14 @@ class QatModel : public ::testing::TestWithParam<std::tuple<std::string, bool>> 
 // The int8 model runs the same integers as the fake-quant one; they differ only where fp32 GEMM
 // rounding moves a re-quantized activation across a rounding midpoint (one code, one step of that
 // activation). Measured over both backends and embedding modes: logits ≤ 9e-8 of their range
-// apart on every row but, on some compilers and hosts, one row with such a flip upstream (clang
-// -O2 + ASan on an AVX-512 host: row 12 of 16, 2.9e-3 of the range; the others ≤ 9e-8);
-// last_hidden_state ≤ 0.021 (one code of a LayerNorm output flipped: a step is ~range/255).
-// Limits: every row but one within 1e-3 of the logit range (a wrong scale, zero point or an
-// integer off by one on the weights moves every row by more), that one within 0.02 (7× the flip
+// apart on every row but those with such a flip upstream (clang -O2 + ASan on an AVX-512 host:
+// row 12 of 16, 2.9e-3 of the range; the others ≤ 9e-8); last_hidden_state ≤ 0.021 (one code of
+// a LayerNorm output flipped: a step is ~range/255). How often a row flips, on the cpu backend
+// over 12 batches of 16 rows: 2 of 192 rows with float embeddings, 5–6 of 192 with int8 ones,
+// for the streamed attention and the T × T one alike (so ~3 % a row: 2 or more of 16 rows in
+// 8 % of batches, 4 or more in 0.1 %). This batch has 2 with the streamed attention here.
+// Limits: every row but three within 1e-3 of the logit range (a wrong scale, zero point or an
+// integer off by one on the weights moves every row by more), those within 0.02 (7× the flip
 // measured), 0.1 on the hidden states (a few such flips); predictions agree on every row whose
 // top-2 margin exceeds twice the worst logit gap.
 TEST_P(QatModel, Int8MatchesFakeQuant) {
@@ -131,7 +134,7 @@ TEST_P(QatModel, Int8MatchesFakeQuant) {
     for (int k = 0; k < 3; ++k) gap = std::max(gap, std::fabs(fq[r * 3 + k] - i8[r * 3 + k]));
     rows_apart += gap > 1e-3f * (hi - lo);
   }
-  EXPECT_LE(rows_apart, 1) << "rows more than 1e-3 of the logit range " << hi - lo << " apart";
+  EXPECT_LE(rows_apart, 3) << "rows more than 1e-3 of the logit range " << hi - lo << " apart";
   EXPECT_LE(worst, 0.02f * (hi - lo)) << "logit range " << hi - lo;
   EXPECT_GT(hi - lo, 0.5f) << "the logits must spread for the check to mean anything";
   for (int r = 0; r < b.B; ++r) {
