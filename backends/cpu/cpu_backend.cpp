@@ -64,7 +64,7 @@ void check_xnnpack_available(cpu::FcProvider p) {
 
 void CpuBackend::set_constant_weights(bool constant) {
   if (constant) check_xnnpack_available(fc_provider_);
-  if (!constant) xnn_.reset();
+  if (!constant) xnn_.reset(), f32_packed_w_.clear(), f32_packed_w_bytes_ = 0;
   constant_weights_ = constant;
 }
 
@@ -98,7 +98,22 @@ void CpuBackend::set_q8_kernel(cpu::Q8Kernel k) {
 void CpuBackend::set_f32_kernel(cpu::F32Kernel k) {
   if (!cpu::f32_kernel_available(k))
     fail("cpu backend: fp32 kernel {} cannot run on this CPU", cpu::f32_kernel_name(k));
+  if (k != f32_kernel_) f32_packed_w_.clear(), f32_packed_w_bytes_ = 0;  // another tile layout
   f32_kernel_ = k;
+}
+
+const float* CpuBackend::f32_packed_w(const float* W, int N, int K) {
+  const size_t floats = cpu::f32_packed_w_floats(f32_kernel_, N, K);
+  if (floats == 0) return nullptr;
+  PackedW& p = f32_packed_w_[W];
+  if (p.N != N || p.K != K || p.data.size() != floats) {
+    f32_packed_w_bytes_ -= p.data.size() * sizeof(float);
+    p.data.resize(floats);
+    p.N = N, p.K = K;
+    cpu::f32_pack_w(f32_kernel_, p.data.data(), W, N, K);
+    f32_packed_w_bytes_ += floats * sizeof(float);
+  }
+  return p.data.data();
 }
 
 // bertrt's own kernel (f32_gemm.h) only when asked for: auto never takes it, because bench_fc
@@ -123,7 +138,7 @@ bool CpuBackend::fc_on_xnnpack(const float* W, int M, int N, int K, int lda, int
 
 CpuBackend::FcStats CpuBackend::fc_stats() const {
   return FcStats{fc_xnnpack_calls_, fc_bertrt_calls_, fc_openblas_calls_,
-                 xnn_ ? xnn_->packed_bytes() : 0, constant_weights_};
+                 (xnn_ ? xnn_->packed_bytes() : 0) + f32_packed_w_bytes_, constant_weights_};
 }
 
 std::string CpuBackend::fc_summary() const {
@@ -352,6 +367,9 @@ void CpuBackend::f32_linear(float* Y, int ldy, const float* X, int ldx, const fl
                             int N, int K, const float* bias,
                             const LinearEpilogue* ep) {
   const cpu::F32Kernel k = f32_kernel_;
+  const float* Wp = f32_packed_w(W, N, K);
+  const int ldw = Wp ? 0 : K;  // f32_gemm_xwt reads packed tiles where ldw == 0
+  if (Wp) W = Wp;
   const size_t need = cpu::f32_packed_x_floats(k, M, K);
   if (f32_packed_x_.size() < need) f32_packed_x_.resize(need);
   float* P = f32_packed_x_.data();
@@ -366,7 +384,7 @@ void CpuBackend::f32_linear(float* Y, int ldy, const float* X, int ldx, const fl
       float* p = P ? P + p0 * panel_floats : nullptr;  // the scalar kernel packs nothing
       const float* x = X + static_cast<size_t>(m0) * ldx;
       cpu::f32_pack_x(k, p, x, ldx, m1 - m0, K, 0, static_cast<int>(p1 - p0));
-      cpu::f32_gemm_xwt(k, m1 - m0, 0, N, K, x, ldx, p, W, K, bias,
+      cpu::f32_gemm_xwt(k, m1 - m0, 0, N, K, x, ldx, p, W, ldw, bias,
                         Y + static_cast<size_t>(m0) * ldy, ldy,
                         f32_scratch(cpu::f32_scratch_floats(k, m1 - m0, 0, N, K)));
       if (ep) finish_linear_block(Y, ldy, nullptr, ep->residual, ep->gelu, m0, m1, 0, N);
@@ -379,7 +397,7 @@ void CpuBackend::f32_linear(float* Y, int ldy, const float* X, int ldx, const fl
   pool_.parallel_for(threads > 1 ? tiles : 1, 1, [&](size_t t0, size_t t1) {
     const int n0 = static_cast<int>(t0) * tn;
     const int n1 = threads > 1 ? std::min(static_cast<int>(t1) * tn, N) : N;
-    cpu::f32_gemm_xwt(k, M, n0, n1, K, X, ldx, P, W, K, bias, Y, ldy,
+    cpu::f32_gemm_xwt(k, M, n0, n1, K, X, ldx, P, W, ldw, bias, Y, ldy,
                       f32_scratch(cpu::f32_scratch_floats(k, M, n0, n1, K)));
     if (ep) finish_linear_block(Y, ldy, nullptr, ep->residual, ep->gelu, 0, M, n0, n1);
   });

@@ -8,11 +8,12 @@
 // constant (set_constant_weights(true): the inference-only CLI commands and the C API's model
 // handle until a trainer is created on it), the Linear-form GEMMs (gemm(no-trans A, trans B,
 // alpha 1, beta 0), i.e. nn.Linear's X·Wᵀ) may run on XNNPACK with W packed once per weight
-// (keyed by W's address and shape; xnnpack_fc.h) or on bertrt's own kernel with W read in place
-// (f32_gemm.h), chosen by BERTRT_FC_PROVIDER (openblas | xnnpack | bertrt | auto; default auto,
-// which takes XNNPACK only for shapes where a measurement showed it faster,
+// (keyed by W's address and shape; xnnpack_fc.h) or on bertrt's own kernel with W packed once
+// the same way (f32_gemm.h), chosen by BERTRT_FC_PROVIDER (openblas | xnnpack | bertrt | auto;
+// default auto, which takes XNNPACK only for shapes where a measurement showed it faster,
 // cpu::xnnpack_fc_wins, and only while the packed copies fit cpu::xnnpack_auto_budget_bytes(),
-// and never bertrt's kernel, which measured level with OpenBLAS, not faster).
+// and never bertrt's kernel, whose packed copy of every weight would break the inference memory
+// bound: docs/backends.md).
 // Without the declaration (the default, and always in training) every GEMM runs on OpenBLAS,
 // bit-identical to a build without the provider, whatever BERTRT_FC_PROVIDER says: a training
 // run and its resume from a checkpoint compute each step with the same rounding.
@@ -26,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "backends/cpu/f32_gemm.h"
 #include "backends/cpu/fc_provider.h"
@@ -46,7 +48,8 @@ class CpuBackend : public ReferenceBackend {
   int num_threads() const { return pool_.threads(); }
   // true declares that every weight this backend's ops are given stays unchanged (and its
   // memory is not reused for another weight) until the backend is destroyed or this is set back
-  // to false, which drops the packed copies. The only way XNNPACK is ever used (see
+  // to false, which drops the packed copies (XNNPACK's and provider bertrt's). The only way
+  // XNNPACK or bertrt's kernel is ever used (see
   // "Fully-connected provider" above); inference-only callers set it, training never does.
   // true throws bertrt::Error when the provider is kXnnpack and cpu::xnnpack_available() is
   // false (an explicit request is not silently ignored).
@@ -171,6 +174,16 @@ class CpuBackend : public ReferenceBackend {
   bool streamed_attention_;  // f32_attention_streamed_from_env() at construction
   std::unique_ptr<cpu::XnnpackFc> xnn_;  // created at the first XNNPACK call
   FloatBuffer f32_packed_x_;             // X packed for f32_kernel_ (grown, never shrunk)
+  // Weights packed once for f32_kernel_ (f32_pack_w), by address: provider bertrt, constant
+  // weights only (a weight's address then always holds the same values).
+  struct PackedW {
+    int N = 0, K = 0;
+    FloatBuffer data;
+  };
+  std::unordered_map<const float*, PackedW> f32_packed_w_;
+  size_t f32_packed_w_bytes_ = 0;
+  // W packed for f32_kernel_ (packed at its first use), or nullptr for the scalar kernel.
+  const float* f32_packed_w(const float* W, int N, int K);
   bool constant_weights_ = false;
   size_t fc_xnnpack_calls_ = 0, fc_openblas_calls_ = 0, fc_bertrt_calls_ = 0;
   bool use_xnnpack(int M, int N, int K) const;

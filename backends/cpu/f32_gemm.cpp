@@ -130,6 +130,38 @@ void f32_pack_x(F32Kernel k, float* P, const float* X, int ldx, int M, int K, in
   }
 }
 
+size_t f32_packed_w_floats(F32Kernel k, int N, int K) {
+  if (N <= 0 || K <= 0) return 0;
+  switch (k) {
+#ifdef BERTRT_F32_AVX512F
+    case F32Kernel::kAvx512f:
+      return f32_packed_w_floats_avx512f(N, K);
+#endif
+#ifdef BERTRT_F32_FMA3
+    case F32Kernel::kFma3:
+      return f32_packed_w_floats_fma3(N, K);
+#endif
+    default:
+      return 0;
+  }
+}
+
+void f32_pack_w(F32Kernel k, float* Wp, const float* W, int N, int K) {
+  if (N <= 0 || K <= 0) return;
+  switch (k) {
+#ifdef BERTRT_F32_AVX512F
+    case F32Kernel::kAvx512f:
+      return f32_pack_w_avx512f(Wp, W, N, K);
+#endif
+#ifdef BERTRT_F32_FMA3
+    case F32Kernel::kFma3:
+      return f32_pack_w_fma3(Wp, W, N, K);
+#endif
+    default:
+      return;
+  }
+}
+
 size_t f32_scratch_floats(F32Kernel k, int M, int n0, int n1, int K) {
   if (M <= 0 || n1 <= n0) return 0;
   switch (k) {

@@ -9,6 +9,9 @@
 // Packing X costs M·K moves per call against M·N·K multiply-adds: 1/N of the work (≤ 0.4 % for
 // BERT's N ≥ 256), where packing W per call (OpenBLAS) moved N·K floats per call and a packed
 // copy of W held at load (XNNPACK) doubled the weights' memory.
+// Or W is packed once (f32_pack_w, ldw == 0): the cpu backend's provider `bertrt` holds such a
+// copy per weight, trading the weights' memory again for tiles read in order (one stream, not NR
+// strided rows; bench_fc: 0.70–0.76× OpenBLAS's time at BERT-base B1, one thread).
 //
 //   f32_gemm_32x12_avx512f  32 rows (2 zmm) × 12 columns: 24 accumulators + 2 X vectors + 1
 //                           broadcast of the 32 zmm registers (x86-64-v4: AVX-512 F/BW/DQ/VL)
@@ -51,12 +54,20 @@ size_t f32_packed_x_floats(F32Kernel k, int M, int K);
 // aligned). Panels are independent: callers may pack them on several threads.
 void f32_pack_x(F32Kernel k, float* P, const float* X, int ldx, int M, int K, int p0, int p1);
 
+// Floats of W [N, K] packed once for kernel k (0 for the scalar kernel, which reads W in place):
+// tiles of f32_kernel_tile_n columns over all of K, each k-major, columns past N zero.
+size_t f32_packed_w_floats(F32Kernel k, int N, int K);
+// Packs W [N, K] (row stride K) into Wp (f32_packed_w_floats floats, 64-byte aligned). Reading
+// the packed tiles instead of W's rows changes no float: the same fma chains, the same order.
+void f32_pack_w(F32Kernel k, float* Wp, const float* W, int N, int K);
+
 // Floats of scratch f32_gemm_xwt needs for M rows and columns [n0, n1): the partial sums of a
 // block of columns, when K is longer than one block of k (0 otherwise, and for kScalar).
 size_t f32_scratch_floats(F32Kernel k, int M, int n0, int n1, int K);
 
 // Y[m, n] = Σ_k X[m, k]·W[n, k] (+ bias[n] when bias is non-null) for all M rows and columns
-// [n0, n1) (n0 a multiple of f32_kernel_tile_n(k)), W [N, K] with row stride ldw, Y row stride
+// [n0, n1) (n0 a multiple of f32_kernel_tile_n(k)), W [N, K] with row stride ldw (or, ldw == 0
+// and a SIMD kernel, W packed by f32_pack_w), Y row stride
 // ldy. The SIMD kernels read P (f32_pack_x of all of X for k), the scalar one X (row stride ldx).
 // S: f32_scratch_floats floats, 64-byte aligned, owned by the caller's thread.
 void f32_gemm_xwt(F32Kernel k, int M, int n0, int n1, int K, const float* X, int ldx,

@@ -46,6 +46,12 @@ void f32_pack_x_avx512f(float* P, const float* X, int ldx, int M, int K, int p0,
   pack_x<2 * Zmm::kLanes>(P, X, ldx, M, K, p0, p1);
 }
 
+size_t f32_packed_w_floats_avx512f(int N, int K) { return packed_w_floats<Zmm>(N, K); }
+
+void f32_pack_w_avx512f(float* Wp, const float* W, int N, int K) {
+  pack_w<Zmm>(Wp, W, K, 0, N, 0, K);
+}
+
 size_t f32_scratch_floats_avx512f(int M, int n0, int n1, int K) {
   return scratch_floats<Zmm>(M, n0, n1, K);
 }

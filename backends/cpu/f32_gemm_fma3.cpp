@@ -39,6 +39,12 @@ void f32_pack_x_fma3(float* P, const float* X, int ldx, int M, int K, int p0, in
   pack_x<2 * Ymm::kLanes>(P, X, ldx, M, K, p0, p1);
 }
 
+size_t f32_packed_w_floats_fma3(int N, int K) { return packed_w_floats<Ymm>(N, K); }
+
+void f32_pack_w_fma3(float* Wp, const float* W, int N, int K) {
+  pack_w<Ymm>(Wp, W, K, 0, N, 0, K);
+}
+
 size_t f32_scratch_floats_fma3(int M, int n0, int n1, int K) {
   return scratch_floats<Ymm>(M, n0, n1, K);
 }

@@ -138,7 +138,17 @@ void pack_w(float* Wp, const float* W, int ldw, int n, int ne, int kb, int kc) {
   }
 }
 
-// Columns [n0, n1) for all M rows; S holds scratch_floats floats (64-byte aligned).
+// All of W packed once (f32_pack_w): tiles of kNR columns over all of K, each [K][kNR], columns
+// past N zero. Tile n / kNR's block of k from kb starts at Wp + n·K + kb·kNR, so every split of
+// the columns in multiples of kNR reads it as pack_w's per-call blocks are read.
+template <class Isa>
+size_t packed_w_floats(int N, int K) {
+  constexpr size_t NR = Isa::kNR;
+  return (static_cast<size_t>(N) + NR - 1) / NR * NR * static_cast<size_t>(K);
+}
+
+// Columns [n0, n1) for all M rows; S holds scratch_floats floats (64-byte aligned). ldw == 0:
+// W is packed once (packed_w_floats) and read as it is.
 template <class Isa>
 void gemm_xwt(int M, int n0, int n1, int K, const float* P, const float* W, int ldw,
               const float* bias, float* Y, int ldy, float* S) {
@@ -147,8 +157,11 @@ void gemm_xwt(int M, int n0, int n1, int K, const float* P, const float* W, int 
   const size_t panel_floats = static_cast<size_t>(K) * PR;
   constexpr int nc = block_cols<Isa>();
   const int cols = fmin_i(nc, (n1 - n0 + NR - 1) / NR * NR);
+  const bool prepacked = ldw == 0;
   float* sums = K > kKC ? S : nullptr;
-  float* wp = packs_w<Isa>(M) ? S + (sums ? static_cast<size_t>(panels) * cols * PR : 0) : nullptr;
+  float* wp = !prepacked && packs_w<Isa>(M)
+                  ? S + (sums ? static_cast<size_t>(panels) * cols * PR : 0)
+                  : nullptr;
   for (int nb = n0; nb < n1; nb += nc) {
     const int ne = fmin_i(n1, nb + nc);
     const size_t s_panel = static_cast<size_t>((ne - nb + NR - 1) / NR) * NR * PR;
@@ -162,10 +175,12 @@ void gemm_xwt(int M, int n0, int n1, int K, const float* P, const float* W, int 
         float* y = Y + static_cast<size_t>(p) * PR * ldy;
         const int mr = fmin_i(PR, M - p * PR);
         for (int n = nb; n < ne; n += NR) {
-          const float* w =
-              wp ? wp + static_cast<size_t>(n - nb) * kc : W + static_cast<size_t>(n) * ldw + kb;
+          const float* w = prepacked ? W + static_cast<size_t>(n) * K + static_cast<size_t>(kb) * NR
+                           : wp      ? wp + static_cast<size_t>(n - nb) * kc
+                                     : W + static_cast<size_t>(n) * ldw + kb;
           tile_cols<Isa, NR>(fmin_i(NR, ne - n), s ? s + (n - nb) * PR : nullptr, first, last,
-                             y + n, ldy, pk, w, wp ? 0 : ldw, kc, mr, bias ? bias + n : nullptr);
+                             y + n, ldy, pk, w, prepacked || wp ? 0 : ldw, kc, mr,
+                             bias ? bias + n : nullptr);
         }
       }
     }

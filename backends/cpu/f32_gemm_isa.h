@@ -10,11 +10,15 @@
 namespace bertrt::cpu {
 
 void f32_pack_x_avx512f(float* P, const float* X, int ldx, int M, int K, int p0, int p1);
+size_t f32_packed_w_floats_avx512f(int N, int K);
+void f32_pack_w_avx512f(float* Wp, const float* W, int N, int K);
 size_t f32_scratch_floats_avx512f(int M, int n0, int n1, int K);
 void f32_gemm_32x12_avx512f(int M, int n0, int n1, int K, const float* P, const float* W, int ldw,
                             const float* bias, float* Y, int ldy, float* S);
 
 void f32_pack_x_fma3(float* P, const float* X, int ldx, int M, int K, int p0, int p1);
+size_t f32_packed_w_floats_fma3(int N, int K);
+void f32_pack_w_fma3(float* Wp, const float* W, int N, int K);
 size_t f32_scratch_floats_fma3(int M, int n0, int n1, int K);
 void f32_gemm_16x6_fma3(int M, int n0, int n1, int K, const float* P, const float* W, int ldw,
                         const float* bias, float* Y, int ldy, float* S);

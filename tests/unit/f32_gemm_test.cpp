@@ -1,7 +1,7 @@
 // bertrt's own fp32 Linear kernels (backends/cpu/f32_gemm.h): the scalar reference against a
 // float64 sum within the fp32 error bound; every SIMD kernel this CPU can run bit for bit equal to
 // the scalar reference, swept over odd sizes (M, N, K around the 32×12 / 16×6 tiles and the
-// 256-deep blocks of k), strides, bias, column splits and panel subsets; the cpu backend's
+// 256-deep blocks of k), strides, bias, column splits, panel subsets and W packed once; the cpu backend's
 // provider `bertrt` (counted, thread-count independent, never without constant weights); the
 // kernel choice by BERTRT_F32_KERNEL; and a BERT forward on it against the PyTorch reference.
 #include "backends/cpu/f32_gemm.h"
@@ -120,6 +120,23 @@ TEST(F32Gemm, EverySimdKernelEqualsTheScalarReferenceBitForBit) {
           ASSERT_EQ(0, std::memcmp(want.data(), parts.data(), want.size() * sizeof(float)))
               << cpu::f32_kernel_name(k) << " split at column " << split << " M=" << s.M
               << " N=" << s.N << " K=" << s.K;
+          // W packed once (f32_pack_w, read where ldw is 0), all columns and the two parts.
+          std::vector<float> Wc(size_t(s.N) * s.K);
+          for (int n = 0; n < s.N; ++n)
+            std::memcpy(&Wc[size_t(n) * s.K], &W[size_t(n) * ldw], s.K * sizeof(float));
+          std::vector<float> Wp(cpu::f32_packed_w_floats(k, s.N, s.K),
+                                std::numeric_limits<float>::quiet_NaN());
+          ASSERT_EQ(Wp.size(), size_t((s.N + tn - 1) / tn) * tn * s.K);
+          cpu::f32_pack_w(k, Wp.data(), Wc.data(), s.N, s.K);
+          std::vector<float> whole = nan_y(s.M, ldy), packed = nan_y(s.M, ldy);
+          run_kernel(k, s, X, ldx, Wp, 0, bias, whole, ldy, 0, s.N);
+          run_kernel(k, s, X, ldx, Wp, 0, bias, packed, ldy, 0, split);
+          run_kernel(k, s, X, ldx, Wp, 0, bias, packed, ldy, split, s.N);
+          ASSERT_EQ(0, std::memcmp(want.data(), whole.data(), want.size() * sizeof(float)))
+              << cpu::f32_kernel_name(k) << " W packed once, M=" << s.M << " N=" << s.N
+              << " K=" << s.K;
+          ASSERT_EQ(0, std::memcmp(want.data(), packed.data(), want.size() * sizeof(float)))
+              << cpu::f32_kernel_name(k) << " W packed once, split at " << split;
         }
   }
   std::cout << "[ f32 kernels ] tested: " << (tested.empty() ? "none" : tested)
