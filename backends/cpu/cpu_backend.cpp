@@ -11,6 +11,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/dropout_rule.h"
 #include "core/error.h"
+#include "core/mapped_file.h"
 
 namespace bertrt {
 namespace {
@@ -65,6 +66,7 @@ void check_xnnpack_available(cpu::FcProvider p) {
 void CpuBackend::set_constant_weights(bool constant) {
   if (constant) check_xnnpack_available(fc_provider_);
   if (!constant) xnn_.reset(), f32_packed_w_.clear(), f32_packed_w_bytes_ = 0;
+  if (!constant) f32_released_bytes_ = 0;
   constant_weights_ = constant;
 }
 
@@ -112,13 +114,19 @@ const float* CpuBackend::f32_packed_w(const float* W, int N, int K) {
     p.N = N, p.K = K;
     cpu::f32_pack_w(f32_kernel_, p.data.data(), W, N, K);
     f32_packed_w_bytes_ += floats * sizeof(float);
+    // The packed copy is the one the GEMMs read now: where W is a model file's mapped pages,
+    // never written, they go back (a later reader maps them again), so the weights stay
+    // resident once (issue #13's inference memory bound). Written or anonymous memory stays.
+    if (MappedFile::release_clean_pages(W, static_cast<size_t>(N) * K * sizeof(float)))
+      f32_released_bytes_ += static_cast<size_t>(N) * K * sizeof(float);
   }
   return p.data.data();
 }
 
-// bertrt's own kernel (f32_gemm.h) only when asked for: auto never takes it, because bench_fc
-// measured it level with OpenBLAS on one thread (0.85–1.2× per BERT shape, in-run noise ±10 %)
-// and slower on two (docs/performance.md, "bertrt's own fp32 kernel").
+// bertrt's own kernel (f32_gemm.h), on W packed once, only when asked for. auto does not take
+// it: the packed copy costs memory (the file's pages of W go back, but reading the small tensors
+// beside them maps much of them again: +146 MB for BERT-base here), and issue #13 bounds
+// inference RSS; it is 0.87–0.91× OpenBLAS's time at B1 (docs/performance.md, "W packed once").
 bool CpuBackend::use_f32_kernel() const {
   return constant_weights_ && fc_provider_ == cpu::FcProvider::kBertrt;
 }
@@ -138,7 +146,8 @@ bool CpuBackend::fc_on_xnnpack(const float* W, int M, int N, int K, int lda, int
 
 CpuBackend::FcStats CpuBackend::fc_stats() const {
   return FcStats{fc_xnnpack_calls_, fc_bertrt_calls_, fc_openblas_calls_,
-                 (xnn_ ? xnn_->packed_bytes() : 0) + f32_packed_w_bytes_, constant_weights_};
+                 (xnn_ ? xnn_->packed_bytes() : 0) + f32_packed_w_bytes_, constant_weights_,
+                 f32_released_bytes_};
 }
 
 std::string CpuBackend::fc_summary() const {
@@ -150,6 +159,8 @@ std::string CpuBackend::fc_summary() const {
       s.constant_weights ? "weights declared constant" : "weights not constant: openblas only",
       s.openblas_calls, s.xnnpack_calls, s.bertrt_calls, cpu::f32_kernel_name(f32_kernel_));
   if (s.packed_bytes) line += fmt::format(" ({:.1f} MB packed)", s.packed_bytes / 1e6);
+  if (s.released_bytes)
+    line += fmt::format(" ({:.1f} MB of the file's pages given back)", s.released_bytes / 1e6);
   // Without initialising XNNPACK (auto never does where its rule says no, e.g. aarch64).
   if (fc_provider_ == cpu::FcProvider::kAuto && !cpu::xnnpack_built())
     line += " (no XNNPACK in this build)";
@@ -343,9 +354,10 @@ void CpuBackend::linear_forward_inference(float* out, float* pre, const float* x
                                           const float* residual, int M, int N, int K,
                                           std::optional<Gelu> gelu) {
   if (M <= 0 || N <= 0) return;
-  if (K <= 0 || (!use_f32_kernel() && fc_on_xnnpack(w, M, N, K, ldx, N)))
+  const bool on_f32_kernel = K > 0 && use_f32_kernel();
+  if (K <= 0 || (!on_f32_kernel && fc_on_xnnpack(w, M, N, K, ldx, N)))
     return Backend::linear_forward_inference(out, pre, x, ldx, w, bias, residual, M, N, K, gelu);
-  if (use_f32_kernel()) {
+  if (on_f32_kernel) {
     const LinearEpilogue ep{residual, gelu};
     f32_linear(out, N, x, ldx, w, M, N, K, bias, &ep);
     ++fc_bertrt_calls_;

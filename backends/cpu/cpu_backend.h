@@ -12,8 +12,8 @@
 // the same way (f32_gemm.h), chosen by BERTRT_FC_PROVIDER (openblas | xnnpack | bertrt | auto;
 // default auto, which takes XNNPACK only for shapes where a measurement showed it faster,
 // cpu::xnnpack_fc_wins, and only while the packed copies fit cpu::xnnpack_auto_budget_bytes(),
-// and never bertrt's kernel, whose packed copy of every weight would break the inference memory
-// bound: docs/backends.md).
+// and never bertrt's kernel, whose packed copies would break the inference memory bound:
+// docs/backends.md).
 // Without the declaration (the default, and always in training) every GEMM runs on OpenBLAS,
 // bit-identical to a build without the provider, whatever BERTRT_FC_PROVIDER says: a training
 // run and its resume from a checkpoint compute each step with the same rounding.
@@ -66,6 +66,7 @@ class CpuBackend : public ReferenceBackend {
     size_t openblas_calls = 0;      // Linear-form GEMMs OpenBLAS ran
     size_t packed_bytes = 0;        // XNNPACK's packed weights held now
     bool constant_weights = false;  // declared: without it XNNPACK never runs
+    size_t released_bytes = 0;      // weights' file pages given back once packed (bertrt)
   };
   FcStats fc_stats() const;
   // One line for bench / verbose output, e.g. "fc provider auto (weights declared constant):
@@ -181,7 +182,7 @@ class CpuBackend : public ReferenceBackend {
     FloatBuffer data;
   };
   std::unordered_map<const float*, PackedW> f32_packed_w_;
-  size_t f32_packed_w_bytes_ = 0;
+  size_t f32_packed_w_bytes_ = 0, f32_released_bytes_ = 0;
   // W packed for f32_kernel_ (packed at its first use), or nullptr for the scalar kernel.
   const float* f32_packed_w(const float* W, int N, int K);
   bool constant_weights_ = false;

@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <vector>
 #include <utility>
 
 #include "core/error.h"
@@ -90,6 +92,29 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     other.writable_ = false;
   }
   return *this;
+}
+
+bool MappedFile::release_clean_pages(const void* p, size_t n) {
+  static const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t first = (a + page - 1) / page * page, last = (a + n) / page * page;
+  if (last <= first) return false;
+  const size_t pages = (last - first) / page;
+  const int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  std::vector<uint64_t> e(pages);
+  const off_t at = static_cast<off_t>(first / page * sizeof(uint64_t));
+  const ssize_t want = static_cast<ssize_t>(pages * sizeof(uint64_t));
+  const ssize_t got = ::pread(fd, e.data(), static_cast<size_t>(want), at);
+  ::close(fd);
+  if (got != want) return false;
+  constexpr uint64_t kPresent = uint64_t{1} << 63, kSwapped = uint64_t{1} << 62,
+                     kFilePage = uint64_t{1} << 61;
+  for (uint64_t x : e) {
+    const bool clean = (x & kPresent) ? (x & kFilePage) != 0 : (x & kSwapped) == 0;
+    if (!clean) return false;
+  }
+  return ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED) == 0;
 }
 
 }  // namespace bertrt

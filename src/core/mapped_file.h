@@ -32,6 +32,13 @@ class MappedFile {
   // bytes were never written (madvise MADV_DONTNEED): they leave the resident set, and a later
   // read maps them again from the file. Pages shared with bytes outside the range are kept.
   static void release_pages(const void* p, size_t n);
+  // The same for memory whose origin the caller does not know (e.g. a backend handed a weight's
+  // address), made safe by asking the kernel first (/proc/self/pagemap): the whole pages inside
+  // [p, p + n) are given back only if every one is a file page (bit 61) or not resident and not
+  // swapped, i.e. none was ever written (a written page of a private file mapping, or any page of
+  // anonymous memory, is anonymous and would be lost). True when they were given back; false,
+  // with nothing changed, otherwise or where pagemap cannot be read.
+  static bool release_clean_pages(const void* p, size_t n);
 
  private:
   void release();

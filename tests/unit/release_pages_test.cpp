@@ -1,0 +1,124 @@
+// MappedFile::release_clean_pages: pages of a private file mapping that were only read are given
+// back (no longer mapped, the bytes the same when read again); a written page (anonymous once
+// written) or anonymous memory makes it refuse the whole range and change nothing. And the cpu
+// backend's provider bertrt, which packs a weight once and gives its file pages back: the same
+// floats from a weight in a file mapping as from an anonymous copy, only the former given back.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "core/mapped_file.h"
+#include "op_test_util.h"
+#include "test_util.h"
+
+namespace bertrt {
+namespace {
+
+const size_t kPage = size_t(::sysconf(_SC_PAGESIZE));
+
+// How many of the pages [p, p + pages·page) the process maps now (pagemap's present bit).
+int mapped_pages(const void* p, size_t pages) {
+  const int fd = ::open("/proc/self/pagemap", O_RDONLY);
+  if (fd < 0) return -1;
+  std::vector<uint64_t> e(pages);
+  const auto at = off_t(reinterpret_cast<uintptr_t>(p) / kPage * sizeof(uint64_t));
+  const ssize_t got = ::pread(fd, e.data(), pages * sizeof(uint64_t), at);
+  ::close(fd);
+  if (got != ssize_t(pages * sizeof(uint64_t))) return -1;
+  int n = 0;
+  for (uint64_t x : e) n += (x >> 63) & 1;
+  return n;
+}
+
+uint8_t pattern(size_t i) { return uint8_t(i * 131 + (i >> 12)); }
+
+TEST(ReleaseCleanPages, ReadPagesGoBackWrittenOrAnonymousOnesStay) {
+  // qemu-user: pagemap describes the emulator's host addresses, not the guest's.
+  if (test::emulated()) GTEST_SKIP() << "pagemap under emulation";
+  test::TempDir dir;
+  const std::string path = dir.file("release_pages.bin");
+  const size_t pages = 64, n = pages * kPage;
+  {
+    std::ofstream f(path, std::ios::binary);
+    for (size_t i = 0; i < n; ++i) f.put(char(pattern(i)));
+  }
+  MappedFile map = MappedFile::open(path, /*copy_on_write=*/true);
+  ASSERT_NE(map.writable_data(), nullptr);
+  const uint8_t* d = map.data();
+  ASSERT_EQ(0u, reinterpret_cast<uintptr_t>(d) % kPage);
+  size_t bad = 0;
+  for (size_t i = 0; i < n; ++i) bad += d[i] != pattern(i);
+  ASSERT_EQ(bad, 0u);
+  if (mapped_pages(d, pages) < 0) GTEST_SKIP() << "/proc/self/pagemap cannot be read here";
+  ASSERT_EQ(mapped_pages(d, pages), int(pages));
+
+  EXPECT_TRUE(MappedFile::release_clean_pages(d, n));
+  EXPECT_EQ(mapped_pages(d, pages), 0);
+  for (size_t i = 0; i < n; ++i) bad += d[i] != pattern(i);  // mapped again from the file
+  EXPECT_EQ(bad, 0u);
+
+  // A written page: the range around it is refused, the write survives; a range beside it goes.
+  map.writable_data()[10 * kPage + 7] = uint8_t(pattern(10 * kPage + 7) + 1);
+  EXPECT_FALSE(MappedFile::release_clean_pages(d, n));
+  EXPECT_FALSE(MappedFile::release_clean_pages(d + 9 * kPage, 3 * kPage));
+  EXPECT_EQ(d[10 * kPage + 7], uint8_t(pattern(10 * kPage + 7) + 1));
+  EXPECT_TRUE(MappedFile::release_clean_pages(d + 20 * kPage, 10 * kPage));
+  EXPECT_EQ(mapped_pages(d + 20 * kPage, 10), 0);
+  EXPECT_EQ(d[10 * kPage + 7], uint8_t(pattern(10 * kPage + 7) + 1));
+  for (size_t i = 20 * kPage; i < 30 * kPage; ++i) bad += d[i] != pattern(i);
+  EXPECT_EQ(bad, 0u);
+
+  // Anonymous memory (e.g. weights loaded by copy): refused, the values stay.
+  std::vector<float> anon(pages * kPage / sizeof(float) + kPage, 1.5f);
+  EXPECT_FALSE(MappedFile::release_clean_pages(anon.data(), anon.size() * sizeof(float)));
+  for (float x : anon) bad += x != 1.5f;
+  EXPECT_EQ(bad, 0u);
+  // Less than a whole page: nothing to give back.
+  EXPECT_FALSE(MappedFile::release_clean_pages(d + 40 * kPage + 1, kPage));
+}
+
+TEST(ReleaseCleanPages, ProviderBertrtGivesBackTheFilePagesOfWeightsItPacked) {
+  if (test::emulated()) GTEST_SKIP() << "pagemap under emulation";
+  const int M = 64, N = 40, K = 1024;  // W: 160 KB, 40 pages
+  test::TempDir dir;
+  const std::string path = dir.file("w.bin");
+  const auto W = test::randn(size_t(N) * K, 5, 0.1f);
+  {
+    std::ofstream f(path, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(W.data()), std::streamsize(W.size() * sizeof(float)));
+  }
+  const MappedFile map = MappedFile::open(path, /*copy_on_write=*/true);
+  const auto* w_file = reinterpret_cast<const float*>(map.data());
+  const auto X = test::randn(size_t(M) * K, 6);
+  auto run = [&](const float* w, CpuBackend::FcStats* stats) {
+    CpuBackend be(2);
+    be.set_fc_provider(cpu::FcProvider::kBertrt);
+    be.set_constant_weights(true);
+    std::vector<float> Y(size_t(M) * N);
+    for (int i = 0; i < 2; ++i)  // the second call reads the packed copy only
+      be.gemm(false, true, M, N, K, 1.0f, X.data(), K, w, K, 0.0f, Y.data(), N);
+    *stats = be.fc_stats();
+    return Y;
+  };
+  CpuBackend::FcStats from_file, from_copy;
+  const auto y_file = run(w_file, &from_file), y_copy = run(W.data(), &from_copy);
+  EXPECT_EQ(y_file, y_copy);
+  EXPECT_EQ(from_file.bertrt_calls, 2u);
+  if (CpuBackend(1).f32_kernel() == cpu::F32Kernel::kScalar) {
+    EXPECT_EQ(from_file.packed_bytes, 0u);  // the scalar kernel reads W in place
+    return;
+  }
+  EXPECT_GE(from_file.packed_bytes, W.size() * sizeof(float));
+  EXPECT_EQ(from_file.released_bytes, W.size() * sizeof(float));
+  EXPECT_EQ(from_copy.released_bytes, 0u);  // anonymous memory: kept
+  EXPECT_EQ(mapped_pages(w_file, W.size() * sizeof(float) / kPage), 0);
+}
+
+}  // namespace
+}  // namespace bertrt
