@@ -1,5 +1,5 @@
 // The cpu backend's fp32 fully-connected providers side by side (backends/cpu/fc_provider.h):
-// OpenBLAS, XNNPACK (W packed once) and bertrt's own kernel (f32_gemm.h: W read in place), each
+// OpenBLAS, XNNPACK (W packed once) and bertrt's own kernel (f32_gemm.h: W packed once), each
 // as linear_forward runs it (gemm X·Wᵀ, then bias_add), on the inference Linear shapes of
 // BERT-mini and BERT-base at S = 128: [M = B·S, K, N] for the attention projections (Q, K, V and
 // attention output share one shape), FFN up and down, and [M = B, K, N] for the pooler and a

@@ -9,7 +9,7 @@ namespace bertrt::cpu {
 enum class FcProvider {
   kOpenBlas,  // OpenBLAS sgemm split over the pool (cpu_backend.cpp)
   kXnnpack,   // XNNPACK fully_connected_nc_f32 with the weight packed once (xnnpack_fc.h)
-  kBertrt,    // f32_gemm.h: W read in place, X packed per call
+  kBertrt,    // f32_gemm.h: W packed once (file pages given back), X packed per call
   kAuto,      // per shape and CPU, from measurements (CpuBackend::fc_choice)
 };
 
