@@ -66,7 +66,7 @@ void check_xnnpack_available(cpu::FcProvider p) {
 void CpuBackend::set_constant_weights(bool constant) {
   if (constant) check_xnnpack_available(fc_provider_);
   if (!constant) xnn_.reset(), f32_packed_w_.clear(), f32_packed_w_bytes_ = 0;
-  if (!constant) f32_released_bytes_ = 0;
+  if (!constant) f32_released_bytes_ = 0, f32_not_in_file_.clear();
   constant_weights_ = constant;
 }
 
@@ -123,12 +123,27 @@ const float* CpuBackend::f32_packed_w(const float* W, int N, int K) {
   return p.data.data();
 }
 
-// bertrt's own kernel (f32_gemm.h), on W packed once, only when asked for. auto does not take
-// it: the packed copy costs memory (the file's pages of W go back, but reading the small tensors
-// beside them maps much of them again: +146 MB for BERT-base here), and issue #13 bounds
-// inference RSS; it is 0.87–0.91× OpenBLAS's time at B1 (docs/performance.md, "W packed once").
-bool CpuBackend::use_f32_kernel() const {
-  return constant_weights_ && fc_provider_ == cpu::FcProvider::kBertrt;
+// bertrt's own kernel (f32_gemm.h) on W packed once: always when asked for (its packed copies
+// cost what they cost). auto takes it where packing costs no memory and the kernel was measured
+// faster: the avx512f kernel, a weight that is a model file's mapped pages never written (given
+// back once packed: release_clean_pages), from a full panel of rows on (a 32-row panel for the
+// pooler's one row would waste most of it), where XNNPACK's rule does not take the shape; and,
+// once a weight is packed, every later call of it (its pages are gone). Weights loaded by copy
+// (anonymous memory) stay on OpenBLAS. Figures: docs/performance.md, "W packed once".
+constexpr int kF32AutoMinRows = 32;
+
+bool CpuBackend::use_f32_kernel(const float* W, int M, int N, int K, int lda, int ldc) const {
+  if (!constant_weights_) return false;
+  if (fc_provider_ == cpu::FcProvider::kBertrt) return true;
+  if (fc_provider_ != cpu::FcProvider::kAuto || f32_kernel_ != cpu::F32Kernel::kAvx512f)
+    return false;
+  const auto it = f32_packed_w_.find(W);
+  if (it != f32_packed_w_.end() && it->second.N == N && it->second.K == K) return true;
+  if (M < kF32AutoMinRows || f32_not_in_file_.count(W) || fc_on_xnnpack(W, M, N, K, lda, ldc))
+    return false;
+  if (MappedFile::pages_clean(W, static_cast<size_t>(N) * K * sizeof(float))) return true;
+  f32_not_in_file_.insert(W);  // constant weights: its memory stays what it is
+  return false;
 }
 
 // auto packs weights only while their copies stay within cpu::xnnpack_auto_budget_bytes() (the
@@ -287,7 +302,7 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int M, int N, int K, float alp
   if (M <= 0 || N <= 0) return;
   // nn.Linear's forward X·Wᵀ: the fully-connected provider's form (W contiguous [N, K]).
   if (!trans_a && trans_b && alpha == 1.0f && beta == 0.0f && ldb == K && K > 0) {
-    if (use_f32_kernel()) {
+    if (use_f32_kernel(B, M, N, K, lda, ldc)) {
       f32_linear(C, ldc, A, lda, B, M, N, K);
       ++fc_bertrt_calls_;
       return;
@@ -354,7 +369,7 @@ void CpuBackend::linear_forward_inference(float* out, float* pre, const float* x
                                           const float* residual, int M, int N, int K,
                                           std::optional<Gelu> gelu) {
   if (M <= 0 || N <= 0) return;
-  const bool on_f32_kernel = K > 0 && use_f32_kernel();
+  const bool on_f32_kernel = K > 0 && use_f32_kernel(w, M, N, K, ldx, N);
   if (K <= 0 || (!on_f32_kernel && fc_on_xnnpack(w, M, N, K, ldx, N)))
     return Backend::linear_forward_inference(out, pre, x, ldx, w, bias, residual, M, N, K, gelu);
   if (on_f32_kernel) {

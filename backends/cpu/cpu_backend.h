@@ -12,8 +12,8 @@
 // the same way (f32_gemm.h), chosen by BERTRT_FC_PROVIDER (openblas | xnnpack | bertrt | auto;
 // default auto, which takes XNNPACK only for shapes where a measurement showed it faster,
 // cpu::xnnpack_fc_wins, and only while the packed copies fit cpu::xnnpack_auto_budget_bytes(),
-// and never bertrt's kernel, whose packed copies would break the inference memory bound:
-// docs/backends.md).
+// and bertrt's kernel (avx512f) only for weights that are a model file's clean pages, which it
+// gives back once packed, so that the weights stay resident once: docs/backends.md).
 // Without the declaration (the default, and always in training) every GEMM runs on OpenBLAS,
 // bit-identical to a build without the provider, whatever BERTRT_FC_PROVIDER says: a training
 // run and its resume from a checkpoint compute each step with the same rounding.
@@ -28,6 +28,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "backends/cpu/f32_gemm.h"
 #include "backends/cpu/fc_provider.h"
@@ -183,12 +184,13 @@ class CpuBackend : public ReferenceBackend {
   };
   std::unordered_map<const float*, PackedW> f32_packed_w_;
   size_t f32_packed_w_bytes_ = 0, f32_released_bytes_ = 0;
+  mutable std::unordered_set<const float*> f32_not_in_file_;  // auto: weights it will not pack
   // W packed for f32_kernel_ (packed at its first use), or nullptr for the scalar kernel.
   const float* f32_packed_w(const float* W, int N, int K);
   bool constant_weights_ = false;
   size_t fc_xnnpack_calls_ = 0, fc_openblas_calls_ = 0, fc_bertrt_calls_ = 0;
   bool use_xnnpack(int M, int N, int K) const;
-  bool use_f32_kernel() const;
+  bool use_f32_kernel(const float* W, int M, int N, int K, int lda, int ldc) const;
   // What linear_forward_inference does to a block of out after its GEMM (which added the bias).
   struct LinearEpilogue {
     const float* residual;  // [M, N] or null

@@ -48,6 +48,11 @@ MappedFile MappedFile::open(const std::string& path, bool copy_on_write) {
       fail("{}: cannot memory-map {} bytes: {}", path, f.size_, std::strerror(err));
     }
     f.data_ = static_cast<const uint8_t*>(p);
+    // Small pages only: a backend that packs a weight gives its pages back
+    // (release_clean_pages), and a huge page or a large page-cache folio mapped whole on one
+    // fault would bring them back with any byte beside them (BERT-base with packed weights:
+    // peak RSS 600 MB with huge mappings, 462 MB without; 440 MB file). Advice only.
+    ::madvise(p, f.size_, MADV_NOHUGEPAGE);
   }
   ::close(fd);  // the mapping stays valid after close (POSIX mmap)
   return f;
@@ -94,7 +99,7 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   return *this;
 }
 
-bool MappedFile::release_clean_pages(const void* p, size_t n) {
+bool MappedFile::pages_clean(const void* p, size_t n) {
   static const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
   const uintptr_t first = (a + page - 1) / page * page, last = (a + n) / page * page;
@@ -114,6 +119,14 @@ bool MappedFile::release_clean_pages(const void* p, size_t n) {
     const bool clean = (x & kPresent) ? (x & kFilePage) != 0 : (x & kSwapped) == 0;
     if (!clean) return false;
   }
+  return true;
+}
+
+bool MappedFile::release_clean_pages(const void* p, size_t n) {
+  static const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t first = (a + page - 1) / page * page, last = (a + n) / page * page;
+  if (!pages_clean(p, n)) return false;
   return ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED) == 0;
 }
 

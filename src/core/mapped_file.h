@@ -39,6 +39,8 @@ class MappedFile {
   // anonymous memory, is anonymous and would be lost). True when they were given back; false,
   // with nothing changed, otherwise or where pagemap cannot be read.
   static bool release_clean_pages(const void* p, size_t n);
+  // The check alone: true when release_clean_pages(p, n) would give the pages back.
+  static bool pages_clean(const void* p, size_t n);
 
  private:
   void release();

@@ -206,9 +206,9 @@ TEST(F32Gemm, WithoutConstantWeightsTheProviderNeverRuns) {
   EXPECT_EQ(be.fc_stats().openblas_calls, std::size(kBackendShapes));
 }
 
-// auto does not take bertrt's kernel (cpu_backend.cpp: it measured level with OpenBLAS, not
-// faster); only an explicit BERTRT_FC_PROVIDER=bertrt runs it.
-TEST(F32Gemm, AutoDoesNotTakeIt) {
+// auto takes bertrt's kernel only for weights it can pack without a second copy (a model file's
+// clean pages: release_pages_test.cpp); weights in anonymous memory, as here, stay on OpenBLAS.
+TEST(F32Gemm, AutoDoesNotTakeItForWeightsInAnonymousMemory) {
   CpuBackend be(2);
   be.set_fc_provider(cpu::FcProvider::kAuto);
   be.set_constant_weights(true);

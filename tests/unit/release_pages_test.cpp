@@ -120,5 +120,45 @@ TEST(ReleaseCleanPages, ProviderBertrtGivesBackTheFilePagesOfWeightsItPacked) {
   EXPECT_EQ(mapped_pages(w_file, W.size() * sizeof(float) / kPage), 0);
 }
 
+// auto: the packed kernel (avx512f only) for a weight in a file mapping from 32 rows on, and for
+// every call once packed; OpenBLAS below 32 rows for a weight not packed yet. The floats are the
+// kernel's either way: the packed copy's as bertrt's provider computes them.
+TEST(ReleaseCleanPages, AutoPacksFileWeightsFromAFullPanelOn) {
+  if (test::emulated()) GTEST_SKIP() << "pagemap under emulation";
+  if (CpuBackend(1).f32_kernel() != cpu::F32Kernel::kAvx512f)
+    GTEST_SKIP() << "auto takes bertrt's kernel only where avx512f runs";
+  const int N = 40, K = 1024;
+  test::TempDir dir;
+  const std::string path = dir.file("w.bin");
+  const auto W = test::randn(size_t(N) * K, 7, 0.1f);
+  {
+    std::ofstream f(path, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(W.data()), std::streamsize(W.size() * sizeof(float)));
+  }
+  const MappedFile map = MappedFile::open(path, /*copy_on_write=*/true);
+  const auto* w_file = reinterpret_cast<const float*>(map.data());
+  CpuBackend be(2), bertrt(2);
+  be.set_fc_provider(cpu::FcProvider::kAuto);
+  be.set_constant_weights(true);
+  bertrt.set_fc_provider(cpu::FcProvider::kBertrt);
+  bertrt.set_constant_weights(true);
+  auto gemm = [&](CpuBackend& b, int M) {
+    const auto X = test::randn(size_t(M) * K, 8 + M);
+    std::vector<float> Y(size_t(M) * N);
+    b.gemm(false, true, M, N, K, 1.0f, X.data(), K, w_file, K, 0.0f, Y.data(), N);
+    return Y;
+  };
+  gemm(be, 8);  // not packed, under a panel: OpenBLAS, W in place
+  EXPECT_EQ(be.fc_stats().openblas_calls, 1u);
+  EXPECT_EQ(be.fc_stats().bertrt_calls, 0u);
+  EXPECT_EQ(gemm(be, 64), gemm(bertrt, 64));  // packed and given back
+  EXPECT_EQ(be.fc_stats().bertrt_calls, 1u);
+  EXPECT_EQ(be.fc_stats().released_bytes, W.size() * sizeof(float));
+  EXPECT_EQ(gemm(be, 8), gemm(bertrt, 8));  // packed: the kernel for any M now
+  EXPECT_EQ(be.fc_stats().bertrt_calls, 2u);
+  EXPECT_EQ(be.fc_stats().openblas_calls, 1u);
+  EXPECT_EQ(mapped_pages(w_file, W.size() * sizeof(float) / kPage), 0);
+}
+
 }  // namespace
 }  // namespace bertrt
