@@ -51,7 +51,7 @@ int f32_attention_panel_rows(F32Kernel k) {
   return k == F32Kernel::kScalar ? 2 * Scalar::kLanes : f32_kernel_panel_rows(k);
 }
 
-size_t f32_attention_scratch_floats(F32Kernel k, int HS) {
+size_t f32_attention_scratch_floats(F32Kernel k, int HS) {  // attention_rows' Qp, O, S, l
   return (2 * static_cast<size_t>(HS) + kF32AttentionBlock + 1) *
          static_cast<size_t>(f32_attention_panel_rows(k));
 }

@@ -35,41 +35,6 @@ typename Isa::V exp_nonpos(typename Isa::V z) {
   return Isa::select_lt(z, lo, Isa::zero(), Isa::mul(p, Isa::pow2(fn)));
 }
 
-// Scores of NK keys for the panel: S[j][PR] = z_j of f32_attention.h for j < NK, from the packed
-// panel Qp [HS][PR] and key rows K[j·ld + d].
-template <class Isa, int NK>
-void score_tile(float* S, const float* Qp, const float* K, int ld, int HS, float scale,
-                const float* mask) {
-  using V = typename Isa::V;
-  constexpr int L = Isa::kLanes, PR = 2 * L;
-  V a0[NK], a1[NK];
-#pragma GCC unroll 16
-  for (int j = 0; j < NK; ++j) a0[j] = Isa::zero(), a1[j] = Isa::zero();
-  for (int d = 0; d < HS; ++d, Qp += PR) {
-    const V x0 = Isa::load(Qp), x1 = Isa::load(Qp + L);
-#pragma GCC unroll 16
-    for (int j = 0; j < NK; ++j) {
-      const V w = Isa::bcast(K[static_cast<size_t>(j) * ld + d]);
-      a0[j] = Isa::fma(x0, w, a0[j]);
-      a1[j] = Isa::fma(x1, w, a1[j]);
-    }
-  }
-  const V sc = Isa::bcast(scale);
-#pragma GCC unroll 16
-  for (int j = 0; j < NK; ++j) {
-    if (mask) {
-      const V mk = Isa::bcast(mask[j]);
-      a0[j] = Isa::fma(a0[j], sc, mk);
-      a1[j] = Isa::fma(a1[j], sc, mk);
-    } else {
-      a0[j] = Isa::mul(a0[j], sc);
-      a1[j] = Isa::mul(a1[j], sc);
-    }
-    Isa::store(S + j * PR, a0[j]);
-    Isa::store(S + j * PR + L, a1[j]);
-  }
-}
-
 // O[d][PR] = O[d]·α + Σ_j P[j]·V[j, d] for ND head dims, j < nk in order.
 template <class Isa, int ND>
 void pv_tile(float* O, const float* P, const float* V_, int ld, int nk, typename Isa::V alpha0,
@@ -96,16 +61,7 @@ void pv_tile(float* O, const float* P, const float* V_, int ld, int nk, typename
   for (int d = 0; d < ND; ++d) Isa::store(O + d * PR, a0[d]), Isa::store(O + d * PR + L, a1[d]);
 }
 
-// Tiles of fewer than NR keys / dims at a block's end: the same code at the width that is left.
-template <class Isa, int NR>
-void score_tile_n(int n, float* S, const float* Qp, const float* K, int ld, int HS, float scale,
-                  const float* mask) {
-  if constexpr (NR > 1) {
-    if (n < NR) return score_tile_n<Isa, NR - 1>(n, S, Qp, K, ld, HS, scale, mask);
-  }
-  score_tile<Isa, NR>(S, Qp, K, ld, HS, scale, mask);
-}
-
+// Fewer than NR head dims at the end: the same code at the width that is left.
 template <class Isa, int NR>
 void pv_tile_n(int n, float* O, const float* P, const float* V_, int ld, int nk,
                typename Isa::V alpha0, typename Isa::V alpha1) {
@@ -115,13 +71,8 @@ void pv_tile_n(int n, float* O, const float* P, const float* V_, int ld, int nk,
   pv_tile<Isa, NR>(O, P, V_, ld, nk, alpha0, alpha1);
 }
 
-template <class Isa>
-constexpr size_t attention_scratch_floats(int HS) {
-  constexpr size_t PR = 2 * Isa::kLanes;
-  return (2 * static_cast<size_t>(HS) + kF32AttentionBlock + 1) * PR;  // Qp, O, S, l
-}
-
-// f32_attention.h's loop for rows [r0, r1), a panel of PR rows at a time.
+// f32_attention.h's loop for rows [r0, r1), a panel of PR rows at a time. scratch: Qp [HS][PR],
+// O [HS][PR], S [kF32AttentionBlock][PR], l [PR] (f32_attention_scratch_floats).
 template <class Isa>
 void attention_rows(float* ctx, int ldc, const float* q, const float* K, const float* V_, int ld,
                     const float* mask, int T, int HS, float scale, int r0, int r1, float* scratch) {
@@ -139,14 +90,26 @@ void attention_rows(float* ctx, int ldc, const float* q, const float* K, const f
     V l0 = Isa::zero(), l1 = l0;
     for (int j0 = 0; j0 < T; j0 += kF32AttentionBlock) {
       const int nk = fmin_i(kF32AttentionBlock, T - j0);
+      // Scores: f32_gemm_impl.h's tile with Q's panel as X and the keys' rows as W, its sums
+      // left in S [j][PR]; then z = fma(s, scale, mask) and the block's max in one pass.
       for (int j = 0; j < nk; j += NR)
-        score_tile_n<Isa, NR>(fmin_i(NR, nk - j), S + j * PR, Qp,
-                              K + static_cast<size_t>(j0 + j) * ld, ld, HS, scale,
-                              mask ? mask + j0 + j : nullptr);
+        tile_cols<Isa, NR>(fmin_i(NR, nk - j), S + j * PR, /*first=*/true, /*last=*/false,
+                           /*Y, unused when not last:*/ S, 0, Qp,
+                           K + static_cast<size_t>(j0 + j) * ld, ld, HS, PR, nullptr);
+      const V sc = Isa::bcast(scale);
       V b0 = m0, b1 = m1;
       for (int j = 0; j < nk; ++j) {
-        b0 = Isa::max(Isa::load(S + j * PR), b0);
-        b1 = Isa::max(Isa::load(S + j * PR + L), b1);
+        V z0 = Isa::load(S + j * PR), z1 = Isa::load(S + j * PR + L);
+        if (mask) {
+          const V mk = Isa::bcast(mask[j0 + j]);
+          z0 = Isa::fma(z0, sc, mk), z1 = Isa::fma(z1, sc, mk);
+        } else {
+          z0 = Isa::mul(z0, sc), z1 = Isa::mul(z1, sc);
+        }
+        Isa::store(S + j * PR, z0);
+        Isa::store(S + j * PR + L, z1);
+        b0 = Isa::max(z0, b0);
+        b1 = Isa::max(z1, b1);
       }
       const V alpha0 = exp_nonpos<Isa>(Isa::sub(m0, b0)), alpha1 = exp_nonpos<Isa>(Isa::sub(m1, b1));
       l0 = Isa::mul(l0, alpha0);

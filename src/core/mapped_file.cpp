@@ -58,10 +58,24 @@ MappedFile MappedFile::open(const std::string& path, bool copy_on_write) {
   return f;
 }
 
-void MappedFile::release_pages(const void* p, size_t n) {
-  static const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+namespace {
+
+const size_t kPageSize = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+
+// The whole pages inside [p, p + n): [first, last), empty when last <= first.
+struct PageRange {
+  uintptr_t first, last;
+};
+
+PageRange whole_pages(const void* p, size_t n) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  const uintptr_t first = (a + page - 1) / page * page, last = (a + n) / page * page;
+  return {(a + kPageSize - 1) / kPageSize * kPageSize, (a + n) / kPageSize * kPageSize};
+}
+
+}  // namespace
+
+void MappedFile::release_pages(const void* p, size_t n) {
+  const auto [first, last] = whole_pages(p, n);
   // Advice only: a kernel that refuses it leaves the pages resident, nothing else changes.
   if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
@@ -100,15 +114,13 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
 }
 
 bool MappedFile::pages_clean(const void* p, size_t n) {
-  static const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  const uintptr_t first = (a + page - 1) / page * page, last = (a + n) / page * page;
+  const auto [first, last] = whole_pages(p, n);
   if (last <= first) return false;
-  const size_t pages = (last - first) / page;
+  const size_t pages = (last - first) / kPageSize;
   const int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   std::vector<uint64_t> e(pages);
-  const off_t at = static_cast<off_t>(first / page * sizeof(uint64_t));
+  const off_t at = static_cast<off_t>(first / kPageSize * sizeof(uint64_t));
   const ssize_t want = static_cast<ssize_t>(pages * sizeof(uint64_t));
   const ssize_t got = ::pread(fd, e.data(), static_cast<size_t>(want), at);
   ::close(fd);
@@ -123,10 +135,8 @@ bool MappedFile::pages_clean(const void* p, size_t n) {
 }
 
 bool MappedFile::release_clean_pages(const void* p, size_t n) {
-  static const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  const uintptr_t first = (a + page - 1) / page * page, last = (a + n) / page * page;
   if (!pages_clean(p, n)) return false;
+  const auto [first, last] = whole_pages(p, n);
   return ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED) == 0;
 }
 

@@ -36,6 +36,16 @@ int mapped_pages(const void* p, size_t pages) {
   return n;
 }
 
+// W written to a file in dir and mapped as a model file is (private, writable).
+MappedFile mapped_copy(const test::TempDir& dir, const std::vector<float>& W) {
+  const std::string path = dir.file("w.bin");
+  {
+    std::ofstream f(path, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(W.data()), std::streamsize(W.size() * sizeof(float)));
+  }
+  return MappedFile::open(path, /*copy_on_write=*/true);
+}
+
 uint8_t pattern(size_t i) { return uint8_t(i * 131 + (i >> 12)); }
 
 TEST(ReleaseCleanPages, ReadPagesGoBackWrittenOrAnonymousOnesStay) {
@@ -87,13 +97,8 @@ TEST(ReleaseCleanPages, ProviderBertrtGivesBackTheFilePagesOfWeightsItPacked) {
   if (test::emulated()) GTEST_SKIP() << "pagemap under emulation";
   const int M = 64, N = 40, K = 1024;  // W: 160 KB, 40 pages
   test::TempDir dir;
-  const std::string path = dir.file("w.bin");
   const auto W = test::randn(size_t(N) * K, 5, 0.1f);
-  {
-    std::ofstream f(path, std::ios::binary);
-    f.write(reinterpret_cast<const char*>(W.data()), std::streamsize(W.size() * sizeof(float)));
-  }
-  const MappedFile map = MappedFile::open(path, /*copy_on_write=*/true);
+  const MappedFile map = mapped_copy(dir, W);
   const auto* w_file = reinterpret_cast<const float*>(map.data());
   const auto X = test::randn(size_t(M) * K, 6);
   auto run = [&](const float* w, CpuBackend::FcStats* stats) {
@@ -129,13 +134,8 @@ TEST(ReleaseCleanPages, AutoPacksFileWeightsFromAFullPanelOn) {
     GTEST_SKIP() << "auto takes bertrt's kernel only where avx512f runs";
   const int N = 40, K = 1024;
   test::TempDir dir;
-  const std::string path = dir.file("w.bin");
   const auto W = test::randn(size_t(N) * K, 7, 0.1f);
-  {
-    std::ofstream f(path, std::ios::binary);
-    f.write(reinterpret_cast<const char*>(W.data()), std::streamsize(W.size() * sizeof(float)));
-  }
-  const MappedFile map = MappedFile::open(path, /*copy_on_write=*/true);
+  const MappedFile map = mapped_copy(dir, W);
   const auto* w_file = reinterpret_cast<const float*>(map.data());
   CpuBackend be(2), bertrt(2);
   be.set_fc_provider(cpu::FcProvider::kAuto);
