@@ -1,7 +1,9 @@
 // Kernel throughput, side by side: the scalar reference GEMM, the cpu backend's fp32 GEMM
 // (OpenBLAS) and its int8 Linear (u8×s8 → s32, dequantized) on BERT's Linear shapes for 128 tokens
-// (nn.Linear layout, Y = X·Wᵀ). A benchmark, not a test: it prints figures and asserts nothing.
-// Correctness of the same kernels is in tests/unit/ops_test.cpp and quant_ops_test.cpp.
+// (nn.Linear layout, Y = X·Wᵀ); then the streamed attention (backends/cpu/f32_attention.h) of one
+// head (HS = 64) at 128 and 512 tokens, every kernel this CPU runs. A benchmark, not a test: it
+// prints figures and asserts nothing. Correctness of the same kernels is in
+// tests/unit/ops_test.cpp, quant_ops_test.cpp and attention_inference_test.cpp.
 //
 // Usage: bench_kernels [--json]   (threads: BERTRT_NUM_THREADS, as for bertrt)
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/f32_attention.h"
 #include "backends/cpu/q8_gemm.h"
 #include "backends/reference/reference_backend.h"
 #include "quant/int8_weight.h"
@@ -61,7 +64,8 @@ int main(int argc, char** argv) {
     } else if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {
       std::printf(
           "usage: %s [--json]\nGEMM throughput of the scalar reference, OpenBLAS fp32 and the int8 "
-          "kernel on BERT Linear shapes (128 tokens). Threads: BERTRT_NUM_THREADS.\n",
+          "kernel on BERT Linear shapes (128 tokens), then the streamed attention kernels (one "
+          "head, one thread). Threads: BERTRT_NUM_THREADS.\n",
           argv[0]);
       return 0;
     } else {
@@ -139,6 +143,40 @@ int main(int argc, char** argv) {
     }
     std::fflush(stdout);
     first = false;
+  }
+  // One head of attention, all rows on this thread: Q, K, V interleaved as BERT's fused QKV rows
+  // (row stride 3·768), 4·T·T·HS flops (Q·Kᵀ and P·V).
+  constexpr int HS = 64, ld = 3 * 768;
+  for (int T : {128, 512}) {
+    const auto qkv = uniform<float>(static_cast<size_t>(T) * ld, 5, -1, 1);
+    std::vector<float> ctx(static_cast<size_t>(T) * HS);
+    for (bertrt::cpu::F32Kernel k : bertrt::cpu::kAllF32Kernels) {
+      if (!bertrt::cpu::f32_kernel_available(k)) continue;
+      std::vector<float> buf(bertrt::cpu::f32_attention_scratch_floats(k, HS) + 16);
+      float* scratch = reinterpret_cast<float*>(
+          (reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t(63));
+      const double ops = 4.0 * T * T * HS;
+      const double g = ops /
+                       best_seconds(
+                           [&] {
+                             bertrt::cpu::f32_attention_rows(k, ctx.data(), HS, qkv.data(),
+                                                             qkv.data() + 768, qkv.data() + 1536,
+                                                             ld, nullptr, T, HS, 0.125f, 0, T,
+                                                             scratch);
+                           },
+                           0.3) *
+                       1e-9;
+      const char* name = bertrt::cpu::f32_kernel_name(k);
+      if (json) {
+        std::printf(",\n {\"op\":\"attention\",\"kernel\":\"%s\",\"T\":%d,\"HS\":%d,\"gflops\":%.3f}",
+                    name, T, HS, g);
+      } else {
+        char what[48];
+        std::snprintf(what, sizeof what, "attention %s, T=%d HS=%d", name, T, HS);
+        std::printf("%-34s %-16s %10.2f\n", what, "(one head)", g);
+      }
+      std::fflush(stdout);
+    }
   }
   if (json) std::printf("\n]\n");
   return 0;

@@ -36,6 +36,7 @@ struct Scalar {
     return f;
   }
   static V select_lt(V a, V b, V x, V y) { return a < b ? x : y; }
+  static void transpose(float* dst, size_t, const float* src, size_t) { *dst = *src; }
 };
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The loop nest of f32_attention.h's kernels, one template for the scalar reference
 // (f32_attention.cpp) and the ISA files (f32_gemm_avx512f.cpp, f32_gemm_fma3.cpp). Isa adds to
 // f32_gemm_impl.h's operations: add, sub, mul, div, max (a > b ? a : b, as maxps), round (to
-// nearest even), pow2 (2^n of an integral n in [−126, 0]) and select_lt (a < b ? x : y).
+// nearest even), pow2 (2^n of an integral n in [−126, 0]), select_lt (a < b ? x : y) and
+// transpose (dst[c·ldd + r] = src[r·lds + c] for r, c < kLanes: an L × L block, in registers).
 // Internal linkage only, as f32_gemm_impl.h, and no library inline code.
 #pragma once
 
@@ -84,7 +85,17 @@ void attention_rows(float* ctx, int ldc, const float* q, const float* K, const f
   float* l_out = S + static_cast<size_t>(kF32AttentionBlock) * PR;
   for (int i0 = r0; i0 < r1; i0 += PR) {
     const int mr = fmin_i(PR, r1 - i0);
-    pack_x<PR>(Qp, q + static_cast<size_t>(i0) * ld, ld, mr, HS, 0, 1);
+    // Q's panel as [HS][PR] (and the output back as rows, below): a full panel by L × L
+    // register transposes, others by pack_x's scalar copy. Against T keys only, a scalar
+    // transpose of a 32-row panel cost a quarter of the attention's time at T = 128 (perf).
+    const bool blocks = mr == PR && HS % L == 0;
+    if (blocks) {
+      for (int rb = 0; rb < PR; rb += L)
+        for (int d = 0; d < HS; d += L)
+          Isa::transpose(Qp + d * PR + rb, PR, q + static_cast<size_t>(i0 + rb) * ld + d, ld);
+    } else {
+      pack_x<PR>(Qp, q + static_cast<size_t>(i0) * ld, ld, mr, HS, 0, 1);
+    }
     for (int d = 0; d < HS * PR; d += L) Isa::store(O + d, Isa::zero());
     V m0 = Isa::bcast(-3.40282347e38f), m1 = m0;  // −FLT_MAX
     V l0 = Isa::zero(), l1 = l0;
@@ -134,6 +145,11 @@ void attention_rows(float* ctx, int ldc, const float* q, const float* K, const f
     }
     Isa::store(l_out, l0);
     Isa::store(l_out + L, l1);
+    if (blocks) {
+      for (int rb = 0; rb < PR; rb += L)
+        for (int d = 0; d < HS; d += L)
+          Isa::transpose(ctx + static_cast<size_t>(i0 + rb) * ldc + d, ldc, O + d * PR + rb, PR);
+    }
     for (int i = 0; i < mr; ++i) {
       float* c = ctx + static_cast<size_t>(i0 + i) * ldc;
       if (l_out[i] == 0.0f) {  // every key −inf: the uniform average of V
@@ -147,7 +163,8 @@ void attention_rows(float* ctx, int ldc, const float* q, const float* K, const f
         }
         continue;
       }
-      for (int d = 0; d < HS; ++d) c[d] = O[d * PR + i];
+      if (!blocks)
+        for (int d = 0; d < HS; ++d) c[d] = O[d * PR + i];
     }
   }
 }

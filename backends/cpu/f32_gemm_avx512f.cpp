@@ -2,9 +2,11 @@
 // -mfma (CMakeLists.txt); run only where cpuid and XGETBV say the CPU and the OS have them.
 #if defined(__x86_64__) && defined(__AVX512F__)
 #if defined(__GNUC__) && !defined(__clang__)
-// GCC 12's AVX-512 intrinsics (maxps, rndscaleps, ...) pass a self-initialised "undefined"
-// operand that -Wmaybe-uninitialized reports once inlined (GCC bug 105593, fixed in GCC 13).
+// GCC 12's AVX-512 intrinsics (maxps, rndscaleps, unpcklps, ...) pass a self-initialised
+// "undefined" operand that -W(maybe-)uninitialized reports once inlined (GCC bug 105593, fixed in
+// GCC 13).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 #include <immintrin.h>
 
@@ -37,6 +39,34 @@ struct Zmm {
   }
   static V select_lt(V a, V b, V x, V y) {
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_LT_OQ), y, x);
+  }
+  // 16 × 16: pairs of rows interleaved, then 4 × 4 blocks within 128-bit lanes (u[4g + c] holds
+  // column 4L + c of rows 4g..4g+3 in lane L), then the lanes themselves transposed in two steps.
+  static void transpose(float* dst, size_t ldd, const float* src, size_t lds) {
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * lds);
+    for (int i = 0; i < 16; i += 2) {
+      t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int g = 0; g < 16; g += 4) {
+      r[g] = _mm512_shuffle_ps(t[g], t[g + 2], 0x44);
+      r[g + 1] = _mm512_shuffle_ps(t[g], t[g + 2], 0xEE);
+      r[g + 2] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0x44);
+      r[g + 3] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
+    }
+    for (int c = 0; c < 4; ++c) {
+      t[c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88);       // lanes 0, 2 of rows 0–7
+      t[4 + c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xDD);   // lanes 1, 3 of rows 0–7
+      t[8 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
+      t[12 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xDD);
+    }
+    for (int c = 0; c < 4; ++c) {
+      _mm512_storeu_ps(dst + c * ldd, _mm512_shuffle_f32x4(t[c], t[8 + c], 0x88));
+      _mm512_storeu_ps(dst + (8 + c) * ldd, _mm512_shuffle_f32x4(t[c], t[8 + c], 0xDD));
+      _mm512_storeu_ps(dst + (4 + c) * ldd, _mm512_shuffle_f32x4(t[4 + c], t[12 + c], 0x88));
+      _mm512_storeu_ps(dst + (12 + c) * ldd, _mm512_shuffle_f32x4(t[4 + c], t[12 + c], 0xDD));
+    }
   }
 };
 

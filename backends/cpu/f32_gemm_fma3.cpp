@@ -31,6 +31,26 @@ struct Ymm {
     return _mm256_castsi256_ps(_mm256_slli_epi32(e, 23));
   }
   static V select_lt(V a, V b, V x, V y) { return _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, _CMP_LT_OQ)); }
+  // 8 × 8: pairs of rows interleaved, 4 × 4 blocks within 128-bit lanes (u[4g + c] holds column
+  // 4L + c of rows 4g..4g+3 in lane L), then the two lanes swapped across.
+  static void transpose(float* dst, size_t ldd, const float* src, size_t lds) {
+    __m256 r[8], t[8];
+    for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * lds);
+    for (int i = 0; i < 8; i += 2) {
+      t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int g = 0; g < 8; g += 4) {
+      r[g] = _mm256_shuffle_ps(t[g], t[g + 2], 0x44);
+      r[g + 1] = _mm256_shuffle_ps(t[g], t[g + 2], 0xEE);
+      r[g + 2] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0x44);
+      r[g + 3] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
+    }
+    for (int c = 0; c < 4; ++c) {
+      _mm256_storeu_ps(dst + c * ldd, _mm256_permute2f128_ps(r[c], r[4 + c], 0x20));
+      _mm256_storeu_ps(dst + (4 + c) * ldd, _mm256_permute2f128_ps(r[c], r[4 + c], 0x31));
+    }
+  }
 };
 
 }  // namespace

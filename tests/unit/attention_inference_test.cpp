@@ -33,9 +33,11 @@ struct Head {
 };
 
 // Around every edge: 1, panels of 2/16/32 rows, tiles of 4/6/12 keys and dims, 64-key blocks
-// (one, exactly two, a partial third), BERT's HS = 64.
-const Head kHeads[] = {{1, 1},  {2, 3},   {5, 7},   {16, 6},  {17, 12}, {31, 13}, {33, 64},
-                       {63, 5}, {64, 64}, {65, 11}, {128, 64}, {130, 70}, {200, 25}};
+// (one, exactly two, a partial third), BERT's HS = 64; HS a multiple of 8 only or of 16 too with
+// full panels (the register transposes of Q's panel and of the output: fma3 8 × 8, avx512f 16 × 16).
+const Head kHeads[] = {{1, 1},   {2, 3},    {5, 7},    {16, 6},   {17, 12},  {31, 13},
+                       {32, 8},  {33, 64},  {63, 5},   {64, 64},  {64, 16},  {65, 11},
+                       {96, 48}, {128, 64}, {130, 70}, {200, 25}};
 
 // Mask kinds: none, padding (−10000 on the last third), −inf on scattered keys, all −inf.
 enum class MaskKind { kNone, kPadding, kSomeInf, kAllInf };
