@@ -125,21 +125,22 @@ const float* CpuBackend::f32_packed_w(const float* W, int N, int K) {
 
 // bertrt's own kernel (f32_gemm.h) on W packed once: always when asked for (its packed copies
 // cost what they cost). auto takes it where packing costs no memory and the kernel was measured
-// faster: the avx512f kernel, a weight that is a model file's mapped pages never written (given
-// back once packed: release_clean_pages), from a full panel of rows on (a 32-row panel for the
-// pooler's one row would waste most of it), where XNNPACK's rule does not take the shape; and,
-// once a weight is packed, every later call of it (its pages are gone). Weights loaded by copy
-// (anonymous memory) stay on OpenBLAS. Figures: docs/performance.md, "W packed once".
-constexpr int kF32AutoMinRows = 32;
-
+// faster: a SIMD kernel (avx512f against OpenBLAS's SkylakeX kernel, fma3 against its Haswell
+// one, the pair an AVX2-only host runs), a weight that is a model file's mapped pages never
+// written (given back once packed: release_clean_pages), from a full panel of rows on (a 32-row
+// panel for the pooler's one row would waste most of it), where XNNPACK's rule does not take
+// the shape; and, once a weight is packed, every later call of it (its pages are gone). Weights
+// loaded by copy (anonymous memory) stay on OpenBLAS. Figures: docs/performance.md, "W packed
+// once".
 bool CpuBackend::use_f32_kernel(const float* W, int M, int N, int K, int lda, int ldc) const {
   if (!constant_weights_) return false;
   if (fc_provider_ == cpu::FcProvider::kBertrt) return true;
-  if (fc_provider_ != cpu::FcProvider::kAuto || f32_kernel_ != cpu::F32Kernel::kAvx512f)
+  if (fc_provider_ != cpu::FcProvider::kAuto || f32_kernel_ == cpu::F32Kernel::kScalar)
     return false;
   const auto it = f32_packed_w_.find(W);
   if (it != f32_packed_w_.end() && it->second.N == N && it->second.K == K) return true;
-  if (M < kF32AutoMinRows || f32_not_in_file_.count(W) || fc_on_xnnpack(W, M, N, K, lda, ldc))
+  if (M < cpu::f32_kernel_panel_rows(f32_kernel_) || f32_not_in_file_.count(W) ||
+      fc_on_xnnpack(W, M, N, K, lda, ldc))
     return false;
   if (MappedFile::pages_clean(W, static_cast<size_t>(N) * K * sizeof(float))) return true;
   f32_not_in_file_.insert(W);  // constant weights: its memory stays what it is

@@ -125,19 +125,24 @@ TEST(ReleaseCleanPages, ProviderBertrtGivesBackTheFilePagesOfWeightsItPacked) {
   EXPECT_EQ(mapped_pages(w_file, W.size() * sizeof(float) / kPage), 0);
 }
 
-// auto: the packed kernel (avx512f only) for a weight in a file mapping from 32 rows on, and for
-// every call once packed; OpenBLAS below 32 rows for a weight not packed yet. The floats are the
-// kernel's either way: the packed copy's as bertrt's provider computes them.
-TEST(ReleaseCleanPages, AutoPacksFileWeightsFromAFullPanelOn) {
+// auto, for each SIMD kernel this CPU runs (avx512f, fma3): the packed kernel for a weight in a
+// file mapping from one panel of rows on (32, 16), and for every call once packed; OpenBLAS
+// below it for a weight not packed yet. The floats are the kernel's either way: the packed
+// copy's as bertrt's provider computes them. The scalar kernel: never by auto.
+class AutoPacks : public ::testing::TestWithParam<cpu::F32Kernel> {};
+
+TEST_P(AutoPacks, FileWeightsFromAFullPanelOn) {
   if (test::emulated()) GTEST_SKIP() << "pagemap under emulation";
-  if (CpuBackend(1).f32_kernel() != cpu::F32Kernel::kAvx512f)
-    GTEST_SKIP() << "auto takes bertrt's kernel only where avx512f runs";
+  const cpu::F32Kernel k = GetParam();
+  if (!cpu::f32_kernel_available(k)) GTEST_SKIP() << cpu::f32_kernel_name(k) << " cannot run here";
   const int N = 40, K = 1024;
   test::TempDir dir;
   const auto W = test::randn(size_t(N) * K, 7, 0.1f);
   const MappedFile map = mapped_copy(dir, W);
   const auto* w_file = reinterpret_cast<const float*>(map.data());
   CpuBackend be(2), bertrt(2);
+  be.set_f32_kernel(k);
+  bertrt.set_f32_kernel(k);
   be.set_fc_provider(cpu::FcProvider::kAuto);
   be.set_constant_weights(true);
   bertrt.set_fc_provider(cpu::FcProvider::kBertrt);
@@ -151,6 +156,13 @@ TEST(ReleaseCleanPages, AutoPacksFileWeightsFromAFullPanelOn) {
   gemm(be, 8);  // not packed, under a panel: OpenBLAS, W in place
   EXPECT_EQ(be.fc_stats().openblas_calls, 1u);
   EXPECT_EQ(be.fc_stats().bertrt_calls, 0u);
+  if (k == cpu::F32Kernel::kScalar) {
+    gemm(be, 64);
+    EXPECT_EQ(be.fc_stats().openblas_calls, 2u);
+    EXPECT_EQ(be.fc_stats().bertrt_calls, 0u);
+    EXPECT_EQ(be.fc_stats().released_bytes, 0u);
+    return;
+  }
   EXPECT_EQ(gemm(be, 64), gemm(bertrt, 64));  // packed and given back
   EXPECT_EQ(be.fc_stats().bertrt_calls, 1u);
   EXPECT_EQ(be.fc_stats().released_bytes, W.size() * sizeof(float));
@@ -159,6 +171,11 @@ TEST(ReleaseCleanPages, AutoPacksFileWeightsFromAFullPanelOn) {
   EXPECT_EQ(be.fc_stats().openblas_calls, 1u);
   EXPECT_EQ(mapped_pages(w_file, W.size() * sizeof(float) / kPage), 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(ReleaseCleanPages, AutoPacks, ::testing::ValuesIn(cpu::kAllF32Kernels),
+                         [](const ::testing::TestParamInfo<cpu::F32Kernel>& info) {
+                           return std::string(cpu::f32_kernel_name(info.param));
+                         });
 
 }  // namespace
 }  // namespace bertrt
