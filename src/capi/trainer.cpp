@@ -211,6 +211,7 @@ bertrt_status bertrt_trainer_create(bertrt_model* model, const bertrt_finetune_o
     }
     // As `bertrt finetune`: the task's head, QAT on/off, the trainer, the metadata.
     bm.set_heads(t->task.heads(), t->hyper.seed);
+    release_file_pages_once_copied(m.loaded);  // set_heads copied the weights
     prepare_finetune_quant(bm, t->qat, QatConfig{}, m.source);
     t->total_steps = t->train ? finetune_total_steps(t->hyper, t->train->size()) : o.max_steps;
     t->trainer =

@@ -12,6 +12,12 @@
 
 namespace bertrt {
 
+void release_file_pages_once_copied(const LoadedModel& m) {
+  if (!m.model || m.model->params_in_place() || !m.file.mapping()) return;
+  const MappedFile& map = *m.file.mapping();
+  MappedFile::release_pages(map.data(), map.size());
+}
+
 TokenizerSpec tokenizer_spec(const Tokenizer& t) {
   const TokenizerOptions& o = t.options();
   TokenizerSpec s;

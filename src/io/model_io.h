@@ -26,6 +26,13 @@ struct LoadedModel {
 // is missing or has the wrong shape.
 LoadedModel load_model(const std::string& path);
 
+// After the model stopped using its parameters in place (BertModel::set_heads copies them into
+// its own arena, as fine-tuning does), gives back the pages of m's file mapping: they would stay
+// resident beside the copy for the whole run (a base model's 420 MB). Nothing is lost: the
+// mapping was only read, and a later read of a record maps its pages again from the file. Does
+// nothing while the model still uses the mapping.
+void release_file_pages_once_copied(const LoadedModel& m);
+
 TokenizerSpec tokenizer_spec(const Tokenizer& tokenizer);
 std::unique_ptr<Tokenizer> make_tokenizer(const TokenizerSpec& spec);
 

@@ -190,6 +190,43 @@ TEST(ModelInPlace, TrainingAMappedModelLeavesTheFileUntouched) {
   EXPECT_EQ(std::memcmp(t.model->params(), w, m->layout().total() * sizeof(float)), 0);
 }
 
+// Fine-tuning copies the parameters into the model's own arena (set_heads); then the mapping's
+// pages are given back (release_file_pages_once_copied), not kept resident beside the copy for the
+// whole run. Before the copy it does nothing (the model reads the mapping); after it the model
+// computes as before and the file's records read the same bytes, mapped again from the file.
+TEST(ModelInPlace, FileMappingGivenBackOnceSetHeadsCopied) {
+  if (test::emulated()) GTEST_SKIP() << "pagemap under emulation";
+  const BertConfig c = small_config();
+  auto m = random_model(c);
+  test::TempDir dir;
+  save_model(dir.file("m.brt"), *m, *tokenizer_for(c), {});
+  LoadedModel l = load_model(dir.file("m.brt"));
+  ASSERT_TRUE(l.model->params_in_place());
+  const MappedFile& map = *l.file.mapping();
+  const size_t page = size_t(::sysconf(_SC_PAGESIZE)), pages = map.size() / page;
+  if (test::mapped_pages(map.data(), pages) < 0) GTEST_SKIP() << "pagemap cannot be read here";
+  ASSERT_GT(test::mapped_pages(map.data(), pages), 0);  // the checksum pass read them
+  release_file_pages_once_copied(l);                      // in place: kept
+  EXPECT_EQ(test::mapped_pages(map.data(), pages), int(pages));
+
+  HeadsConfig h = classifier_heads();
+  h.labels = {"x", "y", "z"};  // relabelled: same shapes, and still copied into a new arena
+  l.model->set_heads(h, 5);
+  ASSERT_FALSE(l.model->params_in_place());
+  const std::vector<float> copied(l.model->params(), l.model->params() + l.model->layout().total());
+  auto be = make_backend("cpu");
+  const Batch b = random_batch(c, 4);
+  const std::vector<float> want = logits_of(*l.model, *be, b);
+  release_file_pages_once_copied(l);
+  EXPECT_EQ(test::mapped_pages(map.data(), pages), 0);
+  EXPECT_EQ(std::memcmp(l.model->params(), copied.data(), copied.size() * sizeof(float)), 0);
+  EXPECT_EQ(logits_of(*l.model, *be, b), want);
+  const std::string qn = "bert.encoder.layer.1.attention.self.query.weight";
+  EXPECT_EQ(std::memcmp(l.file.at(qn).data, m->params() + m->layout().at(qn).offset,
+                        l.file.at(qn).nbytes),
+            0);
+}
+
 // An int8 file: no fp32 values for the weights with an int8 form, their integers read in place
 // from the mapping, the same logits as the in-memory int8 model; disable_quantization() gives back
 // exactly the dequantized weights the in-memory conversion keeps.

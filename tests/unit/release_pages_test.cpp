@@ -22,20 +22,6 @@ namespace {
 
 const size_t kPage = size_t(::sysconf(_SC_PAGESIZE));
 
-// How many of the pages [p, p + pages·page) the process maps now (pagemap's present bit).
-int mapped_pages(const void* p, size_t pages) {
-  const int fd = ::open("/proc/self/pagemap", O_RDONLY);
-  if (fd < 0) return -1;
-  std::vector<uint64_t> e(pages);
-  const auto at = off_t(reinterpret_cast<uintptr_t>(p) / kPage * sizeof(uint64_t));
-  const ssize_t got = ::pread(fd, e.data(), pages * sizeof(uint64_t), at);
-  ::close(fd);
-  if (got != ssize_t(pages * sizeof(uint64_t))) return -1;
-  int n = 0;
-  for (uint64_t x : e) n += (x >> 63) & 1;
-  return n;
-}
-
 // W written to a file in dir and mapped as a model file is (private, writable).
 MappedFile mapped_copy(const test::TempDir& dir, const std::vector<float>& W) {
   const std::string path = dir.file("w.bin");
@@ -65,11 +51,11 @@ TEST(ReleaseCleanPages, ReadPagesGoBackWrittenOrAnonymousOnesStay) {
   size_t bad = 0;
   for (size_t i = 0; i < n; ++i) bad += d[i] != pattern(i);
   ASSERT_EQ(bad, 0u);
-  if (mapped_pages(d, pages) < 0) GTEST_SKIP() << "/proc/self/pagemap cannot be read here";
-  ASSERT_EQ(mapped_pages(d, pages), int(pages));
+  if (test::mapped_pages(d, pages) < 0) GTEST_SKIP() << "/proc/self/pagemap cannot be read here";
+  ASSERT_EQ(test::mapped_pages(d, pages), int(pages));
 
   EXPECT_TRUE(MappedFile::release_clean_pages(d, n));
-  EXPECT_EQ(mapped_pages(d, pages), 0);
+  EXPECT_EQ(test::mapped_pages(d, pages), 0);
   for (size_t i = 0; i < n; ++i) bad += d[i] != pattern(i);  // mapped again from the file
   EXPECT_EQ(bad, 0u);
 
@@ -79,7 +65,7 @@ TEST(ReleaseCleanPages, ReadPagesGoBackWrittenOrAnonymousOnesStay) {
   EXPECT_FALSE(MappedFile::release_clean_pages(d + 9 * kPage, 3 * kPage));
   EXPECT_EQ(d[10 * kPage + 7], uint8_t(pattern(10 * kPage + 7) + 1));
   EXPECT_TRUE(MappedFile::release_clean_pages(d + 20 * kPage, 10 * kPage));
-  EXPECT_EQ(mapped_pages(d + 20 * kPage, 10), 0);
+  EXPECT_EQ(test::mapped_pages(d + 20 * kPage, 10), 0);
   EXPECT_EQ(d[10 * kPage + 7], uint8_t(pattern(10 * kPage + 7) + 1));
   for (size_t i = 20 * kPage; i < 30 * kPage; ++i) bad += d[i] != pattern(i);
   EXPECT_EQ(bad, 0u);
@@ -122,7 +108,7 @@ TEST(ReleaseCleanPages, ProviderBertrtGivesBackTheFilePagesOfWeightsItPacked) {
   EXPECT_GE(from_file.packed_bytes, W.size() * sizeof(float));
   EXPECT_EQ(from_file.released_bytes, W.size() * sizeof(float));
   EXPECT_EQ(from_copy.released_bytes, 0u);  // anonymous memory: kept
-  EXPECT_EQ(mapped_pages(w_file, W.size() * sizeof(float) / kPage), 0);
+  EXPECT_EQ(test::mapped_pages(w_file, W.size() * sizeof(float) / kPage), 0);
 }
 
 // auto, for each SIMD kernel this CPU runs (avx512f, fma3): the packed kernel for a weight in a
@@ -169,7 +155,7 @@ TEST_P(AutoPacks, FileWeightsFromAFullPanelOn) {
   EXPECT_EQ(gemm(be, 8), gemm(bertrt, 8));  // packed: the kernel for any M now
   EXPECT_EQ(be.fc_stats().bertrt_calls, 2u);
   EXPECT_EQ(be.fc_stats().openblas_calls, 1u);
-  EXPECT_EQ(mapped_pages(w_file, W.size() * sizeof(float) / kPage), 0);
+  EXPECT_EQ(test::mapped_pages(w_file, W.size() * sizeof(float) / kPage), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(ReleaseCleanPages, AutoPacks, ::testing::ValuesIn(cpu::kAllF32Kernels),

@@ -1,6 +1,8 @@
 #include "test_util.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -18,6 +20,20 @@ std::string build_dir() { return env_or("BERTRT_BUILD_DIR", BERTRT_BUILD_DIR_DEF
 std::string shared_dir() { return env_or("BERTRT_SHARED", source_dir() + "/../shared"); }
 std::string data_dir() { return env_or("BERTRT_DATA", shared_dir() + "/data"); }
 bool have_data(const std::string& path) { return std::filesystem::exists(path); }
+
+int mapped_pages(const void* p, size_t pages) {
+  const size_t page = size_t(::sysconf(_SC_PAGESIZE));
+  const int fd = ::open("/proc/self/pagemap", O_RDONLY);
+  if (fd < 0) return -1;
+  std::vector<uint64_t> e(pages);
+  const auto at = off_t(reinterpret_cast<uintptr_t>(p) / page * sizeof(uint64_t));
+  const ssize_t got = ::pread(fd, e.data(), pages * sizeof(uint64_t), at);
+  ::close(fd);
+  if (got != ssize_t(pages * sizeof(uint64_t))) return -1;
+  int n = 0;
+  for (uint64_t x : e) n += (x >> 63) & 1;
+  return n;
+}
 
 bool have_torch() {
   static const bool ok =

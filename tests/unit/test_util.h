@@ -96,6 +96,10 @@ inline std::string cli_binary() {
   return cli;
 }
 
+// How many of the pages [p, p + pages·page) the process maps now (/proc/self/pagemap's present
+// bit); −1 where pagemap cannot be read. Under qemu-user it describes the emulator's addresses.
+int mapped_pages(const void* p, size_t pages);
+
 // A whole file as bytes, and bytes written to a file (corruption and truncation tests).
 inline std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
