@@ -38,6 +38,38 @@ expect_ok fill-mask "$BIN" fill-mask --model "$T/pt.brt" --top-k 3 "the cat sat 
 [ "$(wc -l < "$T/stdout")" -eq 3 ] && ok || bad "fill-mask prints 3 candidates: $(cat "$T/stdout")"
 expect_ok finetune "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/train.tsv" --dev "$T/dev.tsv" \
   --max-steps 3 --batch-size 8 --learning-rate 1e-4 -o "$T/sst2.brt"
+# Memory options of fine-tuning: --recompute gives the same bytes; with --freeze-embeddings and
+# --freeze-layers 1 the embeddings and layer 0 come out bit for bit, layer 1 and the head move.
+FRZ=(--task sst2 --train "$T/train.tsv" --max-steps 3 --batch-size 8 --learning-rate 1e-3 --freeze-embeddings --freeze-layers 1)
+expect_ok finetune-frozen "$BIN" finetune --model "$T/pt.brt" "${FRZ[@]}" -o "$T/frz.brt"
+expect_ok finetune-frozen-recompute "$BIN" finetune --model "$T/pt.brt" "${FRZ[@]}" --recompute -o "$T/frz2.brt"
+cmp -s "$T/frz.brt" "$T/frz2.brt" && ok || bad "finetune --recompute changed the result"
+CONVERT="$(dirname "$BIN")/bertrt-convert"
+if [ -x "$CONVERT" ]; then
+  "$CONVERT" --to hf "$T/pt.brt" -o "$T/pt_hf" -q 2>/dev/null && "$CONVERT" --to hf "$T/frz.brt" -o "$T/frz_hf" -q \
+    && /usr/bin/python3 - "$T/pt_hf/model.safetensors" "$T/frz_hf/model.safetensors" <<'EOF2' && ok || bad "finetune --freeze-*: frozen tensors moved or trained ones did not"
+import json, struct, sys
+def tensors(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    head = json.loads(b[8:8 + n])
+    return {k: b[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]]
+            for k, v in head.items() if k != "__metadata__"}
+a, b = tensors(sys.argv[1]), tensors(sys.argv[2])
+frozen = [k for k in b if k.startswith(("bert.embeddings.", "bert.encoder.layer.0."))]
+trained = [k for k in b if k.startswith("bert.encoder.layer.1.") and k.endswith("dense.weight")]
+assert frozen and trained, (frozen, trained)
+moved = [k for k in frozen if a[k] != b[k]]
+still = [k for k in trained if a[k] == b[k]]
+assert not moved and not still, (moved, still)
+EOF2
+fi
+expect_error "finetune --freeze-layers past the model" "$T/o6.brt" "freeze-layers 3.*2 encoder layers" -- \
+  "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/train.tsv" --max-steps 1 --freeze-layers 3 -o "$T/o6.brt"
+expect_error "finetune --freeze-layers -1" "$T/o6.brt" "--freeze-layers must be ≥ 0" -- \
+  "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/train.tsv" --max-steps 1 --freeze-layers -1 -o "$T/o6.brt"
+expect_error "finetune --recompute --qat int8" "$T/o6.brt" "--recompute with --qat int8" -- \
+  "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/train.tsv" --max-steps 1 --recompute --qat int8 -o "$T/o6.brt"
 expect_ok eval "$BIN" eval --model "$T/sst2.brt" --task sst2 --data "$T/dev.tsv" --json
 grep -qE '^\{"accuracy":[0-9.e-]+,"examples":100,.*"task":"sst2"\}$' "$T/stdout" && ok || bad "eval json: $(cat "$T/stdout")"
 printf 'a great movie\nawful\n' | "$BIN" predict --model "$T/sst2.brt" --json > "$T/pred.json" \

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "interrupt.h"
 #include "io/model_io.h"
+#include "memory_flags.h"
 #include "progress.h"
 #include "qat_flags.h"
 #include "task_flags.h"
@@ -70,7 +71,8 @@ void add_finetune(CLI::App& app) {
     uint64_t seed = 42;
     bool group_by_length = false;
     BackendChoice backend;
-    QatOptions qat;  // --qat int8 ... (qat_flags.h)
+    QatOptions qat;         // --qat int8 ... (qat_flags.h)
+    MemoryOptions memory;   // --freeze-embeddings, --freeze-layers K, --recompute (memory_flags.h)
   };
   auto o = std::make_shared<Opts>();
   CLI::App* c = app.add_subcommand(
@@ -127,8 +129,13 @@ void add_finetune(CLI::App& app) {
   c->add_option("-o,--output", o->out, "output model (.brt), written atomically")->required();
   o->backend.add_to(c);
   add_qat_flags(c, o->qat);
+  add_memory_flags(c, o->memory);
   c->callback([o] {
     check_qat_options(o->qat);
+    check_memory_options(o->memory);
+    if (o->memory.recompute && o->qat.enabled())
+      fail("--recompute with --qat int8: a recomputed forward would update the activation "
+           "observers twice a step; drop one of the two");
     check_output_path("-o", o->out);
     if (o->model.empty() && o->resume.empty()) fail("--model or --resume is required");
     const bool resuming = !o->resume.empty();
@@ -194,7 +201,7 @@ void add_finetune(CLI::App& app) {
     hyper.group_by_length = o->group_by_length;
     const int64_t steps_per_epoch = finetune_steps_per_epoch(hyper, train->size());
     const int64_t total = finetune_total_steps(hyper, train->size());
-    Trainer trainer(model, *be, finetune_optim_options(hyper, total));
+    Trainer trainer(model, *be, finetune_optim_options(hyper, total), o->memory);
     trainer.set_dropout(o->hidden_dropout, o->seed, o->attention_dropout);
     std::error_code ec;
     nlohmann::json run = {{"task", task_definition_json(task)},
@@ -215,12 +222,16 @@ void add_finetune(CLI::App& app) {
       run["hidden_dropout_prob"] = std::stod(fmt::format("{}", o->hidden_dropout));
     if (o->attention_dropout > 0.0f)
       run["attention_probs_dropout_prob"] = std::stod(fmt::format("{}", o->attention_dropout));
+    // What is trained (not --recompute: same bits).
+    if (o->memory.freeze_embeddings) run["freeze_embeddings"] = true;
+    if (o->memory.freeze_layers > 0) run["freeze_layers"] = o->memory.freeze_layers;
     if (resuming) {
       check_resumable(o->resume, m, run);
       restore_training_state(trainer, *m.training_state, o->resume);  // copies the moments
       m.file.release_optimizer_pages();  // the model may keep the mapping: not these pages
       fmt::print("resuming {} at step {} of {}\n", o->resume, trainer.steps_done(), total);
     }
+    release_file_pages_once_copied(m);  // set_heads copied the weights
     MetricsLog metrics = o->metrics.empty() ? MetricsLog()
                          : resuming         ? MetricsLog(o->metrics, trainer.steps_done())
                                             : MetricsLog(o->metrics);

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "interrupt.h"
 #include "io/model_io.h"
+#include "memory_flags.h"
 #include "progress.h"
 #include "train/checkpoint.h"
 #include "train/instance_dump.h"
@@ -124,18 +125,6 @@ void add_optim_flags(CLI::App* c, OptimFlags& o) {
       ->capture_default_str();
 }
 
-void add_memory_flags(CLI::App* c, MemoryOptions& m) {
-  c->add_flag("--freeze-embeddings", m.freeze_embeddings,
-              "keep bert.embeddings.* fixed (so also the MLM decoder, which is tied to them)");
-  c->add_option("--freeze-layers", m.freeze_layers,
-                "keep the bottom K encoder layers fixed (with --freeze-embeddings, nothing below "
-                "layer K is back-propagated or kept)")
-      ->capture_default_str();
-  c->add_flag("--recompute", m.recompute,
-              "activation recomputation: keep only each layer's input, redo its forward in the "
-              "backward (less memory, ~1/3 more compute, same bits)");
-}
-
 void validate(const Flags& o) {
   if (o.data_only) {
     if (o.dump_instances.empty()) fail("--data-only needs --dump-instances (the file it writes)");
@@ -174,7 +163,7 @@ void validate(const Flags& o) {
   if (o.batch_size % p.accumulation != 0)
     fail("--batch-size {} is not a multiple of --gradient-accumulation-steps {}", o.batch_size,
          p.accumulation);
-  if (o.memory.freeze_layers < 0) fail("--freeze-layers must be ≥ 0, got {}", o.memory.freeze_layers);
+  check_memory_options(o.memory);
 }
 
 OptimOptions optim_options(const Flags& o) {
