@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <vector>
+
+#include <unistd.h>
 
 #include "backends/dropout_rule.h"
 #include "core/error.h"
@@ -60,7 +63,40 @@ void ReferenceBackend::download(void* dst, const void* src, size_t bytes) {
   if (bytes) std::memcpy(dst, src, bytes);
 }
 
-void ReferenceBackend::fill(float* x, float value, size_t n) { std::fill(x, x + n, value); }
+namespace {
+
+// Calls f(block, count) over [x, x + n) split at page boundaries, for each block whose bytes are
+// not all zero. fill(·, 0) and scale(·, c > 0) leave an all-zero block as it is (the same bits),
+// so a buffer the kernel zero-fills lazily (core/host_floats.h: an anonymous mapping) keeps the
+// pages nobody wrote out of memory: a frozen tensor's gradient, which every training step zeroes
+// (and clips) without a backward ever writing it (fine-tuning with --freeze-*: 266 MB of
+// BERT-base's gradient buffer at --freeze-layers 6). Reading such a page maps the shared zero page.
+template <class F>
+void for_nonzero_pages(float* x, size_t n, F&& f) {
+  static const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  for (size_t i = 0; i < n;) {
+    const uintptr_t at = reinterpret_cast<uintptr_t>(x + i);
+    const size_t m = std::min(n - i, size_t((at / page + 1) * page - at) / sizeof(float));
+    const float* b = x + i;
+    bool zero = true;
+    for (size_t k = 0; k < m && zero; ++k) {
+      uint32_t bits;
+      std::memcpy(&bits, b + k, sizeof bits);
+      zero = bits == 0;
+    }
+    if (!zero) f(x + i, m);
+    i += m;
+  }
+}
+
+}  // namespace
+
+void ReferenceBackend::fill(float* x, float value, size_t n) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  if (bits != 0) return std::fill(x, x + n, value);
+  for_nonzero_pages(x, n, [](float* b, size_t m) { std::memset(b, 0, m * sizeof(float)); });
+}
 
 void ReferenceBackend::copy(void* dst, const void* src, size_t bytes) {
   if (bytes) std::memcpy(dst, src, bytes);
@@ -78,7 +114,11 @@ void ReferenceBackend::gather_rows(float* out, const float* src, const int32_t* 
 }
 
 void ReferenceBackend::scale(float* x, float c, size_t n) {
-  for (size_t i = 0; i < n; ++i) x[i] *= c;
+  auto mul = [c](float* b, size_t m) {
+    for (size_t i = 0; i < m; ++i) b[i] *= c;
+  };
+  if (c > 0.0f && std::isfinite(c)) return for_nonzero_pages(x, n, mul);  // +0 · c = +0
+  mul(x, n);
 }
 
 void ReferenceBackend::sum_squares(double* out, const float* x, size_t n) {

@@ -3,11 +3,16 @@
 // written) or anonymous memory makes it refuse the whole range and change nothing. And the cpu
 // backend's provider bertrt, which packs a weight once and gives its file pages back: the same
 // floats from a weight in a file mapping as from an anonymous copy, only the former given back.
+// And the host backends' fill(·, 0) and scale(·, c > 0), which leave all-zero pages unwritten so
+// that a lazily zeroed buffer (a frozen tensor's gradient) never takes memory.
 #include <gtest/gtest.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -156,6 +161,37 @@ TEST_P(AutoPacks, FileWeightsFromAFullPanelOn) {
   EXPECT_EQ(be.fc_stats().bertrt_calls, 2u);
   EXPECT_EQ(be.fc_stats().openblas_calls, 1u);
   EXPECT_EQ(test::mapped_pages(w_file, W.size() * sizeof(float) / kPage), 0);
+}
+
+// fill(0) and scale(c > 0) on fresh anonymous pages: the pages never written stay unowned (read,
+// they map the shared zero page only), the
+// written ones hold exactly what the plain loops give (+0 where filled, x·c where scaled), on
+// blocks that start and end mid-page. Other values and factors write every element.
+TEST(ZeroPages, FillAndScaleLeaveNeverWrittenPagesUnowned) {
+  if (test::emulated()) GTEST_SKIP() << "pagemap under emulation";
+  const size_t pages = 32, n = pages * kPage / sizeof(float);
+  void* m = ::mmap(nullptr, pages * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  auto* x = static_cast<float*>(m);
+  if (test::mapped_pages(x, pages) < 0) GTEST_SKIP() << "/proc/self/pagemap cannot be read here";
+  const size_t per_page = kPage / sizeof(float);
+  // Written: pages 3, 4 (−0 on page 4: not all-zero bits) and 20.
+  x[3 * per_page + 7] = 1.5f, x[4 * per_page] = -0.0f, x[20 * per_page + per_page - 1] = -2.0f;
+  std::vector<float> want(x, x + n);
+  ReferenceBackend be;
+  for (size_t i = 5; i < n - 9; ++i) want[i] *= 0.25f;
+  be.scale(x + 5, 0.25f, n - 14);
+  EXPECT_EQ(test::mapped_pages(x, pages, /*exclusive=*/true), 3);
+  EXPECT_EQ(std::memcmp(x, want.data(), n * sizeof(float)), 0);
+  for (size_t i = 3; i < n - 1; ++i) want[i] = 0.0f;
+  be.fill(x + 3, 0.0f, n - 4);
+  EXPECT_EQ(test::mapped_pages(x, pages, /*exclusive=*/true), 3);
+  EXPECT_EQ(std::memcmp(x, want.data(), n * sizeof(float)), 0);
+  be.scale(x, -1.0f, n);  // a negative factor: −0 where +0 was, every page written
+  EXPECT_EQ(test::mapped_pages(x, pages, /*exclusive=*/true), int(pages));
+  EXPECT_TRUE(std::signbit(x[100]));
+  ::munmap(m, pages * kPage);
 }
 
 INSTANTIATE_TEST_SUITE_P(ReleaseCleanPages, AutoPacks, ::testing::ValuesIn(cpu::kAllF32Kernels),

@@ -21,7 +21,7 @@ std::string shared_dir() { return env_or("BERTRT_SHARED", source_dir() + "/../sh
 std::string data_dir() { return env_or("BERTRT_DATA", shared_dir() + "/data"); }
 bool have_data(const std::string& path) { return std::filesystem::exists(path); }
 
-int mapped_pages(const void* p, size_t pages) {
+int mapped_pages(const void* p, size_t pages, bool exclusive) {
   const size_t page = size_t(::sysconf(_SC_PAGESIZE));
   const int fd = ::open("/proc/self/pagemap", O_RDONLY);
   if (fd < 0) return -1;
@@ -31,7 +31,7 @@ int mapped_pages(const void* p, size_t pages) {
   ::close(fd);
   if (got != ssize_t(pages * sizeof(uint64_t))) return -1;
   int n = 0;
-  for (uint64_t x : e) n += (x >> 63) & 1;
+  for (uint64_t x : e) n += (x >> 63) & (exclusive ? (x >> 56) & 1 : 1);
   return n;
 }
 

@@ -98,7 +98,9 @@ inline std::string cli_binary() {
 
 // How many of the pages [p, p + pages·page) the process maps now (/proc/self/pagemap's present
 // bit); −1 where pagemap cannot be read. Under qemu-user it describes the emulator's addresses.
-int mapped_pages(const void* p, size_t pages);
+// exclusive: only those mapped by this process alone (bit 56), which leaves out the shared zero
+// page that a read of never-written anonymous memory maps (present, but no memory of its own).
+int mapped_pages(const void* p, size_t pages, bool exclusive = false);
 
 // A whole file as bytes, and bytes written to a file (corruption and truncation tests).
 inline std::string read_bytes(const std::string& path) {
