@@ -12,8 +12,8 @@
 // the same way (f32_gemm.h), chosen by BERTRT_FC_PROVIDER (openblas | xnnpack | bertrt | auto;
 // default auto, which takes XNNPACK only for shapes where a measurement showed it faster,
 // cpu::xnnpack_fc_wins, and only while the packed copies fit cpu::xnnpack_auto_budget_bytes(),
-// and bertrt's kernel (avx512f or fma3) only for weights that are a model file's clean pages, which it
-// gives back once packed, so that the weights stay resident once: docs/backends.md).
+// and bertrt's kernel (avx512f or fma3) only for weights that are a model file's clean pages,
+// which it gives back once packed, so that the weights stay resident once: docs/backends.md).
 // Without the declaration (the default, and always in training) every GEMM runs on OpenBLAS,
 // bit-identical to a build without the provider, whatever BERTRT_FC_PROVIDER says: a training
 // run and its resume from a checkpoint compute each step with the same rounding.
