@@ -1,6 +1,8 @@
 #include "train/trainer.h"
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -22,21 +24,30 @@ static bool starts_with(const std::string& s, const std::string& prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
 }
 
+// Checked before anything loops over the layers (a huge K must fail at once, not after K steps).
+static void check_memory(const BertModel& model, const MemoryOptions& m) {
+  const int L = model.config().num_hidden_layers;
+  if (m.freeze_layers < 0 || m.freeze_layers > L)
+    fail("--freeze-layers {}: the model has {} encoder layers", m.freeze_layers, L);
+}
+
 std::vector<bool> trainable_params(const BertModel& model, const MemoryOptions& memory) {
+  check_memory(model, memory);
+  std::vector<std::string> frozen_prefixes;
+  if (memory.freeze_embeddings) frozen_prefixes.push_back("bert.embeddings.");
+  for (int l = 0; l < memory.freeze_layers; ++l)
+    frozen_prefixes.push_back(fmt::format("bert.encoder.layer.{}.", l));
   std::vector<bool> out;
   for (const ParamInfo& p : model.layout().params()) {
-    bool frozen = memory.freeze_embeddings && starts_with(p.name, "bert.embeddings.");
-    for (int l = 0; l < memory.freeze_layers && !frozen; ++l)
-      frozen = starts_with(p.name, fmt::format("bert.encoder.layer.{}.", l));
+    bool frozen = false;
+    for (const std::string& prefix : frozen_prefixes) frozen = frozen || starts_with(p.name, prefix);
     out.push_back(!frozen);
   }
   return out;
 }
 
 static const BertModel& with_plan(BertModel& model, const MemoryOptions& m) {
-  const int L = model.config().num_hidden_layers;
-  if (m.freeze_layers < 0 || m.freeze_layers > L)
-    fail("--freeze-layers {}: the model has {} encoder layers", m.freeze_layers, L);
+  check_memory(model, m);
   BackwardPlan plan;
   // Nothing below the first trainable layer needs a gradient only when the embeddings are frozen
   // too; otherwise the backward must cross the frozen layers to reach them.

@@ -66,6 +66,8 @@ EOF2
 fi
 expect_error "finetune --freeze-layers past the model" "$T/o6.brt" "freeze-layers 3.*2 encoder layers" -- \
   "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/train.tsv" --max-steps 1 --freeze-layers 3 -o "$T/o6.brt"
+expect_error "finetune --freeze-layers INT_MAX (refused at once)" "$T/o6.brt" "freeze-layers 2147483647.*2 encoder layers" -- \
+  timeout 60 "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/train.tsv" --max-steps 1 --freeze-layers 2147483647 -o "$T/o6.brt"
 expect_error "finetune --freeze-layers -1" "$T/o6.brt" "--freeze-layers must be ≥ 0" -- \
   "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/train.tsv" --max-steps 1 --freeze-layers -1 -o "$T/o6.brt"
 expect_error "finetune --recompute --qat int8" "$T/o6.brt" "--recompute with --qat int8" -- \

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <random>
 
@@ -344,6 +345,9 @@ TEST(Freeze, FrozenParamsStayFixedOthersMove) {
   auto be = make_backend("cpu");
   MemoryOptions too_many;
   too_many.freeze_layers = 4;
+  EXPECT_THROW(Trainer(*model, *be, optim(OptimizerKind::kAdamW, 1), too_many), Error);
+  // Refused before any loop over K layers: INT_MAX once took hours (a fresh user found it).
+  too_many.freeze_layers = std::numeric_limits<int>::max();
   EXPECT_THROW(Trainer(*model, *be, optim(OptimizerKind::kAdamW, 1), too_many), Error);
 }
 

@@ -129,7 +129,7 @@ void add_finetune(CLI::App& app) {
   c->add_option("-o,--output", o->out, "output model (.brt), written atomically")->required();
   o->backend.add_to(c);
   add_qat_flags(c, o->qat);
-  add_memory_flags(c, o->memory);
+  add_memory_flags(c, o->memory, /*pretraining=*/false);
   c->callback([o] {
     check_qat_options(o->qat);
     check_memory_options(o->memory);

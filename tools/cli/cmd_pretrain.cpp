@@ -531,7 +531,7 @@ void add_pretrain(CLI::App& app) {
   c->add_option("--batch-size", o->batch_size, "sequences per optimizer step")->capture_default_str();
   add_data_flags(c, o->data);
   add_optim_flags(c, o->optim);
-  add_memory_flags(c, o->memory);
+  add_memory_flags(c, o->memory, /*pretraining=*/true);
   c->add_flag("--skip-nonfinite", o->skip_nonfinite,
               "skip (no update, counted in metrics) a step whose loss or gradient is non-finite "
               "instead of stopping the run");

@@ -8,7 +8,9 @@
 
 namespace bertrt::cli {
 
-void add_memory_flags(CLI::App* cmd, MemoryOptions& m);
+// pretraining: the help of --freeze-embeddings names the tied MLM decoder; fine-tuning's says
+// that --recompute excludes --qat int8.
+void add_memory_flags(CLI::App* cmd, MemoryOptions& m, bool pretraining);
 // Fails naming the flag on a negative --freeze-layers (the Trainer checks the upper bound
 // against the model's layers).
 void check_memory_options(const MemoryOptions& m);
