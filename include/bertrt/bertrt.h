@@ -203,6 +203,10 @@ typedef struct bertrt_finetune_options {
   int32_t qat;             /* 1: quantization-aware int8 training; save writes the int8 model */
   float hidden_dropout_prob; /* 0: none; in [0, 1), --hidden-dropout-prob (cpu/reference) */
   float attention_probs_dropout_prob; /* 0: none; --attention-probs-dropout-prob */
+  /* Memory (bertrt finetune's --freeze-embeddings, --freeze-layers K, --recompute) */
+  int32_t freeze_embeddings; /* 0; 1: keep bert.embeddings.* fixed */
+  int32_t freeze_layers;     /* 0; K in [0, num_hidden_layers]: keep the bottom K layers fixed */
+  int32_t recompute;         /* 0; 1: activation recomputation (same bits, less memory; not qat) */
 } bertrt_finetune_options;
 
 BERTRT_API void bertrt_finetune_options_init(bertrt_finetune_options* options);

@@ -45,7 +45,8 @@ class FinetuneOptions(ctypes.Structure):
                 ("max_seq_length", c_int32), ("learning_rate", c_float),
                 ("warmup_ratio", c_float), ("weight_decay", c_float), ("seed", ctypes.c_uint64),
                 ("group_by_length", c_int32), ("qat", c_int32),
-                ("hidden_dropout_prob", c_float), ("attention_probs_dropout_prob", c_float)]
+                ("hidden_dropout_prob", c_float), ("attention_probs_dropout_prob", c_float),
+                ("freeze_embeddings", c_int32), ("freeze_layers", c_int32), ("recompute", c_int32)]
 
 
 class StepMetrics(ctypes.Structure):

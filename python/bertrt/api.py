@@ -239,7 +239,8 @@ def finetune(model, task, train, output, dev=None, progress=None, backend="cpu",
     `bertrt eval --json`) when dev is given, else {}. options: the CLI's hyper-parameters by
     their C names (epochs, max_steps, batch_size, learning_rate, warmup_ratio, weight_decay,
     seed, max_seq_length, group_by_length, eval_batch_size, qat, hidden_dropout_prob,
-    attention_probs_dropout_prob, and for task "tsv"
+    attention_probs_dropout_prob; memory: freeze_embeddings, freeze_layers, recompute; and for
+    task "tsv"
     text_column, text_pair_column, label_column, labels, regression, no_header).
     progress(metrics dict) after every step; return True to stop (raises bertrt.Error)."""
     m = Model(model, backend=backend, num_threads=num_threads)

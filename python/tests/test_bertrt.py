@@ -184,6 +184,14 @@ def test_finetune_then_predict(tmp_path):
                               dev=tmp_path / "dev.tsv", epochs=1, batch_size=16, max_seq_length=64,
                               learning_rate=1e-3, hidden_dropout_prob=0.1)
     assert dropped["loss"] != metrics["loss"]
+    # The memory options: recomputation takes the same steps (same dev loss, bit for bit).
+    recomputed = bertrt.finetune(init, "sst2", tmp_path / "train.tsv", tmp_path / "rc.brt",
+                                 dev=tmp_path / "dev.tsv", epochs=1, batch_size=16,
+                                 max_seq_length=64, learning_rate=1e-3, recompute=True,
+                                 freeze_embeddings=False)
+    assert recomputed["loss"] == metrics["loss"]
+    with pytest.raises(bertrt.Error, match="options.freeze_layers"):
+        bertrt.finetune(init, "sst2", tmp_path / "train.tsv", tmp_path / "bad.brt", freeze_layers=3)
 
 
 def test_predict_of_a_qa_model_returns_a_span_of_the_context(hf, tmp_path):

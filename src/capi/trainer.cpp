@@ -103,6 +103,14 @@ void check_hyper(const bertrt_finetune_options& o) {
   if (!(o.attention_probs_dropout_prob >= 0 && o.attention_probs_dropout_prob < 1))
     bad("attention_probs_dropout_prob", "in [0, 1)",
         fmt::format("{}", o.attention_probs_dropout_prob));
+  if (o.freeze_embeddings != 0 && o.freeze_embeddings != 1)
+    bad("freeze_embeddings", "0 or 1", std::to_string(o.freeze_embeddings));
+  if (o.recompute != 0 && o.recompute != 1) bad("recompute", "0 or 1", std::to_string(o.recompute));
+  if (o.recompute && o.qat)  // as `bertrt finetune`
+    api_fail(BERTRT_E_INVALID_ARGUMENT,
+             "{}: options.recompute with options.qat: a recomputed forward would update the "
+             "activation observers twice a step; drop one of the two",
+             fn);
 }
 
 bertrt_trainer& trainer_arg(bertrt_trainer* t, const char* fn) {
@@ -169,6 +177,11 @@ bertrt_status bertrt_trainer_create(bertrt_model* model, const bertrt_finetune_o
       api_fail(BERTRT_E_IO, "{}: train_path {}: no such file", fn, train_path);
     }
     BertModel& bm = *m.loaded.model;
+    const int layers = bm.config().num_hidden_layers;
+    if (o.freeze_layers < 0 || o.freeze_layers > layers)  // before anything changes the model
+      api_fail(BERTRT_E_INVALID_ARGUMENT,
+               "{}: options.freeze_layers must be in [0, {}] (num_hidden_layers), got {}", fn,
+               layers, o.freeze_layers);
     if (bm.quant_mode() == QuantMode::kInt8)
       api_fail(BERTRT_E_UNSUPPORTED,
                "{}: {}: an int8 model is for inference only; fine-tune its float or fake-quant "
@@ -214,8 +227,12 @@ bertrt_status bertrt_trainer_create(bertrt_model* model, const bertrt_finetune_o
     release_file_pages_once_copied(m.loaded);  // set_heads copied the weights
     prepare_finetune_quant(bm, t->qat, QatConfig{}, m.source);
     t->total_steps = t->train ? finetune_total_steps(t->hyper, t->train->size()) : o.max_steps;
-    t->trainer =
-        std::make_unique<Trainer>(bm, *m.backend, finetune_optim_options(t->hyper, t->total_steps));
+    MemoryOptions memory;
+    memory.freeze_embeddings = o.freeze_embeddings != 0;
+    memory.freeze_layers = o.freeze_layers;
+    memory.recompute = o.recompute != 0;
+    t->trainer = std::make_unique<Trainer>(
+        bm, *m.backend, finetune_optim_options(t->hyper, t->total_steps), memory);
     t->trainer->set_dropout(o.hidden_dropout_prob, t->hyper.seed,
                             o.attention_probs_dropout_prob);  // as `bertrt finetune`
     if (t->train)

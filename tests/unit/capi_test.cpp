@@ -573,6 +573,83 @@ TEST_F(CapiTest, TrainerHiddenDropoutIsSeededAndChangesTheSteps) {
   EXPECT_NE(both, drop);
 }
 
+// options.freeze_embeddings / freeze_layers / recompute are `finetune --freeze-embeddings
+// --freeze-layers K --recompute`: recomputation takes the same steps bit for bit, and the frozen
+// tensors come out of the saved file as they went in while the others move.
+TEST_F(CapiTest, TrainerMemoryOptionsFreezeAndRecompute) {
+  const std::string train = (dir_ / "train.tsv").string();
+  head_lines(sst2_path("train"), train, 33);
+  const std::string init = write_model("init.brt", HeadsConfig{});
+  auto run = [&](int freeze_embeddings, int freeze_layers, int recompute, const std::string& out) {
+    bertrt_model* m = load(init);
+    bertrt_finetune_options o;
+    bertrt_finetune_options_init(&o);
+    EXPECT_EQ(o.freeze_embeddings + o.freeze_layers + o.recompute, 0);  // the CLI's defaults
+    o.task = "sst2", o.batch_size = 16, o.epochs = 1, o.learning_rate = 1e-3f;
+    o.max_seq_length = 24, o.freeze_embeddings = freeze_embeddings;
+    o.freeze_layers = freeze_layers, o.recompute = recompute;
+    bertrt_trainer* t = nullptr;
+    std::vector<double> losses;
+    EXPECT_EQ(bertrt_trainer_create(m, &o, train.c_str(), &t), BERTRT_OK) << bertrt_last_error();
+    for (int i = 0; t && i < 2; ++i) {
+      bertrt_step_metrics s{};
+      EXPECT_EQ(bertrt_trainer_step(t, 1, &s), BERTRT_OK) << bertrt_last_error();
+      losses.push_back(s.loss);
+    }
+    if (t) EXPECT_EQ(bertrt_trainer_save(t, (dir_ / out).c_str()), BERTRT_OK) << bertrt_last_error();
+    bertrt_trainer_free(t);
+    bertrt_model_free(m);
+    return losses;
+  };
+  const std::vector<double> plain = run(0, 0, 0, "plain.brt");
+  ASSERT_EQ(plain.size(), 2u);
+  EXPECT_EQ(run(0, 0, 1, "recompute.brt"), plain);
+  run(1, 1, 1, "frozen.brt");
+  const LoadedModel before = load_model(init);
+  for (const char* name : {"plain.brt", "recompute.brt", "frozen.brt"}) {
+    SCOPED_TRACE(name);
+    const LoadedModel after = load_model((dir_ / name).string());
+    const bool frozen_run = std::string(name) == "frozen.brt";
+    int compared = 0;
+    for (const ParamInfo& p : before.model->layout().params()) {
+      const ParamInfo* q = after.model->layout().find(p.name);
+      if (!q || p.name.rfind("bert.", 0) != 0) continue;  // the task head is new
+      const bool frozen = frozen_run && (p.name.rfind("bert.embeddings.", 0) == 0 ||
+                                         p.name.rfind("bert.encoder.layer.0.", 0) == 0);
+      const bool same = std::memcmp(before.model->params() + p.offset,
+                                    after.model->params() + q->offset, p.numel * sizeof(float)) == 0;
+      EXPECT_EQ(same, frozen) << p.name;
+      ++compared;
+    }
+    EXPECT_GT(compared, 10);
+  }
+  // Bad values are named, before the model changes.
+  bertrt_model* m = load(init);
+  bertrt_finetune_options o;
+  bertrt_finetune_options_init(&o);
+  o.task = "sst2", o.max_seq_length = 24;
+  bertrt_trainer* t = nullptr;
+  o.freeze_layers = 3;  // the tiny model has 2 layers
+  EXPECT_EQ(bertrt_trainer_create(m, &o, train.c_str(), &t), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bertrt_last_error()).find("options.freeze_layers must be in [0, 2]"),
+            std::string::npos)
+      << bertrt_last_error();
+  o.freeze_layers = -1;
+  EXPECT_EQ(bertrt_trainer_create(m, &o, train.c_str(), &t), BERTRT_E_INVALID_ARGUMENT);
+  o.freeze_layers = 0, o.freeze_embeddings = 2;
+  EXPECT_EQ(bertrt_trainer_create(m, &o, train.c_str(), &t), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bertrt_last_error()).find("options.freeze_embeddings"), std::string::npos);
+  o.freeze_embeddings = 0, o.recompute = 1, o.qat = 1;
+  EXPECT_EQ(bertrt_trainer_create(m, &o, train.c_str(), &t), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bertrt_last_error()).find("options.recompute with options.qat"),
+            std::string::npos);
+  EXPECT_EQ(t, nullptr);
+  bertrt_heads h{};
+  ASSERT_EQ(bertrt_model_heads(m, &h), BERTRT_OK);
+  EXPECT_EQ(h.kind, BERTRT_HEAD_NONE);
+  bertrt_model_free(m);
+}
+
 TEST_F(CapiTest, BadTrainerOptionsAndDataLeaveTheModelAsItWas) {
   const std::string train = (dir_ / "train.tsv").string();
   head_lines(sst2_path("train"), train, 17);
