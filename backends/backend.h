@@ -207,7 +207,8 @@ class Backend {
   // Softmax cross-entropy of logits [rows, V] against targets [rows]; a target < 0 ignores the row
   // (Hugging Face's -100). *loss_sum = Σ loss over counted rows (double, rows in order). When
   // dlogits is non-null it is OVERWRITTEN with grad_scale · (softmax − onehot), zero on ignored
-  // rows. A target ≥ V is an error.
+  // rows; dlogits may be logits itself (in place: the MLM head keeps one [P, V] buffer, not two).
+  // A target ≥ V is an error.
   virtual void cross_entropy(float* dlogits, double* loss_sum, const float* logits,
                              const int32_t* targets, int rows, int V, float grad_scale) = 0;
 

@@ -303,8 +303,8 @@ BERTRT_CPU_CLONES void cross_entropy_rows(double* loss, float* dlogits, const fl
                                           int r1) {
   float* __restrict e = scratch_row(0, static_cast<size_t>(V));
   for (int r = r0; r < r1; ++r) {
-    const float* __restrict z = logits + static_cast<size_t>(r) * V;
-    float* __restrict dz = dlogits ? dlogits + static_cast<size_t>(r) * V : nullptr;
+    const float* z = logits + static_cast<size_t>(r) * V;  // dz may be z (in place): no restrict
+    float* dz = dlogits ? dlogits + static_cast<size_t>(r) * V : nullptr;
     const int32_t t = targets[r];
     loss[r] = 0.0;
     if (t < 0) {  // ignored row (Hugging Face's -100)

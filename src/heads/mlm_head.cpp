@@ -14,7 +14,7 @@ void MlmActs::resize(Backend& be, int P_, int C, int V) {
   for (int pass = 0; pass < 2; ++pass) {
     Carver cv(pass ? buf_.data() : nullptr);
     gathered = cv.take(PC), dense = cv.take(PC), act = cv.take(PC), ln = cv.take(PC);
-    mean = cv.take(P_), rstd = cv.take(P_), logits = cv.take(PV), dlogits = cv.take(PV);
+    mean = cv.take(P_), rstd = cv.take(P_), logits = dlogits = cv.take(PV);  // in place
     dln = cv.take(PC), dact = cv.take(PC), ddense = cv.take(PC), dgathered = cv.take(PC);
     if (!pass) buf_.ensure(be, cv.used());
   }

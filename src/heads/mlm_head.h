@@ -19,7 +19,9 @@ class MlmActs {
   void resize(Backend& be, int P, int C, int V);
   int P = 0;
   float *gathered, *dense, *act, *ln, *mean, *rstd, *logits;  // [P, C] ×4, [P] ×2, [P, V]
-  float *dlogits, *dln, *dact, *ddense, *dgathered;            // backward scratch
+  // Backward scratch. dlogits IS logits: a training forward's cross-entropy overwrites the logits
+  // with their gradient (after the argmax), so the [P, V] buffer, the head's largest, is one.
+  float *dlogits, *dln, *dact, *ddense, *dgathered;
  private:
   DeviceArray<float> buf_;
   int capacity_ = 0, C_ = 0, V_ = 0;

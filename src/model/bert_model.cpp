@@ -176,6 +176,7 @@ ForwardResult BertModel::forward(Backend& be, const EncoderInputs& in, const Tar
   const float weight = training ? 1.0f : 0.0f;
   ran_mlm_ = heads_.mlm && t.mlm_positions && t.mlm_labels;
   ran_nsp_ = heads_.nsp && t.nsp_labels;
+  prediction_overwritten_ = ran_mlm_ && training;
   double* loss = loss_dev_.ensure(be, kLossSlots);
   int32_t* argmax = argmax_dev_.ensure(be, size_t(P) + B + task_rows(B, T));
   const HeadReadout mlm_out{loss + kMlmLoss, argmax}, nsp_out{loss + kNspLoss, argmax + P},
@@ -407,6 +408,9 @@ const float* BertModel::pooler_output() const {
 }
 
 const float* BertModel::prediction_logits() const {
+  if (prediction_overwritten_)
+    fail("prediction_logits() after a training forward with MLM labels: the head's "
+         "cross-entropy wrote the logits' gradient over them; run a forward with training off");
   return host_copy(be_, mlm_.P ? mlm_.logits : nullptr, size_t(mlm_.P) * config_.vocab_size,
                    prediction_host_, prediction_fresh_);
 }
@@ -422,7 +426,7 @@ const float* BertModel::mlm_logits_all(Backend& be) {
   if (quant_) quant_->begin_forward(false);
   mlm_forward(be, config_, w_, mlm_, acts_.hidden, positions, nullptr, 0, N, 0.0f, HeadReadout{},
               quant_ ? quant_->mlm_dense : nullptr, quant_ ? quant_->mlm_decoder : nullptr);
-  prediction_fresh_ = false;
+  prediction_fresh_ = prediction_overwritten_ = false;
   return prediction_logits();
 }
 

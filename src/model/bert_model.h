@@ -98,7 +98,9 @@ class BertModel {
   // Outputs of the last forward, on the host (the first three downloaded on first call).
   const float* last_hidden_state() const;                                            // [B, T, C]
   const float* pooler_output() const;                                                // [B, C]
-  const float* prediction_logits() const;                                            // [P, V]
+  // [P, V]; after a training forward with MLM labels it throws: the head's cross-entropy wrote
+  // the logits' gradient over them (one buffer, mlm_head.h).
+  const float* prediction_logits() const;
   const std::vector<float>& seq_relationship_logits() const { return nsp_logits_; }  // [B, 2]
   // Fine-tuning head: [B, K] sequence classification, [B] regression, [B·T, K] token
   // classification; empty for question answering.
@@ -157,6 +159,7 @@ class BertModel {
   std::vector<float> nsp_logits_, logits_, start_logits_, end_logits_;
   mutable std::vector<float> hidden_host_, pooled_host_, prediction_host_;
   mutable bool hidden_fresh_ = false, pooled_fresh_ = false, prediction_fresh_ = false;
+  bool prediction_overwritten_ = false;  // a training forward's MLM gradient holds the buffer
   DeviceArray<int32_t> all_positions_;
 
   std::unique_ptr<BertQuant> quant_;  // nullptr: fp32

@@ -596,7 +596,9 @@ TEST_F(CapiTest, TrainerMemoryOptionsFreezeAndRecompute) {
       EXPECT_EQ(bertrt_trainer_step(t, 1, &s), BERTRT_OK) << bertrt_last_error();
       losses.push_back(s.loss);
     }
-    if (t) EXPECT_EQ(bertrt_trainer_save(t, (dir_ / out).c_str()), BERTRT_OK) << bertrt_last_error();
+    if (t) {
+      EXPECT_EQ(bertrt_trainer_save(t, (dir_ / out).c_str()), BERTRT_OK) << bertrt_last_error();
+    }
     bertrt_trainer_free(t);
     bertrt_model_free(m);
     return losses;

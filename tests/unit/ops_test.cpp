@@ -426,6 +426,13 @@ void add_embedding_cases(std::vector<OpCase>& cases) {
   const double l2 = ce_sum(c, d2.data(), z.data(), t.data(), rows, V, gs);
   const double l2_nograd = ce_sum(c, nullptr, z.data(), t.data(), rows, V, gs);
   if (l2 != l2_nograd) return ::testing::AssertionFailure() << "loss depends on dlogits being set";
+  // In place (dlogits = logits, as the MLM head calls it): the same loss and bits, both backends.
+  for (auto [be, d, l] : {std::tuple{&r, &d1, l1}, std::tuple{&c, &d2, l2}}) {
+    std::vector<float> zz = z;
+    const double li = ce_sum(*be, zz.data(), zz.data(), t.data(), rows, V, gs);
+    if (li != l || std::memcmp(zz.data(), d->data(), zz.size() * sizeof(float)) != 0)
+      return ::testing::AssertionFailure() << be->name() << ": in place differs";
+  }
   double loss_tol = 0;
   std::vector<double> tol(rows * V);
   for (int i = 0; i < rows; ++i) {

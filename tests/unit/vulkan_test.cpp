@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -589,8 +590,16 @@ TEST_F(Vulkan, CrossEntropyWithinTheFloatBoundAndItsErrors) {
     }
     EXPECT_TRUE(test::all_close(want, get(dd, z.size()), tol)) << "dlogits";
     EXPECT_NEAR(get(loss, 1)[0], want_loss, loss_tol + 16 * test::kEps * want_loss) << "loss";
+    const double got_loss = get(loss, 1)[0];
     be_->cross_entropy(nullptr, loss.data(), dz.data(), dt.data(), rows, V, g);  // loss only
     EXPECT_NEAR(get(loss, 1)[0], want_loss, loss_tol + 16 * test::kEps * want_loss) << "no grad";
+    // In place (dlogits = logits, as the MLM head calls it): the same loss and bits.
+    DeviceArray<float> inplace;
+    put(inplace, z);
+    be_->cross_entropy(inplace.data(), loss.data(), inplace.data(), dt.data(), rows, V, g);
+    EXPECT_EQ(get(loss, 1)[0], got_loss) << "in place";
+    const auto a = get(inplace, z.size()), b = get(dd, z.size());
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << "in place";
   }
   // A target ≥ V is an error at sync, worded as the cpu backend words it; the backend goes on.
   DeviceArray<float> dz;

@@ -2,7 +2,9 @@
 // Softmax cross-entropy, one workgroup per row of logits [rows, V] (fp32; the reference works in
 // double): lse = max + log Σ exp(z − max) (tree sums), the row's loss lse − z[target] to the
 // scratch row losses (0 for an ignored row, target < 0), and dlogits OVERWRITTEN with
-// grad_scale · (softmax − onehot). A target ≥ V is reported to the host (status).
+// grad_scale · (softmax − onehot). A target ≥ V is reported to the host (status). In place
+// (dlogits bound to the logits' memory) is safe: each element is read only by the invocation
+// that writes it (j ≡ t mod G), the target's loss included.
 #extension GL_GOOGLE_include_directive : require
 #include "push_constants.h"
 
@@ -55,7 +57,7 @@ void main() {
     barrier();
   }
   const float lse = mx + log(partial[0]);
-  if (t == 0) loss_[p.loss_offset + row] = lse - logits_[z0 + uint(target)];
+  if (t == uint(target) % G) loss_[p.loss_offset + row] = lse - logits_[z0 + uint(target)];
   if (p.has_dlogits != 0)
     for (uint j = t; j < p.V; j += G)
       dlogits_[d0 + j] =
