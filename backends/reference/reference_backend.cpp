@@ -70,7 +70,8 @@ namespace {
 // so a buffer the kernel zero-fills lazily (core/host_floats.h: an anonymous mapping) keeps the
 // pages nobody wrote out of memory: a frozen tensor's gradient, which every training step zeroes
 // (and clips) without a backward ever writing it (fine-tuning with --freeze-*: 266 MB of
-// BERT-base's gradient buffer at --freeze-layers 6). Reading such a page maps the shared zero page.
+// BERT-base's gradient buffer at --freeze-layers 6). Reading such a page maps the shared zero page
+// on most kernels (on some VMs' a private one: the Trainer does not read a frozen prefix at all).
 template <class F>
 void for_nonzero_pages(float* x, size_t n, F&& f) {
   static const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));

@@ -42,7 +42,8 @@ void mlm_forward(Backend& be, const BertConfig& c, const BertParams& w, MlmActs&
                  QuantLinear* decoder_q = nullptr);
 
 // dhidden [N, C] accumulates at the gathered rows (positions in backend memory, each at most
-// once); dw accumulates (dword_emb through the tie).
+// once); dw accumulates (dword_emb through the tie; dw.word_emb nullptr: no decoder weight
+// gradient, for frozen embeddings).
 void mlm_backward(Backend& be, const BertConfig& c, const BertParams& dw, MlmActs& a,
                   float* dhidden, const BertParams& w, const int32_t* positions,
                   QuantLinear* dense_q = nullptr, QuantLinear* decoder_q = nullptr);

@@ -324,9 +324,14 @@ void BertModel::backward(Backend& be) {
   grads(be);  // allocated and bound on `be`
   BertQuant* q = quant_.get();
   const EncoderInputs& in = batch_.inputs;
-  if (ran_mlm_)
-    mlm_backward(be, config_, dw_, mlm_, acts_.dhidden, w_, batch_.targets.mlm_positions,
+  if (ran_mlm_) {
+    // Frozen embeddings: the tied decoder's weight gradient ([V, C], the largest) would only be
+    // zeroed before the update (UpdateRule), so it is not computed and its pages stay unwritten.
+    BertParams dmlm = dw_;
+    if (!plan_.embeddings) dmlm.word_emb = nullptr;
+    mlm_backward(be, config_, dmlm, mlm_, acts_.dhidden, w_, batch_.targets.mlm_positions,
                  q ? q->mlm_dense : nullptr, q ? q->mlm_decoder : nullptr);
+  }
   if (ran_nsp_)
     classifier_backward(be, acts_.dpooled, dw_.nsp_w, dw_.nsp_b, nsp_, acts_.pooled, w_.nsp_w, in.B,
                         config_.hidden_size, 2, q ? q->nsp : nullptr);

@@ -101,7 +101,10 @@ StepResult Trainer::nonfinite(StepResult r, const std::string& what) {
 StepResult Trainer::step(const std::vector<MicroBatch>& micro) {
   if (micro.empty()) fail("a training step needs at least one micro-batch");
   StepResult r;
-  model_.zero_grad(backend_);
+  // The frozen prefix's gradient is neither written (BackwardPlan: frozen embeddings stop the
+  // backward at the first trainable layer) nor read (UpdateRule): its pages are never touched.
+  const size_t skip = rule_.frozen_prefix(), n = model_.layout().total() - skip;
+  backend_.fill(model_.grads(backend_) + skip, 0.0f, n);
   const double w = 1.0 / double(micro.size());
   for (size_t m = 0; m < micro.size(); ++m) {
     const MicroBatch& mb = micro[m];
@@ -121,7 +124,7 @@ StepResult Trainer::step(const std::vector<MicroBatch>& micro) {
   }
   float* grads = model_.grads(backend_);
   // The mean over micro-batches (a power-of-two K scales exactly).
-  if (micro.size() > 1) backend_.scale(grads, static_cast<float>(w), model_.layout().total());
+  if (micro.size() > 1) backend_.scale(grads + skip, static_cast<float>(w), n);
   const UpdateResult u = rule_.apply(backend_, model_.params(backend_), grads, steps_);
   r.grad_norm = u.grad_norm;
   r.learning_rate = u.learning_rate;

@@ -49,6 +49,12 @@ class UpdateRule {
   // it returns applied = false and leaves params and the optimizer state untouched.
   UpdateResult apply(Backend& backend, float* params, float* grads, int64_t step);
 
+  // The floats before the first trainable tensor (frozen embeddings and bottom layers, which the
+  // layout puts first): apply() neither reads nor writes their gradient, so a gradient buffer of
+  // fresh zero pages that no backward writes there keeps them out of memory on any kernel
+  // (reading such a page maps the shared zero page on most, a private one on some VMs).
+  size_t frozen_prefix() const { return frozen_prefix_; }
+
   AdamW& optimizer() { return optimizer_; }
   const AdamW& optimizer() const { return optimizer_; }
   const OptimOptions& options() const { return options_; }
@@ -58,6 +64,7 @@ class UpdateRule {
   const ParamLayout& layout_;
   OptimOptions options_;
   std::vector<bool> trainable_;
+  size_t frozen_prefix_;
   AdamW optimizer_;
 };
 

@@ -296,21 +296,55 @@ TEST(Recompute, GradientsAreBitIdentical) {
   }
 }
 
+// Frozen embeddings: no op writes the word table's gradient (not the tied decoder either), so its
+// pages, fresh zero mappings (HostFloats), never enter the resident set.
+TEST(Freeze, FrozenWordEmbeddingGradientTakesNoMemory) {
+  if (test::emulated()) GTEST_SKIP() << "pagemap under emulation";
+  BertConfig c = tiny_config();
+  c.vocab_size = 32768;  // a word table of 2 MB, so the gradients are mapped (ids stay < kVocab)
+  HeadsConfig heads;
+  heads.mlm = heads.nsp = true;
+  for (bool freeze : {true, false}) {
+    SCOPED_TRACE(freeze ? "frozen" : "trainable");
+    BertModel model(c, heads);
+    model.init_weights(7);
+    const Documents docs = synthetic_documents();
+    PretrainingStream s(docs, data_options(), 4, kCls, kSep, kMask, kPad, c.vocab_size);
+    auto be = make_backend("cpu");
+    MemoryOptions mem;
+    mem.freeze_embeddings = freeze;
+    Trainer t(model, *be, optim(OptimizerKind::kAdamW, 2), mem);
+    pretrain(t, s, 2, nullptr);
+    const ParamInfo& w = *model.layout().find("bert.embeddings.word_embeddings.weight");
+    const size_t page = 4096, bytes = w.numel * sizeof(float);
+    const auto at = reinterpret_cast<uintptr_t>(model.grads() + w.offset);
+    const uintptr_t first = (at + page - 1) / page * page, last = (at + bytes) / page * page;
+    const int resident = test::mapped_pages(reinterpret_cast<const void*>(first),
+                                            (last - first) / page, /*exclusive=*/true);
+    if (resident < 0) GTEST_SKIP() << "/proc/self/pagemap cannot be read here";
+    if (freeze) {
+      EXPECT_EQ(resident, 0);
+    } else {
+      EXPECT_EQ(resident, int((last - first) / page));  // the decoder writes every row
+    }
+  }
+}
+
 TEST(Freeze, BackwardStopsAtTheFirstTrainableLayer) {
   const std::vector<float> all = grads_with("cpu", {});
   const std::vector<float> top = grads_with("cpu", {2, false, false});  // layers 0, 1 not run
   const ParamLayout layout = tiny_model()->layout();
   for (const ParamInfo& p : layout.params()) {
     SCOPED_TRACE(p.name);
+    // The word embeddings too: frozen, their tied decoder's gradient is not computed either.
     const bool below = p.name.rfind("bert.encoder.layer.0.", 0) == 0 ||
                        p.name.rfind("bert.encoder.layer.1.", 0) == 0 ||
-                       (p.name.rfind("bert.embeddings.", 0) == 0 &&
-                        p.name != "bert.embeddings.word_embeddings.weight");  // tied decoder
+                       p.name.rfind("bert.embeddings.", 0) == 0;
     const float* a = all.data() + p.offset;
     const float* t = top.data() + p.offset;
     if (below) {
       EXPECT_EQ(std::vector<float>(t, t + p.numel), std::vector<float>(p.numel, 0.0f));
-    } else if (p.name != "bert.embeddings.word_embeddings.weight") {
+    } else {
       EXPECT_TRUE(bit_equal(a, t, p.numel));  // same ops above the cut
     }
   }
