@@ -33,6 +33,8 @@ def main():
     ap.add_argument("--freeze-embeddings", action="store_true")
     ap.add_argument("--freeze-layers", type=int, default=0)
     ap.add_argument("--recompute", action="store_true")
+    ap.add_argument("--dynamic-masking", action="store_true",
+                    help="accepted for bertrt's row: the random batches here hold no data stream")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
