@@ -232,6 +232,26 @@ class Model:
         return out
 
 
+def _option_value(name, ctype, v):
+    """v for the C field `name` of type ctype; an error naming the option when it cannot hold v
+    (ctypes would raise about 'bytes' or cut an int to the field's width without a word)."""
+    if ctype is _lib.c_char_p:
+        if not isinstance(v, str):
+            raise TypeError(f"finetune: option {name!r} must be a str, got {type(v).__name__}")
+        return v.encode()
+    if ctype is _lib.c_float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise TypeError(f"finetune: option {name!r} must be a number, got {type(v).__name__}")
+        return float(v)
+    if not isinstance(v, int):  # bool is an int: True/False are 1/0
+        raise TypeError(f"finetune: option {name!r} must be an int, got {type(v).__name__}")
+    bits = ctypes.sizeof(ctype) * 8
+    lo, hi = (0, 2**bits - 1) if ctype is ctypes.c_uint64 else (-2**(bits - 1), 2**(bits - 1) - 1)
+    if not lo <= v <= hi:
+        raise ValueError(f"finetune: option {name!r} = {v} is outside [{lo}, {hi}]")
+    return int(v)
+
+
 def finetune(model, task, train, output, dev=None, progress=None, backend="cpu", num_threads=0,
              **options):
     """`bertrt finetune` through the C API's trainer: model (path) + task on the train file,
@@ -248,14 +268,13 @@ def finetune(model, task, train, output, dev=None, progress=None, backend="cpu",
     lib.bertrt_finetune_options_init(ctypes.byref(o))
     o.task = task.encode()
     keep = []
+    fields = dict(_lib.FinetuneOptions._fields_)
     for k, v in options.items():
-        if k not in dict(_lib.FinetuneOptions._fields_) or k in ("struct_size", "task"):
+        if k not in fields or k in ("struct_size", "task"):
             raise TypeError(f"finetune: unknown option {k!r}")
-        if isinstance(v, str):
-            v = v.encode()
+        v = _option_value(k, fields[k], v)
+        if isinstance(v, bytes):
             keep.append(v)
-        elif isinstance(v, bool):
-            v = int(v)
         setattr(o, k, v)
     t = ctypes.c_void_p()
     _check(lib.bertrt_trainer_create(m._h, ctypes.byref(o), str(train).encode(), ctypes.byref(t)))

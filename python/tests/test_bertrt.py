@@ -192,6 +192,15 @@ def test_finetune_then_predict(tmp_path):
     assert recomputed["loss"] == metrics["loss"]
     with pytest.raises(bertrt.Error, match="options.freeze_layers"):
         bertrt.finetune(init, "sst2", tmp_path / "train.tsv", tmp_path / "bad.brt", freeze_layers=3)
+    # Values a C field cannot hold are named, not cut to 32 bits or refused as 'bytes'.
+    with pytest.raises(ValueError, match="'freeze_layers' = 4294967297 is outside"):
+        bertrt.finetune(init, "sst2", tmp_path / "train.tsv", tmp_path / "bad.brt",
+                        freeze_layers=2**32 + 1)
+    with pytest.raises(TypeError, match="'recompute' must be an int, got str"):
+        bertrt.finetune(init, "sst2", tmp_path / "train.tsv", tmp_path / "bad.brt", recompute="yes")
+    with pytest.raises(TypeError, match="'labels' must be a str, got int"):
+        bertrt.finetune(init, "sst2", tmp_path / "train.tsv", tmp_path / "bad.brt", labels=3)
+    assert not (tmp_path / "bad.brt").exists()
 
 
 def test_predict_of_a_qa_model_returns_a_span_of_the_context(hf, tmp_path):

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -645,10 +646,20 @@ TEST_F(CapiTest, TrainerMemoryOptionsFreezeAndRecompute) {
   EXPECT_EQ(bertrt_trainer_create(m, &o, train.c_str(), &t), BERTRT_E_INVALID_ARGUMENT);
   EXPECT_NE(std::string(bertrt_last_error()).find("options.recompute with options.qat"),
             std::string::npos);
+  o.recompute = 0, o.qat = 0;
+  o.struct_size = sizeof(o) + 8;  // a newer header than this library
+  EXPECT_EQ(bertrt_trainer_create(m, &o, train.c_str(), &t), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bertrt_last_error()).find("options.struct_size"), std::string::npos);
   EXPECT_EQ(t, nullptr);
   bertrt_heads h{};
   ASSERT_EQ(bertrt_model_heads(m, &h), BERTRT_OK);
   EXPECT_EQ(h.kind, BERTRT_HEAD_NONE);
+  // A program built against stop 30's header (the struct ended before the memory options) keeps
+  // working: what lies past its struct_size is not read (here an out-of-range freeze_layers).
+  o.struct_size = uint32_t(offsetof(bertrt_finetune_options, freeze_embeddings));
+  o.freeze_layers = 99;
+  ASSERT_EQ(bertrt_trainer_create(m, &o, train.c_str(), &t), BERTRT_OK) << bertrt_last_error();
+  bertrt_trainer_free(t);
   bertrt_model_free(m);
 }
 
