@@ -73,6 +73,34 @@ class CapiTest : public ::testing::Test {
     EXPECT_EQ(bertrt_model_load(path.c_str(), &o, &m), BERTRT_OK) << bertrt_last_error();
     return m;
   }
+  // SST-2 options of the short trainer runs: batch 16, one epoch, lr 1e-3, 24 pieces.
+  static bertrt_finetune_options short_run_options() {
+    bertrt_finetune_options o;
+    bertrt_finetune_options_init(&o);
+    o.task = "sst2", o.batch_size = 16, o.epochs = 1, o.learning_rate = 1e-3f;
+    o.max_seq_length = 24;
+    return o;
+  }
+  // The losses of `steps` one-step calls of a trainer made with `o` on the model file `model`,
+  // saved to dir_/out when out is given; model and trainer freed after.
+  std::vector<double> step_losses(const std::string& model, const bertrt_finetune_options& o,
+                                  const std::string& train, int steps, const std::string& out = "") {
+    bertrt_model* m = load(model);
+    bertrt_trainer* t = nullptr;
+    std::vector<double> losses;
+    EXPECT_EQ(bertrt_trainer_create(m, &o, train.c_str(), &t), BERTRT_OK) << bertrt_last_error();
+    for (int i = 0; t && i < steps; ++i) {
+      bertrt_step_metrics s{};
+      EXPECT_EQ(bertrt_trainer_step(t, 1, &s), BERTRT_OK) << bertrt_last_error();
+      losses.push_back(s.loss);
+    }
+    if (t && !out.empty()) {
+      EXPECT_EQ(bertrt_trainer_save(t, (dir_ / out).c_str()), BERTRT_OK) << bertrt_last_error();
+    }
+    bertrt_trainer_free(t);
+    bertrt_model_free(m);
+    return losses;
+  }
   HeadsConfig sequence_heads() {
     HeadsConfig h;
     h.labels = {"neg", "pos"};
@@ -547,23 +575,10 @@ TEST_F(CapiTest, TrainerHiddenDropoutIsSeededAndChangesTheSteps) {
   const std::string train = (dir_ / "train.tsv").string();
   head_lines(sst2_path("train"), train, 33);
   auto losses = [&](float p, float attention) {
-    bertrt_model* m = load(write_model("init.brt", HeadsConfig{}));
-    bertrt_finetune_options o;
-    bertrt_finetune_options_init(&o);
+    bertrt_finetune_options o = short_run_options();
     EXPECT_EQ(o.hidden_dropout_prob, 0.0f);
-    o.task = "sst2", o.batch_size = 16, o.epochs = 1, o.learning_rate = 1e-3f;
-    o.max_seq_length = 24, o.hidden_dropout_prob = p, o.attention_probs_dropout_prob = attention;
-    bertrt_trainer* t = nullptr;
-    std::vector<double> out;
-    EXPECT_EQ(bertrt_trainer_create(m, &o, train.c_str(), &t), BERTRT_OK) << bertrt_last_error();
-    for (int i = 0; t && i < 2; ++i) {
-      bertrt_step_metrics s{};
-      EXPECT_EQ(bertrt_trainer_step(t, 1, &s), BERTRT_OK) << bertrt_last_error();
-      out.push_back(s.loss);
-    }
-    bertrt_trainer_free(t);
-    bertrt_model_free(m);
-    return out;
+    o.hidden_dropout_prob = p, o.attention_probs_dropout_prob = attention;
+    return step_losses(write_model("init.brt", HeadsConfig{}), o, train, 2);
   };
   const std::vector<double> drop = losses(0.1f, 0.0f);
   ASSERT_EQ(drop.size(), 2u);
@@ -582,27 +597,11 @@ TEST_F(CapiTest, TrainerMemoryOptionsFreezeAndRecompute) {
   head_lines(sst2_path("train"), train, 33);
   const std::string init = write_model("init.brt", HeadsConfig{});
   auto run = [&](int freeze_embeddings, int freeze_layers, int recompute, const std::string& out) {
-    bertrt_model* m = load(init);
-    bertrt_finetune_options o;
-    bertrt_finetune_options_init(&o);
+    bertrt_finetune_options o = short_run_options();
     EXPECT_EQ(o.freeze_embeddings + o.freeze_layers + o.recompute, 0);  // the CLI's defaults
-    o.task = "sst2", o.batch_size = 16, o.epochs = 1, o.learning_rate = 1e-3f;
-    o.max_seq_length = 24, o.freeze_embeddings = freeze_embeddings;
-    o.freeze_layers = freeze_layers, o.recompute = recompute;
-    bertrt_trainer* t = nullptr;
-    std::vector<double> losses;
-    EXPECT_EQ(bertrt_trainer_create(m, &o, train.c_str(), &t), BERTRT_OK) << bertrt_last_error();
-    for (int i = 0; t && i < 2; ++i) {
-      bertrt_step_metrics s{};
-      EXPECT_EQ(bertrt_trainer_step(t, 1, &s), BERTRT_OK) << bertrt_last_error();
-      losses.push_back(s.loss);
-    }
-    if (t) {
-      EXPECT_EQ(bertrt_trainer_save(t, (dir_ / out).c_str()), BERTRT_OK) << bertrt_last_error();
-    }
-    bertrt_trainer_free(t);
-    bertrt_model_free(m);
-    return losses;
+    o.freeze_embeddings = freeze_embeddings, o.freeze_layers = freeze_layers;
+    o.recompute = recompute;
+    return step_losses(init, o, train, 2, out);
   };
   const std::vector<double> plain = run(0, 0, 0, "plain.brt");
   ASSERT_EQ(plain.size(), 2u);
