@@ -238,6 +238,22 @@ struct VulkanBackend::Impl {
          bytes, p);
   }
 
+  // The buffer and byte offset of [p, p + bytes) for a transfer (vkCmdCopyBuffer): unlike a
+  // shader binding it has no maxStorageBufferRange limit, so a whole weight blob larger than the
+  // device binds at once (BERT-base: 440 MB; phones bind 128 MiB) still uploads in one copy.
+  std::pair<VkBuffer, VkDeviceSize> locate(const char* op, const char* arg, const void* p,
+                                           size_t bytes) {
+    const auto a = reinterpret_cast<uintptr_t>(p);
+    auto it = blocks.upper_bound(a);
+    if (it != blocks.begin()) {
+      --it;
+      if (a >= it->first && a + bytes <= it->first + it->second.bytes)
+        return {it->second.buffer, a - it->first};
+    }
+    fail("vulkan: {}: argument '{}' ({} bytes at {}) is not memory of the vulkan backend", op, arg,
+         bytes, p);
+  }
+
   // Whether the device binds this many storage buffers in one shader (Vulkan guarantees 4;
   // the ops that need more run on the cpu where it does not).
   bool binds(int n) const {
@@ -250,8 +266,14 @@ struct VulkanBackend::Impl {
     auto it = blocks.upper_bound(a);
     if (it != blocks.begin()) {
       --it;
-      if (a >= it->first && a < it->first + it->second.bytes)
-        return resolve(op, arg, p, it->first + it->second.bytes - a);
+      if (a >= it->first && a < it->first + it->second.bytes) {
+        // At most what the device binds at once: a table larger than that is reported by the
+        // shader for the first row it cannot reach (BERTRT_VK_ERROR_WINDOW).
+        const VkDeviceSize align =
+            std::max<VkDeviceSize>(4, ctx.limits().minStorageBufferOffsetAlignment);
+        const size_t limit = (ctx.limits().maxStorageBufferRange - (a - it->first) % align) / 4 * 4;
+        return resolve(op, arg, p, std::min<size_t>(it->first + it->second.bytes - a, limit));
+      }
     }
     return resolve(op, arg, p, 4);  // the error
   }
@@ -427,6 +449,11 @@ struct VulkanBackend::Impl {
     if (code == BERTRT_VK_ERROR_TARGET)
       fail("cross_entropy: row {}: target {} is outside the vocabulary [0, {})", a, int32_t(b),
            bound);
+    if (code == BERTRT_VK_ERROR_WINDOW)
+      fail(
+          "vulkan: position {}: table row {} lies past the {} rows device '{}' binds at once "
+          "(maxStorageBufferRange {} bytes): this table is too large for the device",
+          a, int32_t(b), bound, ctx.info().name, ctx.limits().maxStorageBufferRange);
     if (code == BERTRT_VK_ERROR_ID)
       fail("embedding_forward_s8: position {}: id {} is outside the table [0, {})", a, int32_t(b),
            bound);
@@ -449,6 +476,22 @@ struct VulkanBackend::Impl {
   // at x: two dispatches, the partials in scratch `s` from element `partial_at` on (the caller
   // sized it: reduce_partials).
   void reduce(uint32_t op, Ref x, size_t n, Ref out, Ref out2, Ref s, uint32_t partial_at) {
+    const size_t groups = reduce_pass0(op, x, n, out, out2, s, partial_at);
+    reduce_pass1(op, groups, out, out2, s, partial_at);
+  }
+  // The same over a float array of backend memory larger than one binding reaches: pass 0 a
+  // piece at a time (pieces are whole chunks, so the partials are those of one dispatch).
+  void reduce(uint32_t op, const char* name, const float* x, size_t n, Ref out, Ref out2) {
+    const Ref s = scratch(reduce_partials(n));
+    const uint32_t per = op == 2 ? 2 : 1;  // partial floats a chunk
+    size_t groups = 0;
+    pieces(n, [&](size_t i, size_t k) {
+      groups += reduce_pass0(op, resolve(name, "x", x + i, std::max<size_t>(k, 1) * 4), k, out,
+                             out2, s, uint32_t(i / (group * 16) * per));
+    });
+    reduce_pass1(op, groups, out, out2, s, 0);
+  }
+  size_t reduce_pass0(uint32_t op, Ref x, size_t n, Ref out, Ref out2, Ref s, uint32_t partial_at) {
     const uint32_t chunk = group * 16;
     const size_t groups = std::max<size_t>(1, (n + chunk - 1) / chunk);
     vk::ReducePush p{uint32_t(n), x.offset, s.offset + partial_at, out.offset, out2.offset,
@@ -458,10 +501,27 @@ struct VulkanBackend::Impl {
     p.groups_x = gx;
     Pipeline& p0 = pipeline("reduce", vk::shader_reduce(), 4, sizeof p, {group, op, 0});
     dispatch(p0, {x, s, out, out2}, &p, sizeof p, gx, gy, 1);
-    p.n = uint32_t(groups);
-    p.groups_x = 1;
+    return groups;
+  }
+  void reduce_pass1(uint32_t op, size_t groups, Ref out, Ref out2, Ref s, uint32_t partial_at) {
+    vk::ReducePush p{uint32_t(groups), 0, s.offset + partial_at, out.offset, out2.offset,
+                     group * 16,       1};
     Pipeline& p1 = pipeline("reduce", vk::shader_reduce(), 4, sizeof p, {group, op, 1});
-    dispatch(p1, {x, s, out, out2}, &p, sizeof p, 1, 1, 1);
+    dispatch(p1, {s, s, out, out2}, &p, sizeof p, 1, 1, 1);
+  }
+
+  // Ops over whole arrays (AdamW over every parameter, zeroing and clipping the gradients) run a
+  // piece at a time where the array is larger than the device binds at once (phones and
+  // lavapipe: 128 MiB; BERT-base's parameters: 440 MB): f(first, count) for each piece. A piece
+  // is whole reduction chunks and reaches from any offset (resolve aligns its window down).
+  template <class F>
+  void pieces(size_t n, F&& f) {
+    const size_t align = std::max<size_t>(4, ctx.limits().minStorageBufferOffsetAlignment);
+    const size_t chunk = size_t(group) * 16;
+    const size_t piece =
+        std::max(chunk, (size_t(ctx.limits().maxStorageBufferRange) - align) / 4 / chunk * chunk);
+    if (n == 0) return f(size_t(0), size_t(0));
+    for (size_t i = 0; i < n; i += piece) f(i, std::min(piece, n - i));
   }
 
   // `groups` workgroups folded into x and y (65535 each).
@@ -554,19 +614,19 @@ void VulkanBackend::sync() {
 
 void VulkanBackend::upload(void* dst, const void* src, size_t bytes) {
   if (!bytes) return;
-  const Ref d = impl_->resolve("upload", "dst", dst, bytes, 1);
+  const auto [buffer, offset] = impl_->locate("upload", "dst", dst, bytes);
   Block s = impl_->make_block(bytes, vk::Memory::kStaging);
   std::memcpy(s.mapped, src, bytes);
   impl_->staging.push_back(s);
   impl_->begin();
-  VkBufferCopy region{0, d.window + d.offset, bytes};
-  impl_->api.vkCmdCopyBuffer(impl_->cmd, s.buffer, d.buffer, 1, &region);
+  VkBufferCopy region{0, offset, bytes};
+  impl_->api.vkCmdCopyBuffer(impl_->cmd, s.buffer, buffer, 1, &region);
   impl_->recorded();
 }
 
 void VulkanBackend::download(void* dst, const void* src, size_t bytes) {
   if (!bytes) return;
-  const Ref s = impl_->resolve("download", "src", src, bytes, 1);
+  const auto [buffer, offset] = impl_->locate("download", "src", src, bytes);
   if (impl_->mapped_mode) {
     impl_->downloads.push_back({dst, src, bytes});
     return;
@@ -574,19 +634,19 @@ void VulkanBackend::download(void* dst, const void* src, size_t bytes) {
   Block st = impl_->make_block(bytes, vk::Memory::kStaging);
   impl_->staging.push_back(st);
   impl_->begin();
-  VkBufferCopy region{s.window + s.offset, 0, bytes};
-  impl_->api.vkCmdCopyBuffer(impl_->cmd, s.buffer, st.buffer, 1, &region);
+  VkBufferCopy region{offset, 0, bytes};
+  impl_->api.vkCmdCopyBuffer(impl_->cmd, buffer, st.buffer, 1, &region);
   impl_->downloads.push_back({dst, st.mapped, bytes});  // before recorded(): it may submit
   impl_->recorded();
 }
 
 void VulkanBackend::copy(void* dst, const void* src, size_t bytes) {
   if (!bytes) return;
-  const Ref d = impl_->resolve("copy", "dst", dst, bytes, 1);
-  const Ref s = impl_->resolve("copy", "src", src, bytes, 1);
+  const auto [dbuf, doff] = impl_->locate("copy", "dst", dst, bytes);
+  const auto [sbuf, soff] = impl_->locate("copy", "src", src, bytes);
   impl_->begin();
-  VkBufferCopy region{s.window + s.offset, d.window + d.offset, bytes};
-  impl_->api.vkCmdCopyBuffer(impl_->cmd, s.buffer, d.buffer, 1, &region);
+  VkBufferCopy region{soff, doff, bytes};
+  impl_->api.vkCmdCopyBuffer(impl_->cmd, sbuf, dbuf, 1, &region);
   impl_->recorded();
 }
 
@@ -607,20 +667,27 @@ void elementwise(VulkanBackend::Impl& im, int op, Ref out, Ref a, Ref b, size_t 
 
 void VulkanBackend::fill(float* x, float value, size_t n) {
   if (!n) return;
-  const Ref r = impl_->resolve("fill", "x", x, n * 4);
-  elementwise(*impl_, 0, r, r, r, n, value);
+  impl_->pieces(n, [&](size_t i, size_t k) {
+    const Ref r = impl_->resolve("fill", "x", x + i, k * 4);
+    elementwise(*impl_, 0, r, r, r, k, value);
+  });
 }
 
 void VulkanBackend::scale(float* x, float c, size_t n) {
   if (!n) return;
-  const Ref r = impl_->resolve("scale", "x", x, n * 4);
-  elementwise(*impl_, 1, r, r, r, n, c);
+  impl_->pieces(n, [&](size_t i, size_t k) {
+    const Ref r = impl_->resolve("scale", "x", x + i, k * 4);
+    elementwise(*impl_, 1, r, r, r, k, c);
+  });
 }
 
 void VulkanBackend::add(float* out, const float* a, const float* b, size_t n) {
   if (!n) return;
-  elementwise(*impl_, 2, impl_->resolve("add", "out", out, n * 4),
-              impl_->resolve("add", "a", a, n * 4), impl_->resolve("add", "b", b, n * 4), n, 0);
+  impl_->pieces(n, [&](size_t i, size_t k) {
+    elementwise(*impl_, 2, impl_->resolve("add", "out", out + i, k * 4),
+                impl_->resolve("add", "a", a + i, k * 4), impl_->resolve("add", "b", b + i, k * 4),
+                k, 0);
+  });
 }
 
 void VulkanBackend::bias_add(float* out, const float* bias, int rows, int cols) {
@@ -782,14 +849,9 @@ void VulkanBackend::adamw_step(float* param, float* m, float* v, const float* gr
                                const AdamWHyper& h, int64_t t) {
   if (!n) return;
   const char* op = "adamw_step";
-  const Ref pa = impl_->resolve(op, "param", param, n * 4), mm = impl_->resolve(op, "m", m, n * 4),
-            vv = impl_->resolve(op, "v", v, n * 4), g = impl_->resolve(op, "grad", grad, n * 4);
   // The scalars exactly as CpuBackend::adamw_step rounds them.
   const double lr = h.lr, b1d = h.beta1, b2d = h.beta2;
   vk::AdamWPush p{};
-  p.n = uint32_t(n);
-  p.param_offset = pa.offset, p.m_offset = mm.offset, p.v_offset = vv.offset,
-  p.grad_offset = g.offset;
   p.bias_correction = h.bias_correction ? 1u : 0u;
   p.b1 = h.beta1, p.b2 = h.beta2;
   p.one_minus_b1 = float(1.0 - b1d), p.one_minus_b2 = float(1.0 - b2d), p.eps = h.eps;
@@ -799,11 +861,19 @@ void VulkanBackend::adamw_step(float* param, float* m, float* v, const float* gr
     p.bc2_sqrt = float(std::sqrt(1.0 - std::pow(b2d, double(t))));
   }
   p.lr = h.lr, p.wd = h.weight_decay;
-  uint32_t gx, gy;
-  impl_->grid(n, &gx, &gy);
-  p.groups_x = gx;
   Pipeline& pl = impl_->pipeline(op, vk::shader_adamw_step(), 4, sizeof p, {impl_->group});
-  impl_->dispatch(pl, {pa, mm, vv, g}, &p, sizeof p, gx, gy, 1);
+  impl_->pieces(n, [&](size_t i, size_t k) {
+    const Ref pa = impl_->resolve(op, "param", param + i, k * 4),
+              mm = impl_->resolve(op, "m", m + i, k * 4), vv = impl_->resolve(op, "v", v + i, k * 4),
+              g = impl_->resolve(op, "grad", grad + i, k * 4);
+    p.n = uint32_t(k);
+    p.param_offset = pa.offset, p.m_offset = mm.offset, p.v_offset = vv.offset,
+    p.grad_offset = g.offset;
+    uint32_t gx, gy;
+    impl_->grid(k, &gx, &gy);
+    p.groups_x = gx;
+    impl_->dispatch(pl, {pa, mm, vv, g}, &p, sizeof p, gx, gy, 1);
+  });
 }
 
 namespace {
@@ -828,8 +898,8 @@ void rows_op(VulkanBackend::Impl& im, int op, Ref out, Ref src, Ref ids, int n, 
   uint32_t gx, gy;
   im.grid(total, &gx, &gy);
   p.groups_x = gx;
-  Pipeline& pl = im.pipeline("rows", vk::shader_rows(), 3, sizeof p, {im.group, uint32_t(op)});
-  im.dispatch(pl, {out, src, ids}, &p, sizeof p, gx, gy, 1);
+  Pipeline& pl = im.pipeline("rows", vk::shader_rows(), 4, sizeof p, {im.group, uint32_t(op)});
+  im.dispatch(pl, {out, src, ids, im.status_ref()}, &p, sizeof p, gx, gy, 1);
 }
 
 }  // namespace
@@ -886,7 +956,8 @@ void VulkanBackend::softmax_backward(float* dscores, const float* probs, const f
 }
 
 // The tables' row counts are not arguments: the first row is resolved, the window reaches the
-// block's end (ids were checked against the vocabulary on the host before the upload).
+// block's end or the device's binding limit (ids were checked against the vocabulary on the host
+// before the upload; a row past the window is an error at sync()).
 void VulkanBackend::embedding_forward(float* out, const int32_t* ids, const float* table, int n,
                                       int C) {
   if (n <= 0 || C <= 0) return;
@@ -932,16 +1003,15 @@ void VulkanBackend::on_cpu(const char* op,
 void VulkanBackend::sum_squares(double* out, const float* x, size_t n) {
   const char* op = "sum_squares";
   const Ref o = impl_->resolve(op, "out", out, 8);
-  const Ref xs = n ? impl_->resolve(op, "x", x, n * 4) : o;
-  impl_->reduce(0, xs, n, o, o, impl_->scratch(impl_->reduce_partials(n)), 0);
+  if (!n) return impl_->reduce(0, o, 0, o, o, impl_->scratch(impl_->reduce_partials(0)), 0);
+  impl_->reduce(0, op, x, n, o, o);
 }
 
 void VulkanBackend::min_max(float* mn, float* mx, const float* x, size_t n) {
   if (n == 0) fail("min_max: empty input");
   const char* op = "min_max";
   const Ref lo = impl_->resolve(op, "mn", mn, 4), hi = impl_->resolve(op, "mx", mx, 4);
-  impl_->reduce(2, impl_->resolve(op, "x", x, n * 4), n, lo, hi,
-                impl_->scratch(impl_->reduce_partials(n)), 0);
+  impl_->reduce(2, op, x, n, lo, hi);
 }
 
 namespace {
@@ -1040,8 +1110,8 @@ void VulkanBackend::embedding_backward(float* dtable, const int32_t* ids, const 
   uint32_t gx, gy;
   Impl::fold(size_t(n), &gx, &gy);
   p.groups_x = gx;
-  Pipeline& pl = impl_->pipeline(op, vk::shader_embedding_backward(), 3, sizeof p, {impl_->group});
-  impl_->dispatch(pl, {dt, id, d}, &p, sizeof p, gx, gy, 1);
+  Pipeline& pl = impl_->pipeline(op, vk::shader_embedding_backward(), 4, sizeof p, {impl_->group});
+  impl_->dispatch(pl, {dt, id, d, impl_->status_ref()}, &p, sizeof p, gx, gy, 1);
 }
 
 // --- quantization ----------------------------------------------------------------------------

@@ -6,6 +6,7 @@
 // both memory paths.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -843,6 +844,126 @@ TEST_F(Vulkan, AnArgumentOutsideItsMemoryIsAnErrorNamingOpAndArgument) {
     EXPECT_NE(std::string(e.what()).find("add: argument 'b'"), std::string::npos) << e.what();
   }
   EXPECT_THROW(be_->scale(x.data() + 1, 2.0f, 8), Error);  // one past the block
+}
+
+// Transfers are copies, not shader bindings: a block larger than the device binds at once
+// (lavapipe and phones: 128 MiB; BERT-base's weights are one 440 MB block) uploads, copies and
+// downloads whole, while an op binding all of it is refused by name.
+TEST_F(Vulkan, TransfersAreNotLimitedToTheBindingRange) {
+  const uint64_t range = be_->device_info().max_storage_buffer_range;
+  if (range > (uint64_t(256) << 20))
+    GTEST_SKIP() << "binds " << range << " bytes at once: a larger block would not fit the test";
+  const size_t n = size_t(range / 4) + 1000;  // just past the limit, element count odd-even mixed
+  std::vector<float> host(n);
+  for (size_t i = 0; i < n; ++i) host[i] = float(i % 8191) - 4095.5f;
+  DeviceArray<float> a, b(*be_, n);
+  put(a, host);
+  be_->copy(b.data(), a.data(), n * 4);
+  std::vector<float> back(n);
+  be_->download(back.data(), b.data(), n * 4);
+  be_->sync();
+  EXPECT_EQ(back, host);
+  // An interior piece of it at an odd offset too.
+  be_->download(back.data(), b.data() + 12345, 777 * 4);
+  be_->sync();
+  EXPECT_TRUE(std::equal(back.begin(), back.begin() + 777, host.begin() + 12345));
+  try {
+    be_->tanh_forward(b.data(), a.data(), n);
+    FAIL() << "expected bertrt::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tanh_forward: argument 'out' spans"), std::string::npos)
+        << e.what();
+  }
+}
+
+// The ops of training over whole arrays (AdamW over every parameter; zeroing, clipping and
+// summing the gradients) run a piece at a time past the binding limit. Elementwise ops give each
+// element the bits the device gives it in a small array (a sample, every 97th element, on both
+// sides of every piece boundary); Σx² and min/max are exact on values whose sums are exact in
+// float (squares of 0 and ±1 summing to < 2^24), wherever the pieces fall.
+TEST_F(Vulkan, WholeArrayOpsRunPastTheBindingRange) {
+  const uint64_t range = be_->device_info().max_storage_buffer_range;
+  if (range > (uint64_t(256) << 20))
+    GTEST_SKIP() << "binds " << range << " bytes at once: a larger array would not fit the test";
+  const size_t n = size_t(range / 4) + 4099;  // two pieces, the second one short
+  const auto g = randn(n, 11), p = randn(n, 12);
+  const std::vector<float> m(n, 0.01f), v(n, 0.02f);
+  AdamWHyper h;
+  h.weight_decay = 0.01f;
+  auto adamw_twice = [&](const std::vector<float>& p0, const std::vector<float>& g0) {
+    DeviceArray<float> dp, dm, dv, dg;
+    put(dp, p0), put(dm, std::vector<float>(p0.size(), 0.01f));
+    put(dv, std::vector<float>(p0.size(), 0.02f)), put(dg, g0);
+    for (int64_t t = 1; t <= 2; ++t)
+      be_->adamw_step(dp.data(), dm.data(), dv.data(), dg.data(), p0.size(), h, t);
+    be_->add(dm.data(), dp.data(), dg.data(), p0.size());  // m := (p + g) / 2
+    be_->scale(dm.data(), 0.5f, p0.size());
+    return std::make_pair(get(dp, p0.size()), get(dm, p0.size()));
+  };
+  const auto [big_p, big_m] = adamw_twice(p, g);
+  std::vector<float> ps, gs;
+  for (size_t i = 0; i < n; i += 97) ps.push_back(p[i]), gs.push_back(g[i]);
+  const auto [small_p, small_m] = adamw_twice(ps, gs);
+  for (size_t i = 0, j = 0; i < n; i += 97, ++j) {
+    ASSERT_EQ(big_p[i], small_p[j]) << i;
+    ASSERT_EQ(big_m[i], small_m[j]) << i;
+  }
+
+  std::vector<float> x(n, 0.0f);
+  size_t ones = 0;
+  for (size_t i = 0; i < n; i += 4, ++ones) x[i] = (i / 4) % 3 ? 1.0f : -1.0f;
+  ASSERT_TRUE(x[n - 1] == 0.0f && x[n / 2 + 1] == 0.0f);
+  x[n - 1] = -2.0f, x[n / 2 + 1] = 3.0f;  // the extremes, in the last and the first piece
+  DeviceArray<float> dv;
+  put(dv, x);
+  DeviceArray<double> sum(*be_, 1);
+  DeviceArray<float> lo(*be_, 1), hi(*be_, 1);
+  be_->sum_squares(sum.data(), dv.data(), n);
+  be_->min_max(lo.data(), hi.data(), dv.data(), n);
+  EXPECT_EQ(get(sum, 1)[0], double(ones) + 4.0 + 9.0);
+  EXPECT_EQ(get(lo, 1)[0], -2.0f);
+  EXPECT_EQ(get(hi, 1)[0], 3.0f);
+  be_->fill(dv.data(), 0.0f, n);
+  be_->sum_squares(sum.data(), dv.data(), n);
+  EXPECT_EQ(get(sum, 1)[0], 0.0);
+}
+
+// A table indexed by ids is bound from its first row up to the device's limit: rows inside it are
+// looked up and scattered into as usual; a row past it (a table larger than the device binds at
+// once) is an error at sync() naming the position, the row and the limit, never a stray access.
+TEST_F(Vulkan, TableRowsPastTheBindingRangeAreAnError) {
+  const uint64_t range = be_->device_info().max_storage_buffer_range;
+  if (range > (uint64_t(256) << 20))
+    GTEST_SKIP() << "binds " << range << " bytes at once: a larger table would not fit the test";
+  const int C = 64, V = int(range / (4 * C)) + 7;  // 7 rows past what one binding reaches
+  std::vector<float> table(size_t(V) * C);
+  for (size_t i = 0; i < table.size(); ++i) table[i] = float(i % 1021) * 0.25f;
+  DeviceArray<float> dt, dout, dgrad;
+  DeviceArray<int32_t> dids;
+  put(dt, table);
+  const int reach = int(range / (4 * C));
+  const std::vector<int32_t> ok{0, reach - 1, 5};
+  put(dids, ok);
+  put(dout, std::vector<float>(ok.size() * C, 0.0f));
+  be_->embedding_forward(dout.data(), dids.data(), dt.data(), int(ok.size()), C);
+  const auto got = get(dout, ok.size() * C);
+  for (size_t i = 0; i < ok.size(); ++i)
+    for (int c = 0; c < C; ++c)
+      ASSERT_EQ(got[i * C + c], table[size_t(ok[i]) * C + c]) << i << " " << c;
+  put(dids, std::vector<int32_t>{1, reach + 2});
+  be_->embedding_forward(dout.data(), dids.data(), dt.data(), 2, C);
+  const std::string e = sync_error();
+  EXPECT_NE(e.find("position 1: table row " + std::to_string(reach + 2) + " lies past the " +
+                   std::to_string(reach) + " rows"),
+            std::string::npos)
+      << e;
+  put(dgrad, std::vector<float>(2 * C, 1.0f));
+  be_->embedding_backward(dt.data(), dids.data(), dgrad.data(), 2, C);
+  EXPECT_NE(sync_error().find("lies past the"), std::string::npos);
+  // Row 1 got its gradient; the rows past the window are untouched.
+  const auto after = get(dt, table.size());
+  EXPECT_EQ(after[C], table[C] + 1.0f);
+  EXPECT_TRUE(std::equal(after.end() - 10 * C, after.end(), table.end() - 10 * C));
 }
 
 // The whole model, part on the device, the rest on the cpu fallback. Other summation orders only

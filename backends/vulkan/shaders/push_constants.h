@@ -199,6 +199,7 @@ struct EmbeddingS8Push {
 #define BERTRT_VK_ERROR_ID 2u      // embedding_forward_s8: position, id
 #define BERTRT_VK_ERROR_SCALE 3u   // fake_quant_per_row: row, scale bits
 #define BERTRT_VK_ERROR_RANGE 4u   // observe_min_max: the batch range's min and max bits
+#define BERTRT_VK_ERROR_WINDOW 5u  // rows, embedding_backward: position, id past the bound rows
 
 #ifdef __cplusplus
 }  // namespace bertrt::vk
