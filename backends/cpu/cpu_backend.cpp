@@ -389,7 +389,9 @@ void CpuBackend::linear_forward_inference(float* out, float* pre, const float* x
 }
 
 // Each task packs its own panels of X and computes all N columns for them (one fork-join, W read
-// once per task); with fewer panels than threads, X is packed once and the columns are split.
+// once per task); with fewer than 8 panels a thread, X is packed once and the columns are split,
+// so that each thread streams only its share of W (BERT-base B1 and B2, 2 threads: −12 % and −5 %
+// a forward; from B4 on, the panel split is as fast or faster: docs/performance.md, stop 32).
 // Either way every output is the kernel's one fma chain: the split never changes a float.
 void CpuBackend::f32_linear(float* Y, int ldy, const float* X, int ldx, const float* W, int M,
                             int N, int K, const float* bias,
@@ -405,7 +407,7 @@ void CpuBackend::f32_linear(float* Y, int ldy, const float* X, int ldx, const fl
   const int panels = (M + pr - 1) / pr;
   const size_t panel_floats = static_cast<size_t>(K) * pr;
   const int threads = gemm_splits(M, N, K) ? pool_.threads() : 1;
-  if (threads > 1 && panels >= 2 * threads) {
+  if (threads > 1 && panels >= 8 * threads) {
     const size_t grain = static_cast<size_t>((panels + threads - 1) / threads);
     pool_.parallel_for(static_cast<size_t>(panels), grain, [&](size_t p0, size_t p1) {
       const int m0 = static_cast<int>(p0) * pr, m1 = std::min(static_cast<int>(p1) * pr, M);

@@ -153,10 +153,10 @@ std::vector<float> linear_gemm(CpuBackend& be, const std::vector<float>& X,
   return Y;
 }
 
-// Big enough for the backend to split over its threads, both ways (panels, and columns when
-// there are fewer panels than threads), and small.
-const Shape kBackendShapes[] = {{1, 7, 5},      {8, 2, 768},   {33, 100, 64},
-                                {128, 96, 257}, {200, 40, 40}, {20, 300, 300}};
+// Big enough for the backend to split over its threads, both ways (panels where each thread gets
+// at least 8 of them: 520 rows; columns below that), and small.
+const Shape kBackendShapes[] = {{1, 7, 5},     {8, 2, 768},     {33, 100, 64}, {128, 96, 257},
+                                {200, 40, 40}, {20, 300, 300},  {520, 24, 40}};
 
 TEST(F32Gemm, CpuBackendProviderBertrtIsCountedAndThreadCountIndependent) {
   for (const F32Kernel k : cpu::kAllF32Kernels) {
