@@ -72,27 +72,8 @@ struct Zmm {
 
 }  // namespace
 
-// pack_x with 16 × 16 transposes for whole panels and whole blocks of 16 k (the rest as pack_x
-// does it): the same floats in the same places, from 32 strided scalar loads per k to 2 transposes
-// per 16 k (it was 6.5 % of a BERT-base B1 forward).
 void f32_pack_x_avx512f(float* P, const float* X, int ldx, int M, int K, int p0, int p1) {
-  constexpr int PR = 2 * Zmm::kLanes;
-  const int k16 = K / 16 * 16;
-  for (int p = p0; p < p1; ++p) {
-    if ((p + 1) * PR > M || k16 == 0) {
-      pack_x<PR>(P, X, ldx, M, K, p, p + 1);
-      continue;
-    }
-    float* dst = P + static_cast<size_t>(p) * K * PR;
-    const float* x = X + static_cast<size_t>(p) * PR * ldx;
-    for (int k = 0; k < k16; k += 16) {
-      Zmm::transpose(dst + static_cast<size_t>(k) * PR, PR, x + k, ldx);
-      Zmm::transpose(dst + static_cast<size_t>(k) * PR + 16, PR, x + static_cast<size_t>(16) * ldx + k,
-                     ldx);
-    }
-    for (int k = k16; k < K; ++k)
-      for (int i = 0; i < PR; ++i) dst[static_cast<size_t>(k) * PR + i] = x[static_cast<size_t>(i) * ldx + k];
-  }
+  pack_x_transposed<Zmm>(P, X, ldx, M, K, p0, p1);
 }
 
 size_t f32_packed_w_floats_avx512f(int N, int K) { return packed_w_floats<Zmm>(N, K); }

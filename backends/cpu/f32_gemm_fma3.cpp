@@ -56,7 +56,7 @@ struct Ymm {
 }  // namespace
 
 void f32_pack_x_fma3(float* P, const float* X, int ldx, int M, int K, int p0, int p1) {
-  pack_x<2 * Ymm::kLanes>(P, X, ldx, M, K, p0, p1);
+  pack_x_transposed<Ymm>(P, X, ldx, M, K, p0, p1);
 }
 
 size_t f32_packed_w_floats_fma3(int N, int K) { return packed_w_floats<Ymm>(N, K); }
