@@ -72,7 +72,8 @@ typedef struct bertrt_model_options {
   uint32_t struct_size;
   const char* backend;      /* "cpu" (default), "reference", "vulkan" (when built), "checked" */
   int32_t device;           /* vulkan device index; -1: BERTRT_VULKAN_DEVICE or 0 */
-  int32_t num_threads;      /* cpu backend threads; 0: BERTRT_NUM_THREADS or all cores */
+  int32_t num_threads;      /* cpu backend threads; 0: BERTRT_NUM_THREADS or every core the
+                               process may run on (affinity); capped at those cores */
   int32_t verify_checksums; /* 1 (default): check the tensors' CRC-32C; 0: trusted files only */
 } bertrt_model_options;
 

@@ -33,9 +33,10 @@ std::mutex load_mutex;
 std::unique_ptr<Backend> make_api_backend(const bertrt_model_options& o) {
   const std::string name = o.backend ? o.backend : "cpu";
   if (o.num_threads < 0)
-    api_fail(BERTRT_E_INVALID_ARGUMENT, "options.num_threads must be ≥ 0 (0: all cores), got {}",
+    api_fail(BERTRT_E_INVALID_ARGUMENT, "options.num_threads must be ≥ 0 (0: every usable core), got {}",
              o.num_threads);
-  if (name == "cpu") return std::make_unique<CpuBackend>(o.num_threads);
+  if (name == "cpu")
+    return std::make_unique<CpuBackend>(o.num_threads > 0 ? cpu::usable_threads(o.num_threads) : 0);
   try {
     return make_backend(name, o.device);
   } catch (const Error& e) {

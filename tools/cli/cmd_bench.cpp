@@ -82,6 +82,7 @@ void add_bench(CLI::App& app) {
                      {"median_ms", median},
                      {"min_ms", best},
                      {"iters", o->iters},
+                     {"threads", cpu_be ? cpu_be->num_threads() : 0},
                      {"int8_kernel", int8_kernel},
                      {"blas", blas},
                      {"fc_provider", cpu_be ? cpu::fc_provider_name(cpu_be->fc_provider()) : "n/a"},
@@ -94,10 +95,11 @@ void add_bench(CLI::App& app) {
       return;
     }
     fmt::print(
-        "{} ({}, {:.2f} MB) B={} T={}: median {:.2f} ms, min {:.2f} ms over {} runs (int8 kernel "
-        "{}; {}; fp32 GEMM {})\n",
-        o->model, mode, mb, o->batch_size, o->seq_len, median, best, o->iters, int8_kernel, fc,
-        blas);
+        "{} ({}, {:.2f} MB) B={} T={}: median {:.2f} ms, min {:.2f} ms over {} runs ({}; int8 "
+        "kernel {}; {}; fp32 GEMM {})\n",
+        o->model, mode, mb, o->batch_size, o->seq_len, median, best, o->iters,
+        cpu_be ? fmt::format("{} thread{}", cpu_be->num_threads(), cpu_be->num_threads() == 1 ? "" : "s") : std::string(be->name()),
+        int8_kernel, fc, blas);
   });
 }
 
