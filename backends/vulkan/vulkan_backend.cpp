@@ -486,8 +486,8 @@ struct VulkanBackend::Impl {
     const uint32_t per = op == 2 ? 2 : 1;  // partial floats a chunk
     size_t groups = 0;
     pieces(n, [&](size_t i, size_t k) {
-      groups += reduce_pass0(op, resolve(name, "x", x + i, std::max<size_t>(k, 1) * 4), k, out,
-                             out2, s, uint32_t(i / (group * 16) * per));
+      groups += reduce_pass0(op, resolve(name, "x", x + i, k * 4), k, out, out2, s,
+                             uint32_t(i / (group * 16) * per));
     });
     reduce_pass1(op, groups, out, out2, s, 0);
   }
@@ -514,13 +514,13 @@ struct VulkanBackend::Impl {
   // piece at a time where the array is larger than the device binds at once (phones and
   // lavapipe: 128 MiB; BERT-base's parameters: 440 MB): f(first, count) for each piece. A piece
   // is whole reduction chunks and reaches from any offset (resolve aligns its window down).
+  // Callers handle n = 0 themselves.
   template <class F>
   void pieces(size_t n, F&& f) {
     const size_t align = std::max<size_t>(4, ctx.limits().minStorageBufferOffsetAlignment);
     const size_t chunk = size_t(group) * 16;
     const size_t piece =
         std::max(chunk, (size_t(ctx.limits().maxStorageBufferRange) - align) / 4 / chunk * chunk);
-    if (n == 0) return f(size_t(0), size_t(0));
     for (size_t i = 0; i < n; i += piece) f(i, std::min(piece, n - i));
   }
 

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -34,6 +36,17 @@ template <typename... Args>
 template <typename T>
 void require(const T* p, const char* fn, const char* name) {
   if (!p) api_fail(BERTRT_E_INVALID_ARGUMENT, "{}: argument '{}' is NULL", fn, name);
+}
+
+// Copies the caller's option struct over `o` (set to the defaults by its _init): an older header's
+// smaller struct keeps working, its newer fields at their defaults (bertrt.h "Option structs").
+template <typename Options>
+void copy_options(Options& o, const Options& given, const char* fn, const char* init) {
+  if (given.struct_size < sizeof(uint32_t) || given.struct_size > sizeof(Options))
+    api_fail(BERTRT_E_INVALID_ARGUMENT,
+             "{}: options.struct_size {} is not a size this library knows (at most {}; call {})",
+             fn, given.struct_size, sizeof(Options), init);
+  std::memcpy(&o, &given, given.struct_size);
 }
 
 void set_last_error(const std::string& message);

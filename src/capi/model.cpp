@@ -44,18 +44,11 @@ std::unique_ptr<Backend> make_api_backend(const bertrt_model_options& o) {
   }
 }
 
-bertrt_model* load(const std::string& path, const std::string& source,
+bertrt_model* load(const char* fn, const std::string& path, const std::string& source,
                    const bertrt_model_options* options) {
   bertrt_model_options o;
   bertrt_model_options_init(&o);
-  if (options) {
-    if (options->struct_size < sizeof(uint32_t) || options->struct_size > sizeof(o))
-      api_fail(BERTRT_E_INVALID_ARGUMENT,
-               "options.struct_size {} is not a size this library knows (call "
-               "bertrt_model_options_init)",
-               options->struct_size);
-    std::memcpy(&o, options, options->struct_size);
-  }
+  if (options) copy_options(o, *options, fn, "bertrt_model_options_init");
   auto backend = make_api_backend(o);
   auto m = std::make_unique<bertrt_model>();
   {
@@ -132,7 +125,7 @@ bertrt_status bertrt_model_load(const char* path, const bertrt_model_options* op
       api_fail(BERTRT_E_IO, "bertrt_model_load: path {}: {}", path, std::strerror(errno));
     if (!S_ISREG(st.st_mode))
       api_fail(BERTRT_E_IO, "bertrt_model_load: path {}: not a regular file", path);
-    *out = load(path, path, options);
+    *out = load("bertrt_model_load", path, path, options);
   });
 }
 
@@ -163,7 +156,7 @@ bertrt_status bertrt_model_load_buffer(const void* data, size_t size,
     }
     const std::string path = "/proc/self/fd/" + std::to_string(fd);
     try {
-      *out = load(path, "<buffer>", options);
+      *out = load("bertrt_model_load_buffer", path, "<buffer>", options);
     } catch (const Error& e) {
       ::close(fd);
       std::string msg = e.what();  // name the buffer, not the memory file

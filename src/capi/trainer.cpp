@@ -156,17 +156,9 @@ bertrt_status bertrt_trainer_create(bertrt_model* model, const bertrt_finetune_o
     require(options, fn, "options");
     require(out, fn, "out");
     *out = nullptr;
-    // An older header's smaller struct keeps working: its fields over the defaults, the newer
-    // ones (the memory options, dropout) at their defaults (bertrt.h "Option structs").
-    if (options->struct_size < sizeof(uint32_t) ||
-        options->struct_size > sizeof(bertrt_finetune_options))
-      api_fail(BERTRT_E_INVALID_ARGUMENT,
-               "{}: options.struct_size {} is not a size this library knows (at most {}; call "
-               "bertrt_finetune_options_init)",
-               fn, options->struct_size, sizeof(bertrt_finetune_options));
     bertrt_finetune_options o;
     bertrt_finetune_options_init(&o);
-    std::memcpy(&o, options, options->struct_size);
+    copy_options(o, *options, fn, "bertrt_finetune_options_init");
     if (m.training) api_fail(BERTRT_E_STATE, "{}: the model already has a trainer", fn);
     check_hyper(o);
     std::error_code ec;

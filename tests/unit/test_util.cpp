@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
 namespace bertrt::test {
@@ -45,6 +46,12 @@ TempDir::TempDir() {
   std::string tmpl = (std::filesystem::temp_directory_path() / "bertrt_test_XXXXXX").string();
   if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed: " + tmpl);
   path_ = tmpl;
+}
+
+std::string TempDir::write(const std::string& name, const std::string& bytes) const {
+  const std::string p = file(name);
+  std::ofstream(p, std::ios::binary) << bytes;
+  return p;
 }
 
 TempDir::~TempDir() {

@@ -130,6 +130,8 @@ class TempDir {
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
   std::string file(const std::string& name) const { return path_ + "/" + name; }
+  // Writes `bytes` to file(name) and returns that path.
+  std::string write(const std::string& name, const std::string& bytes) const;
   const std::string& path() const { return path_; }
 
  private:

@@ -345,12 +345,6 @@ TEST_F(UncasedVocab, Sst2DevMatchesPythonReference) {
 
 // --- vocab and construction errors ---------------------------------------------------------------
 
-std::string write_temp(const std::string& name, const std::string& content) {
-  const auto path = std::filesystem::temp_directory_path() / ("bertrt_tokenizer_test_" + name);
-  std::ofstream(path, std::ios::binary) << content;
-  return path.string();
-}
-
 std::string load_error(const std::string& path) {
   try {
     Vocab::load(path);
@@ -361,7 +355,8 @@ std::string load_error(const std::string& path) {
 }
 
 TEST(Vocab, LoadStripsLineEndsAndNumbersLines) {
-  const auto path = write_temp("crlf.txt", "[PAD]\r\n[UNK]\r\n[CLS]\n[SEP]\n[MASK]\nhello");
+  const test::TempDir tmp;
+  const auto path = tmp.write("crlf.txt", "[PAD]\r\n[UNK]\r\n[CLS]\n[SEP]\n[MASK]\nhello");
   const Vocab v = Vocab::load(path);
   EXPECT_EQ(v.size(), 6);
   EXPECT_EQ(v.find("[UNK]"), 1);
@@ -374,12 +369,13 @@ TEST(Vocab, LoadErrorsNameTheFileAndTheProblem) {
   const std::string missing = "/nonexistent/dir/vocab.txt";
   EXPECT_NE(load_error(missing).find(missing), std::string::npos);
 
-  const auto empty = write_temp("empty.txt", "");
+  const test::TempDir tmp;
+  const auto empty = tmp.write("empty.txt", "");
   const std::string e1 = load_error(empty);
   EXPECT_NE(e1.find(empty), std::string::npos) << e1;
   EXPECT_NE(e1.find("empty"), std::string::npos) << e1;
 
-  const auto no_mask = write_temp("nomask.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n");
+  const auto no_mask = tmp.write("nomask.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n");
   const std::string e2 = load_error(no_mask);
   EXPECT_NE(e2.find(no_mask), std::string::npos) << e2;
   EXPECT_NE(e2.find("[MASK]"), std::string::npos) << e2;

@@ -26,27 +26,7 @@ std::string enwiki_valid() { return test::data_dir() + "/corpus/enwiki/enwiki_va
 std::string uncased_vocab() { return test::data_dir() + "/vocab/bert-base-uncased-vocab.txt"; }
 std::string sst2_dev() { return test::data_dir() + "/glue/SST-2/dev.tsv"; }
 
-// A scratch directory per test, removed at the end.
-class TempDir {
- public:
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = fs::temp_directory_path() /
-            (std::string("bertrt_") + info->test_suite_name() + "_" + info->name());
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string write(const std::string& name, const std::string& bytes) const {
-    const std::string p = (path_ / name).string();
-    std::ofstream(p, std::ios::binary) << bytes;
-    return p;
-  }
-  std::string path() const { return path_.string(); }
-
- private:
-  fs::path path_;
-};
+using test::TempDir;
 
 // Expects `f` to throw bertrt::Error whose message contains every string of `parts`.
 template <typename F>

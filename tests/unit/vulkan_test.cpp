@@ -1026,10 +1026,8 @@ TEST_F(Vulkan, MemoryPathFollowsTheDeviceOrTheOverride) {
 // The pipeline cache goes to disk when pipelines were made, is read back by the next backend of
 // the same device, and a damaged file is ignored (and replaced), never an error.
 TEST_F(Vulkan, PipelineCacheIsSavedReloadedAndSurvivesDamage) {
-  // Per process: ctest runs this suite on both memory paths at once.
-  const std::string path = ::testing::TempDir() + "bertrt_pipeline_cache_test_" +
-                           std::to_string(getpid()) + "/cache.bin";
-  std::remove(path.c_str());
+  const test::TempDir dir;  // per test: ctest runs this suite on both memory paths at once
+  const std::string path = dir.file("cache.bin");
   const char* old = std::getenv("BERTRT_VULKAN_PIPELINE_CACHE");
   const std::string saved = old ? old : "";
   setenv("BERTRT_VULKAN_PIPELINE_CACHE", path.c_str(), 1);
