@@ -4,7 +4,8 @@
 #
 # usage: bench/side_by_side.sh [BUILD_DIR] [OUT_DIR]        (from the project's root; build/ default)
 # env:   CONFIGS="mini base"  BATCHES="1 8"  SEQ=128  ROUNDS=2  THREADS=2 (every runtime)
-#        TORCH=1 (PyTorch eager rows), TRAIN=0 (1: training-step rows, B8, MLM on 15 % gathered)
+#        TORCH=1 (PyTorch eager rows), TRAIN=0 (1: training-step rows, B8, MLM on 15 % gathered,
+#        with their model GFLOP/s against the OpenBLAS sgemm peak of the same run)
 #        BERTRT_DATA (default ../shared/data: the vocab, 64 SST-2 lines for PTQ, the corpus)
 # Needs: Debian python3-torch python3-onnx, nodejs + npm (onnxruntime-node is installed into
 # OUT_DIR/ort on first use). Everything it writes goes to OUT_DIR (default /tmp/bertrt-side-by-side).
@@ -87,6 +88,11 @@ row() { # row WHO CFG BATCH MS
   [ -n "$4" ] && echo "{\"who\":\"$1\",\"cfg\":\"$2\",\"batch\":$3,\"ms\":$4}" >>"$RAW"
 }
 for r in $(seq 1 $ROUNDS); do
+  # The yardstick of the training rows (issue #13: the base step at >= 85 % of the sgemm peak of
+  # the same run): OpenBLAS sgemm 3072^3 on THREADS threads, once a round, the best kept.
+  [ "$TRAIN" = 1 ] && [ -x "$BUILD/bench_sgemm_peak" ] &&
+    BERTRT_NUM_THREADS=$THREADS "$BUILD/bench_sgemm_peak" --json |
+      sed -n 's/.*"openblas_sgemm_gflops":\([0-9.]*\).*/{"who":"sgemm-peak","cfg":"-","batch":0,"ms":0,"gflops":\1}/p' >>"$RAW"
   for cfg in $CONFIGS; do
     d=$OUT/models/bert-$cfg m=$OUT/$cfg
     for bs in $BATCHES; do
@@ -120,11 +126,15 @@ print(8*int(sys.argv[2])*1e3/statistics.median(t))' $OUT/p.jsonl $SEQ)"
 done
 
 # --- the table -----------------------------------------------------------------------------------
-$PY - "$RAW" "${kernel:-?}" <<'EOF'
+$PY - "$RAW" "${kernel:-?}" "$OUT/models" "$SEQ" <<'EOF'
 import collections, json, sys
 best = collections.defaultdict(lambda: float("inf"))
+peak = 0.0
 for line in open(sys.argv[1]):
     r = json.loads(line)
+    if r["who"] == "sgemm-peak":
+        peak = max(peak, r["gflops"])
+        continue
     k = (r["cfg"], r["batch"], r["who"])
     best[k] = min(best[k], r["ms"])
 kernel = sys.argv[2]
@@ -145,8 +155,23 @@ for c, b in keys:
           f"| {ratio(c,b,'bertrt-int8','bertrt-fp32')}, {ratio(c,b,'bertrt-int8-avx2','bertrt-fp32')} |")
 train = [(c, b) for c, b in keys if (c, b, "bertrt-train") in best or (c, b, "torch-train") in best]
 if train:
-    print("\n| training step B8 (MLM on 15 % gathered) | PyTorch ms | bertrt ms | bertrt/PyTorch |\n|---|---|---|---|")
+    # Model FLOPs of one step (matmuls only, as MFU counts them): per token and layer the Linears
+    # (4H² + 2HI) and attention's QKᵀ and PV (2SH), forward ×1 and backward ×2; the MLM head on
+    # the masked positions (15 % of S per sequence, the recipe's round(0.15 × 128) = 19):
+    # transform H² + decoder H·V. Embeddings, LayerNorm, softmax and GELU are not counted.
+    def step_gflop(c):
+        cfg = json.load(open(f"{sys.argv[3]}/bert-{c}/config.json"))
+        H, I, L, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_hidden_layers"], cfg["vocab_size"]
+        S = int(sys.argv[4]); N = 8 * S; P = 8 * round(0.15 * S)
+        return 3 * 2 * (L * N * (4 * H * H + 2 * H * I + 2 * S * H) + P * (H * H + H * V)) * 1e-9
+    print(f"\n| training step B8 (MLM on 15 % gathered) | PyTorch ms | bertrt ms | bertrt/PyTorch | model GFLOP | bertrt GFLOP/s | of the sgemm peak ({peak:.0f} GFLOP/s) |\n|---|---|---|---|---|---|---|")
     for c, b in train:
-        print(f"| {c} | {ms(c,b,'torch-train')} | {ms(c,b,'bertrt-train')} | {ratio(c,b,'bertrt-train','torch-train')} |")
+        g = step_gflop(c)
+        t = best.get((c, b, "bertrt-train"))
+        rate = f"{g / t * 1e3:.0f}" if t else "–"
+        share = f"{g / t * 1e3 / peak:.0%}" if t and peak else "–"
+        print(f"| {c} | {ms(c,b,'torch-train')} | {ms(c,b,'bertrt-train')} | {ratio(c,b,'bertrt-train','torch-train')} | {g:.0f} | {rate} | {share} |")
+    if peak:
+        print("sgemm peak: OpenBLAS cblas_sgemm 3072³ on the same threads, best of the rounds (build/bench_sgemm_peak).")
 print("\nms: best of the rounds' medians; ratios below 1 mean bertrt takes less time.")
 EOF
