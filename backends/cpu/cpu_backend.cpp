@@ -161,9 +161,9 @@ bool CpuBackend::fc_on_xnnpack(const float* W, int M, int N, int K, int lda, int
 }
 
 CpuBackend::FcStats CpuBackend::fc_stats() const {
-  return FcStats{fc_xnnpack_calls_, fc_bertrt_calls_, fc_openblas_calls_,
-                 (xnn_ ? xnn_->packed_bytes() : 0) + f32_packed_w_bytes_, constant_weights_,
-                 f32_released_bytes_};
+  return FcStats{fc_xnnpack_calls_,  fc_bertrt_calls_,
+                 fc_openblas_calls_, (xnn_ ? xnn_->packed_bytes() : 0) + f32_packed_w_bytes_,
+                 constant_weights_,  f32_released_bytes_};
 }
 
 std::string CpuBackend::fc_summary() const {
@@ -227,7 +227,8 @@ bool CpuBackend::supports(Op op) const {
     case Op::kObserveMinMax:
     case Op::kTanhForward:
     case Op::kTanhBackward:
-    case Op::kCount: return false;
+    case Op::kCount:
+      return false;
   }
   return false;
 }
@@ -246,6 +247,8 @@ namespace {
 
 // Below this many multiply-adds a split costs more than it saves.
 constexpr double kGemmSplitFlops = 1 << 18;
+// The largest copy f32_gemm makes (floats): BERT-base's FFN activations (1024 × 3072) and weights.
+constexpr size_t kF32GemmCopyFloats = size_t{1} << 22;
 // Rows (or columns) of C per block: about kGemmBlock, never below kGemmMinBlock (OpenBLAS's
 // packing must pay off), a multiple of 16 (its kernel's width).
 constexpr int kGemmBlock = 256;
@@ -301,6 +304,10 @@ void CpuBackend::for_gemm_blocks(int M, int N, int K, F&& f) {
 void CpuBackend::gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                       int lda, const float* B, int ldb, float beta, float* C, int ldc) {
   if (M <= 0 || N <= 0) return;
+  if (!constant_weights_ && use_f32_gemm(trans_b, M, N, K, alpha, beta)) {
+    f32_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
   // nn.Linear's forward X·Wᵀ: the fully-connected provider's form (W contiguous [N, K]).
   if (!trans_a && trans_b && alpha == 1.0f && beta == 0.0f && ldb == K && K > 0) {
     if (use_f32_kernel(B, M, N, K, lda, ldc)) {
@@ -366,9 +373,8 @@ void finish_linear_block(float* out, int N, const float* bias, const float* resi
 }  // namespace
 
 void CpuBackend::linear_forward_inference(float* out, float* pre, const float* x, int ldx,
-                                          const float* w, const float* bias,
-                                          const float* residual, int M, int N, int K,
-                                          std::optional<Gelu> gelu) {
+                                          const float* w, const float* bias, const float* residual,
+                                          int M, int N, int K, std::optional<Gelu> gelu) {
   if (M <= 0 || N <= 0) return;
   const bool on_f32_kernel = K > 0 && use_f32_kernel(w, M, N, K, ldx, N);
   if (K <= 0 || (!on_f32_kernel && fc_on_xnnpack(w, M, N, K, ldx, N)))
@@ -377,6 +383,13 @@ void CpuBackend::linear_forward_inference(float* out, float* pre, const float* x
     const LinearEpilogue ep{residual, gelu};
     f32_linear(out, N, x, ldx, w, M, N, K, bias, &ep);
     ++fc_bertrt_calls_;
+    return;
+  }
+  if (!constant_weights_ && use_f32_gemm(true, M, N, K, 1.0f, 0.0f)) {
+    // gemm's kernel for changing weights: an inference forward of a model in training (frozen
+    // layers, evaluation, QAT calibration) computes the training forward's floats.
+    const LinearEpilogue ep{residual, gelu};
+    f32_xwt(out, N, x, ldx, false, w, K, M, N, K, bias, &ep);
     return;
   }
   for_gemm_blocks(M, N, K, [&](int r0, int r1, int c0, int c1) {
@@ -394,12 +407,16 @@ void CpuBackend::linear_forward_inference(float* out, float* pre, const float* x
 // a forward; from B4 on, the panel split is as fast or faster: docs/performance.md, stop 32).
 // Either way every output is the kernel's one fma chain: the split never changes a float.
 void CpuBackend::f32_linear(float* Y, int ldy, const float* X, int ldx, const float* W, int M,
-                            int N, int K, const float* bias,
-                            const LinearEpilogue* ep) {
-  const cpu::F32Kernel k = f32_kernel_;
+                            int N, int K, const float* bias, const LinearEpilogue* ep) {
   const float* Wp = f32_packed_w(W, N, K);
-  const int ldw = Wp ? 0 : K;  // f32_gemm_xwt reads packed tiles where ldw == 0
-  if (Wp) W = Wp;
+  // f32_gemm_xwt reads packed tiles where ldw == 0
+  f32_xwt(Y, ldy, X, ldx, false, Wp ? Wp : W, Wp ? 0 : K, M, N, K, bias, ep);
+}
+
+void CpuBackend::f32_xwt(float* Y, int ldy, const float* X, int ldx, bool x_t, const float* W,
+                         int ldw, int M, int N, int K, const float* bias,
+                         const LinearEpilogue* ep) {
+  const cpu::F32Kernel k = f32_kernel_;
   const size_t need = cpu::f32_packed_x_floats(k, M, K);
   if (f32_packed_x_.size() < need) f32_packed_x_.resize(need);
   float* P = f32_packed_x_.data();
@@ -412,8 +429,11 @@ void CpuBackend::f32_linear(float* Y, int ldy, const float* X, int ldx, const fl
     pool_.parallel_for(static_cast<size_t>(panels), grain, [&](size_t p0, size_t p1) {
       const int m0 = static_cast<int>(p0) * pr, m1 = std::min(static_cast<int>(p1) * pr, M);
       float* p = P ? P + p0 * panel_floats : nullptr;  // the scalar kernel packs nothing
-      const float* x = X + static_cast<size_t>(m0) * ldx;
-      cpu::f32_pack_x(k, p, x, ldx, m1 - m0, K, 0, static_cast<int>(p1 - p0));
+      const float* x = x_t ? X + m0 : X + static_cast<size_t>(m0) * ldx;
+      if (x_t)
+        cpu::f32_pack_x_t(k, p, x, ldx, m1 - m0, K, 0, static_cast<int>(p1 - p0));
+      else
+        cpu::f32_pack_x(k, p, x, ldx, m1 - m0, K, 0, static_cast<int>(p1 - p0));
       cpu::f32_gemm_xwt(k, m1 - m0, 0, N, K, x, ldx, p, W, ldw, bias,
                         Y + static_cast<size_t>(m0) * ldy, ldy,
                         f32_scratch(cpu::f32_scratch_floats(k, m1 - m0, 0, N, K)));
@@ -421,7 +441,10 @@ void CpuBackend::f32_linear(float* Y, int ldy, const float* X, int ldx, const fl
     });
     return;
   }
-  cpu::f32_pack_x(k, P, X, ldx, M, K, 0, panels);
+  if (x_t)
+    cpu::f32_pack_x_t(k, P, X, ldx, M, K, 0, panels);
+  else
+    cpu::f32_pack_x(k, P, X, ldx, M, K, 0, panels);
   const int tn = cpu::f32_kernel_tile_n(k);
   const size_t tiles = static_cast<size_t>((N + tn - 1) / tn);
   pool_.parallel_for(threads > 1 ? tiles : 1, 1, [&](size_t t0, size_t t1) {
@@ -433,6 +456,67 @@ void CpuBackend::f32_linear(float* Y, int ldy, const float* X, int ldx, const fl
   });
 }
 
+// Training's GEMMs (weights that change: the Linears' forward, dX = dY·W and dW = dYᵀ·X, the
+// tied decoder) on bertrt's kernel: provider bertrt, or auto with the avx512f kernel:
+// OpenBLAS's packing and kernel were 80 % of a BERT-base pre-training step (Haswell core, the
+// one this kind of host is given), and the avx512f tile runs about twice its speed a core
+// (docs/performance.md, "Training's GEMMs on bertrt's kernel"). From a full panel of rows and a
+// tile of columns on; smaller GEMMs (the pooler's few rows) stay on OpenBLAS. The split changes
+// no float (f32_gemm.h), so training stays bit-identical across thread counts.
+bool CpuBackend::use_f32_gemm(bool trans_b, int M, int N, int K, float alpha, float beta) const {
+  if (f32_kernel_ == cpu::F32Kernel::kScalar || K <= 0) return false;
+  // auto: avx512f only; fma3 measured slower than OpenBLAS's Haswell kernel on the same AVX2
+  // instructions (BERT-base step 4.1–4.3 s against 3.8–4.2 s), so AVX2-only hosts keep OpenBLAS.
+  if (fc_provider_ != cpu::FcProvider::kBertrt &&
+      !(fc_provider_ == cpu::FcProvider::kAuto && f32_kernel_ == cpu::F32Kernel::kAvx512f))
+    return false;
+  if (M < cpu::f32_kernel_panel_rows(f32_kernel_) || N < cpu::f32_kernel_tile_n(f32_kernel_))
+    return false;
+  // Its copies (X packed, B packed unless trans_b, the product unless written in place) are
+  // memory a training run did not hold before (+14 MB at BERT-mini, +47 MB at base; none with
+  // BERTRT_FC_PROVIDER=openblas): each at most kF32GemmCopyFloats, so the MLM decoder's
+  // vocabulary-sized operands stay on OpenBLAS.
+  const auto fits = [](size_t a, size_t b) { return a * b <= kF32GemmCopyFloats; };
+  return fits(M, K) && (trans_b || fits(N, K)) && ((alpha == 1.0f && beta == 0.0f) || fits(M, N));
+}
+
+void CpuBackend::f32_gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                          const float* A, int lda, const float* B, int ldb, float beta, float* C,
+                          int ldc) {
+  const cpu::F32Kernel k = f32_kernel_;
+  const float* W = B;
+  int ldw = ldb;
+  if (!trans_b) {  // W = Bᵀ: packed per call, N·K copies against M·N·K multiply-adds
+    f32_gemm_w_.resize(std::max(f32_gemm_w_.size(), cpu::f32_packed_w_floats(k, N, K)));
+    float* wp = f32_gemm_w_.data();
+    const int tn = cpu::f32_kernel_tile_n(k);
+    const size_t tiles = static_cast<size_t>((N + tn - 1) / tn);
+    pool_.parallel_for(tiles, gemm_splits(M, N, K) ? 1 : tiles, [&](size_t t0, size_t t1) {
+      cpu::f32_pack_w_t(k, wp, B, ldb, N, K, static_cast<int>(t0), static_cast<int>(t1));
+    });
+    W = wp, ldw = 0;
+  }
+  const bool direct = alpha == 1.0f && beta == 0.0f;
+  float* Y = C;
+  int ldy = ldc;
+  if (!direct) {
+    f32_gemm_y_.resize(std::max(f32_gemm_y_.size(), static_cast<size_t>(M) * N));
+    Y = f32_gemm_y_.data(), ldy = N;
+  }
+  f32_xwt(Y, ldy, A, lda, trans_a, W, ldw, M, N, K, nullptr, nullptr);
+  if (direct) return;
+  pool_.parallel_for(static_cast<size_t>(M), row_grain(N), [&](size_t r0, size_t r1) {
+    for (size_t r = r0; r < r1; ++r) {
+      const float* t = Y + r * N;
+      float* c = C + r * ldc;
+      if (beta == 0.0f)  // C is not read (it may hold anything, NaN included), as in BLAS
+        for (int j = 0; j < N; ++j) c[j] = alpha * t[j];
+      else
+        for (int j = 0; j < N; ++j) c[j] = alpha * t[j] + beta * c[j];
+    }
+  });
+}
+
 // OpenBLAS 0.3.21 (Debian 12) has no cblas_sgemm_batch: the batch (attention's per-head GEMMs)
 // is split over the pool, each GEMM whole on one thread.
 void CpuBackend::gemm_batched(int batch, bool trans_a, bool trans_b, int M, int N, int K,
@@ -441,7 +525,8 @@ void CpuBackend::gemm_batched(int batch, bool trans_a, bool trans_b, int M, int 
                               int ldc, int64_t stride_c) {
   if (M <= 0 || N <= 0 || batch <= 0) return;
   const double flops = static_cast<double>(M) * N * K;
-  const size_t grain = flops >= kGemmSplitFlops ? 1 : static_cast<size_t>(kGemmSplitFlops / (flops + 1)) + 1;
+  const size_t grain =
+      flops >= kGemmSplitFlops ? 1 : static_cast<size_t>(kGemmSplitFlops / (flops + 1)) + 1;
   pool_.parallel_for(static_cast<size_t>(batch), grain, [&](size_t p0, size_t p1) {
     for (size_t p = p0; p < p1; ++p)
       sgemm(trans_a, trans_b, M, N, K, alpha, A + p * stride_a, lda, B + p * stride_b, ldb, beta,
@@ -452,8 +537,9 @@ void CpuBackend::gemm_batched(int batch, bool trans_a, bool trans_b, int M, int 
 // --- elementwise ---------------------------------------------------------------------------------
 
 void CpuBackend::add(float* out, const float* a, const float* b, size_t n) {
-  pool_.parallel_for(n, kGrainElems,
-                     [&](size_t i0, size_t i1) { cpu::add_kernel(out + i0, a + i0, b + i0, i1 - i0); });
+  pool_.parallel_for(n, kGrainElems, [&](size_t i0, size_t i1) {
+    cpu::add_kernel(out + i0, a + i0, b + i0, i1 - i0);
+  });
 }
 
 void CpuBackend::bias_add(float* out, const float* bias, int rows, int cols) {
@@ -463,8 +549,9 @@ void CpuBackend::bias_add(float* out, const float* bias, int rows, int cols) {
 }
 
 void CpuBackend::bias_backward(float* dbias, const float* dout, int rows, int cols) {
-  for_column_blocks(pool_, rows, cols,
-                    [&](int c0, int c1) { cpu::bias_backward_cols(dbias, dout, rows, cols, c0, c1); });
+  for_column_blocks(pool_, rows, cols, [&](int c0, int c1) {
+    cpu::bias_backward_cols(dbias, dout, rows, cols, c0, c1);
+  });
 }
 
 void CpuBackend::gelu_forward(float* out, const float* inp, size_t n, Gelu kind) {
@@ -573,8 +660,8 @@ void CpuBackend::attention_forward_inference(float* ctx, float*, float*, const f
   });
 }
 
-void CpuBackend::softmax_backward(float* dscores, const float* probs, const float* dprobs,
-                                  int rows, int T, float scale) {
+void CpuBackend::softmax_backward(float* dscores, const float* probs, const float* dprobs, int rows,
+                                  int T, float scale) {
   pool_.parallel_for(rows, row_grain(T), [&](size_t r0, size_t r1) {
     cpu::softmax_backward_rows(dscores, probs, dprobs, T, scale, r0, r1);
   });

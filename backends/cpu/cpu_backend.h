@@ -121,8 +121,8 @@ class CpuBackend : public ReferenceBackend {
   // buffers of its thread (the same sgemm calls and softmax rows as the unfused ops, so the same
   // floats), one fork-join instead of 2B + 1, and scores/probs are not touched.
   void attention_forward_inference(float* ctx, float* probs, float* scores, const float* q,
-                                   const float* k, const float* v, const float* mask, int B,
-                                   int NH, int T, int HS, float scale) override;
+                                   const float* k, const float* v, const float* mask, int B, int NH,
+                                   int T, int HS, float scale) override;
 
   // Fused where the Linear runs on OpenBLAS or bertrt's kernel: each pool task finishes its block
   // of out (bias, GELU, residual) right after its GEMM, while the block is in cache, in one
@@ -170,12 +170,13 @@ class CpuBackend : public ReferenceBackend {
 
  private:
   cpu::ThreadPool pool_;
-  cpu::Q8Kernel q8_kernel_;  // q8_best_kernel() at construction (BERTRT_Q8_KERNEL or cpuid)
+  cpu::Q8Kernel q8_kernel_;    // q8_best_kernel() at construction (BERTRT_Q8_KERNEL or cpuid)
   cpu::F32Kernel f32_kernel_;  // f32_best_kernel() at construction (BERTRT_F32_KERNEL or cpuid)
   cpu::FcProvider fc_provider_;
-  bool streamed_attention_;  // f32_attention_streamed_from_env() at construction
+  bool streamed_attention_;              // f32_attention_streamed_from_env() at construction
   std::unique_ptr<cpu::XnnpackFc> xnn_;  // created at the first XNNPACK call
   FloatBuffer f32_packed_x_;             // X packed for f32_kernel_ (grown, never shrunk)
+  FloatBuffer f32_gemm_w_, f32_gemm_y_;  // f32_gemm's per-call packed B and product (grown)
   // Weights packed once for f32_kernel_ (f32_pack_w), by address: provider bertrt, constant
   // weights only (a weight's address then always holds the same values).
   struct PackedW {
@@ -200,6 +201,17 @@ class CpuBackend : public ReferenceBackend {
   // applies ep (if any) to its block of Y.
   void f32_linear(float* Y, int ldy, const float* X, int ldx, const float* W, int M, int N, int K,
                   const float* bias = nullptr, const LinearEpilogue* ep = nullptr);
+  // The split of f32_linear for any X and W: X [M, K] (row stride ldx), or x_t: X = Aᵀ for A =
+  // `X` [K, M]; W [N, K] rows (row stride ldw) or, ldw == 0, packed (f32_pack_w's layout).
+  void f32_xwt(float* Y, int ldy, const float* X, int ldx, bool x_t, const float* W, int ldw, int M,
+               int N, int K, const float* bias, const LinearEpilogue* ep);
+  // Whether gemm runs a GEMM of changing weights (training) on f32_kernel_ (see gemm).
+  bool use_f32_gemm(bool trans_b, int M, int N, int K, float alpha, float beta) const;
+  // gemm on f32_kernel_: op(B) as the kernel's W (B's rows when trans_b, else B [K, N] packed
+  // per call by f32_pack_w_t), op(A) packed into panels (f32_pack_x_t when trans_a), the product
+  // written to C when alpha = 1 and beta = 0, else to a scratch then C = alpha·T + beta·C.
+  void f32_gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
+                int lda, const float* B, int ldb, float beta, float* C, int ldc);
   // f(r0, r1, c0, c1) for the blocks of an M × N × K GEMM's C, over the pool where it splits.
   template <class F>
   void for_gemm_blocks(int M, int N, int K, F&& f);

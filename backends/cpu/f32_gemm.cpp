@@ -1,6 +1,7 @@
 // See f32_gemm.h.
 #include "backends/cpu/f32_gemm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -159,6 +160,34 @@ void f32_pack_w(F32Kernel k, float* Wp, const float* W, int N, int K) {
 #endif
     default:
       return;
+  }
+}
+
+void f32_pack_x_t(F32Kernel k, float* P, const float* A, int lda, int M, int K, int p0, int p1) {
+  if (k == F32Kernel::kScalar) return;
+  const int pr = f32_kernel_panel_rows(k);
+  for (int p = p0; p < p1; ++p) {
+    float* dst = P + static_cast<size_t>(p) * K * pr;
+    const int m0 = p * pr, mr = std::min(pr, M - m0);
+    for (int kk = 0; kk < K; ++kk, dst += pr) {
+      const float* a = A + static_cast<size_t>(kk) * lda + m0;
+      std::copy(a, a + mr, dst);
+      std::fill(dst + mr, dst + pr, 0.0f);
+    }
+  }
+}
+
+void f32_pack_w_t(F32Kernel k, float* Wp, const float* B, int ldb, int N, int K, int t0, int t1) {
+  if (k == F32Kernel::kScalar) return;
+  const int nr = f32_kernel_tile_n(k);
+  for (int t = t0; t < t1; ++t) {
+    const int n = t * nr, cols = std::min(nr, N - n);
+    float* dst = Wp + static_cast<size_t>(n) * K;
+    for (int kk = 0; kk < K; ++kk, dst += nr) {
+      const float* b = B + static_cast<size_t>(kk) * ldb + n;
+      std::copy(b, b + cols, dst);
+      std::fill(dst + cols, dst + nr, 0.0f);
+    }
   }
 }
 

@@ -61,6 +61,16 @@ size_t f32_packed_w_floats(F32Kernel k, int N, int K);
 // the packed tiles instead of W's rows changes no float: the same fma chains, the same order.
 void f32_pack_w(F32Kernel k, float* Wp, const float* W, int N, int K);
 
+// The same layouts from the transposed operands of a general GEMM (training's dX = dY·W and
+// dW = dYᵀ·X): plain copies of contiguous runs, since a panel's PR rows of one k (and a tile's NR
+// columns of one k) lie side by side in the transposed source. Same floats in the same places as
+// f32_pack_x / f32_pack_w of the explicit transpose.
+// Panels [p0, p1) of X = Aᵀ for A [K, M] (row stride lda) into P, as f32_pack_x.
+void f32_pack_x_t(F32Kernel k, float* P, const float* A, int lda, int M, int K, int p0, int p1);
+// Tiles [t0, t1) (of f32_kernel_tile_n columns) of W = Bᵀ for B [K, N] (row stride ldb) into Wp,
+// laid out as f32_pack_w's (tile t at Wp + t·tile_n·K).
+void f32_pack_w_t(F32Kernel k, float* Wp, const float* B, int ldb, int N, int K, int t0, int t1);
+
 // Floats of scratch f32_gemm_xwt needs for M rows and columns [n0, n1): the partial sums of a
 // block of columns, when K is longer than one block of k (0 otherwise, and for kScalar).
 size_t f32_scratch_floats(F32Kernel k, int M, int n0, int n1, int K);

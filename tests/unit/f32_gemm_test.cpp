@@ -1,13 +1,15 @@
 // bertrt's own fp32 Linear kernels (backends/cpu/f32_gemm.h): the scalar reference against a
 // float64 sum within the fp32 error bound; every SIMD kernel this CPU can run bit for bit equal to
 // the scalar reference, swept over odd sizes (M, N, K around the 32×12 / 16×6 tiles and the
-// 256-deep blocks of k), strides, bias, column splits, panel subsets and W packed once; the cpu backend's
-// provider `bertrt` (counted, thread-count independent, never without constant weights); the
+// 256-deep blocks of k), strides, bias, column splits, panel subsets and W packed once; the cpu
+// backend's provider `bertrt` (counted, thread-count independent); training's GEMMs on it for every
+// transpose case (the transposed packings, alpha and beta); the
 // kernel choice by BERTRT_F32_KERNEL; and a BERT forward on it against the PyTorch reference.
 #include "backends/cpu/f32_gemm.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -155,8 +157,8 @@ std::vector<float> linear_gemm(CpuBackend& be, const std::vector<float>& X,
 
 // Big enough for the backend to split over its threads, both ways (panels where each thread gets
 // at least 8 of them: 520 rows; columns below that), and small.
-const Shape kBackendShapes[] = {{1, 7, 5},     {8, 2, 768},     {33, 100, 64}, {128, 96, 257},
-                                {200, 40, 40}, {20, 300, 300},  {520, 24, 40}};
+const Shape kBackendShapes[] = {{1, 7, 5},     {8, 2, 768},    {33, 100, 64}, {128, 96, 257},
+                                {200, 40, 40}, {20, 300, 300}, {520, 24, 40}};
 
 TEST(F32Gemm, CpuBackendProviderBertrtIsCountedAndThreadCountIndependent) {
   for (const F32Kernel k : cpu::kAllF32Kernels) {
@@ -191,19 +193,106 @@ TEST(F32Gemm, CpuBackendProviderBertrtIsCountedAndThreadCountIndependent) {
   }
 }
 
-TEST(F32Gemm, WithoutConstantWeightsTheProviderNeverRuns) {
-  CpuBackend be(2), blas(2);
-  be.set_fc_provider(cpu::FcProvider::kBertrt);
-  blas.set_fc_provider(cpu::FcProvider::kOpenBlas);
-  for (const Shape s : kBackendShapes) {
-    const auto X = test::randn(size_t(s.M) * s.K, 30 + s.M);
-    const auto W = test::randn(size_t(s.N) * s.K, 31 + s.N, 0.1f);
-    const auto y = linear_gemm(be, X, W, s.M, s.N, s.K);
-    const auto yb = linear_gemm(blas, X, W, s.M, s.N, s.K);
-    EXPECT_EQ(0, std::memcmp(y.data(), yb.data(), y.size() * sizeof(float))) << "M=" << s.M;
+// The packings of transposed operands (training's dX = dY·W and dW = dYᵀ·X) put the same floats
+// in the same places as f32_pack_x / f32_pack_w of the explicit transpose, for odd sizes and
+// strides and in pieces (panels and tiles are independent).
+TEST(F32Gemm, TransposedPackingsEqualThePackingOfTheTranspose) {
+  for (const F32Kernel k : cpu::kAllF32Kernels) {
+    if (k == F32Kernel::kScalar || !cpu::f32_kernel_available(k)) continue;
+    const int pr = cpu::f32_kernel_panel_rows(k), tn = cpu::f32_kernel_tile_n(k);
+    for (const Shape s : kShapes) {
+      const int lda = s.M + 3, ldb = s.N + 5;  // A [K, M] and B [K, N], rows longer than needed
+      const auto A = test::randn(size_t(s.K) * lda, 40 + s.M),
+                 B = test::randn(size_t(s.K) * ldb, 41 + s.N);
+      std::vector<float> X(size_t(s.M) * s.K), W(size_t(s.N) * s.K);  // the explicit transposes
+      for (int kk = 0; kk < s.K; ++kk) {
+        for (int m = 0; m < s.M; ++m) X[size_t(m) * s.K + kk] = A[size_t(kk) * lda + m];
+        for (int n = 0; n < s.N; ++n) W[size_t(n) * s.K + kk] = B[size_t(kk) * ldb + n];
+      }
+      const int panels = (s.M + pr - 1) / pr, tiles = (s.N + tn - 1) / tn;
+      std::vector<float> want_p(cpu::f32_packed_x_floats(k, s.M, s.K), -1.0f), got_p = want_p;
+      cpu::f32_pack_x(k, want_p.data(), X.data(), s.K, s.M, s.K, 0, panels);
+      cpu::f32_pack_x_t(k, got_p.data(), A.data(), lda, s.M, s.K, 0, panels / 2);
+      cpu::f32_pack_x_t(k, got_p.data(), A.data(), lda, s.M, s.K, panels / 2, panels);
+      EXPECT_EQ(0, std::memcmp(want_p.data(), got_p.data(), want_p.size() * sizeof(float)))
+          << cpu::f32_kernel_name(k) << " X M=" << s.M << " K=" << s.K;
+      std::vector<float> want_w(cpu::f32_packed_w_floats(k, s.N, s.K), -1.0f), got_w = want_w;
+      cpu::f32_pack_w(k, want_w.data(), W.data(), s.N, s.K);
+      cpu::f32_pack_w_t(k, got_w.data(), B.data(), ldb, s.N, s.K, 0, tiles / 2);
+      cpu::f32_pack_w_t(k, got_w.data(), B.data(), ldb, s.N, s.K, tiles / 2, tiles);
+      EXPECT_EQ(0, std::memcmp(want_w.data(), got_w.data(), want_w.size() * sizeof(float)))
+          << cpu::f32_kernel_name(k) << " W N=" << s.N << " K=" << s.K;
+    }
   }
-  EXPECT_EQ(be.fc_stats().bertrt_calls, 0u);
-  EXPECT_EQ(be.fc_stats().openblas_calls, std::size(kBackendShapes));
+}
+
+// Training's GEMMs (weights not declared constant) run on the kernel for every transpose case:
+// each output of op(A)·op(B) is the scalar reference's one fma chain, bit for bit, on 1 and 2
+// threads; alpha and beta are applied after, as alpha·T + beta·C (one or two roundings: compared
+// within the bound of those, 2 ulps of the largest term). Nothing is cached and the Linear
+// provider counts nothing.
+TEST(F32Gemm, TrainingGemmsRunOnTheKernelForEveryTransposeCase) {
+  if (cpu::f32_best_kernel() == F32Kernel::kScalar) GTEST_SKIP() << "no SIMD fp32 kernel here";
+  const Shape shapes[] = {{32, 12, 1},   {33, 37, 513}, {100, 17, 300},
+                          {257, 30, 64}, {520, 24, 40}, {64, 300, 257}};
+  for (const F32Kernel k : cpu::kAllF32Kernels) {
+    if (k == F32Kernel::kScalar || !cpu::f32_kernel_available(k)) continue;
+    CpuBackend one(1), two(2);
+    for (CpuBackend* be : {&one, &two}) {
+      be->set_f32_kernel(k);
+      be->set_fc_provider(cpu::FcProvider::kBertrt);  // auto: avx512f only (cpu_backend.cpp)
+    }
+    for (const Shape s : shapes)
+      for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+          const int lda = (ta ? s.M : s.K) + 3, ldb = (tb ? s.K : s.N) + 2, ldc = s.N + 1;
+          const uint32_t seed = 60 + s.M + s.N * 5 + s.K * 3 + ta * 2 + tb;
+          const auto A = test::randn(size_t(ta ? s.K : s.M) * lda, seed);
+          const auto B = test::randn(size_t(tb ? s.N : s.K) * ldb, seed + 1, 0.1f);
+          const auto C0 = test::randn(size_t(s.M) * ldc, seed + 2);
+          // The reference: X = op(A), W rows = op(B)ᵀ, then the scalar kernel's chains.
+          std::vector<float> X(size_t(s.M) * s.K), W(size_t(s.N) * s.K);
+          for (int kk = 0; kk < s.K; ++kk) {
+            for (int m = 0; m < s.M; ++m)
+              X[size_t(m) * s.K + kk] = ta ? A[size_t(kk) * lda + m] : A[size_t(m) * lda + kk];
+            for (int n = 0; n < s.N; ++n)
+              W[size_t(n) * s.K + kk] = tb ? B[size_t(n) * ldb + kk] : B[size_t(kk) * ldb + n];
+          }
+          std::vector<float> T(size_t(s.M) * s.N);
+          cpu::f32_gemm_xwt(F32Kernel::kScalar, s.M, 0, s.N, s.K, X.data(), s.K, nullptr, W.data(),
+                            s.K, nullptr, T.data(), s.N, nullptr);
+          const std::string what = std::string(cpu::f32_kernel_name(k)) +
+                                   " ta=" + std::to_string(ta) + " tb=" + std::to_string(tb) +
+                                   " M=" + std::to_string(s.M) + " N=" + std::to_string(s.N) +
+                                   " K=" + std::to_string(s.K);
+          for (CpuBackend* be : {&one, &two}) {
+            std::vector<float> C(C0.size(), std::numeric_limits<float>::quiet_NaN());
+            be->gemm(ta, tb, s.M, s.N, s.K, 1.0f, A.data(), lda, B.data(), ldb, 0.0f, C.data(),
+                     ldc);
+            for (int m = 0; m < s.M; ++m)
+              ASSERT_EQ(0,
+                        std::memcmp(&T[size_t(m) * s.N], &C[size_t(m) * ldc], s.N * sizeof(float)))
+                  << what << " row " << m << ", " << be->num_threads() << " threads";
+            for (auto [alpha, beta] : {std::pair{0.5f, 1.0f}, std::pair{-2.0f, 0.0f}}) {
+              C = C0;
+              if (beta == 0.0f)  // C is not read where beta is 0 (BLAS)
+                for (float& c : C) c = std::numeric_limits<float>::quiet_NaN();
+              be->gemm(ta, tb, s.M, s.N, s.K, alpha, A.data(), lda, B.data(), ldb, beta, C.data(),
+                       ldc);
+              for (int m = 0; m < s.M; ++m)
+                for (int n = 0; n < s.N; ++n) {
+                  const float t = alpha * T[size_t(m) * s.N + n],
+                              c0 = beta * C0[size_t(m) * ldc + n];
+                  const float bound = 2 * std::numeric_limits<float>::epsilon() *
+                                      std::max(std::abs(t), std::abs(c0));
+                  ASSERT_NEAR(C[size_t(m) * ldc + n], t + c0, bound) << what << " alpha " << alpha;
+                }
+            }
+          }
+        }
+    EXPECT_EQ(two.fc_stats().bertrt_calls + two.fc_stats().openblas_calls, 0u);
+    EXPECT_EQ(two.fc_stats().packed_bytes, 0u);
+  }
 }
 
 // auto takes bertrt's kernel only for weights it can pack without a second copy (a model file's
@@ -279,8 +368,8 @@ TEST(F32Gemm, KernelChoiceByEnvironment) {
 TEST(F32Gemm, ModelForwardOnItMatchesThePyTorchReference) {
   constexpr double kTol = 2e-5;
   for (const char* gelu : {"gelu", "gelu_new"}) {
-    const SafetensorsFile f = SafetensorsFile::open(test::build_dir() + "/reference/bert_" + gelu +
-                                                    ".safetensors");
+    const SafetensorsFile f =
+        SafetensorsFile::open(test::build_dir() + "/reference/bert_" + gelu + ".safetensors");
     CpuBackend be(2);
     be.set_fc_provider(cpu::FcProvider::kBertrt);
     be.set_constant_weights(true);

@@ -299,7 +299,7 @@ INSTANTIATE_TEST_SUITE_P(Gelu, XnnpackModelTest, ::testing::Values("gelu", "gelu
                            return info.param == "gelu" ? std::string("erf") : std::string("tanh");
                          });
 
-// ---- training: the provider never changes a training run's bits ------------------------------
+// ---- training: a fresh backend computes a training run's bits ---------------------------------
 
 // The regression test of the resume guarantee (a run resumed from a checkpoint equals the
 // uninterrupted run, bit for bit): a training backend is never told its weights are constant, so
@@ -307,8 +307,10 @@ INSTANTIATE_TEST_SUITE_P(Gelu, XnnpackModelTest, ::testing::Values("gelu", "gelu
 // An earlier design turned the provider off at the first training op and so ran the first
 // forward's layer-0 Q/K/V on XNNPACK: each fresh backend (a resumed run's) computed its first
 // step with other rounding. Two steps from the same initialisation on a fresh backend per
-// provider must give the same losses and parameters, bit for bit, and no XNNPACK call.
-void expect_training_bits_independent_of_provider(int hidden, int intermediate) {
+// provider: xnnpack gives OpenBLAS's bits (openblas), bertrt those of bertrt's kernel (where it
+// is a SIMD one; elsewhere OpenBLAS's again) and auto too where that kernel is avx512f
+// (cpu_backend.cpp use_f32_gemm); nothing counts as a constant-weight Linear.
+void expect_training_bits_of_a_fresh_backend(int hidden, int intermediate) {
   constexpr int kVocab = 300, kB = 4;  // vocabulary ≥ 256: the MLM decoder qualifies too
   BertConfig c;
   c.vocab_size = kVocab;
@@ -354,40 +356,46 @@ void expect_training_bits_independent_of_provider(int hidden, int intermediate) 
     r.stats = be.fc_stats();
     return r;
   };
-  const Run blas = run(cpu::FcProvider::kOpenBlas);
+  const Run blas = run(cpu::FcProvider::kOpenBlas), own = run(cpu::FcProvider::kBertrt);
   ASSERT_EQ(blas.losses.size(), 2u);
-  // Training never declares its weights constant, so neither XNNPACK nor bertrt's own kernel
-  // may run, whether or not this CPU has them (auto would take them at these widths on some).
+  if (cpu::f32_best_kernel() == cpu::F32Kernel::kScalar) {  // no SIMD kernel: OpenBLAS for all
+    EXPECT_EQ(0, std::memcmp(own.params.data(), blas.params.data(), own.params.size() * 4));
+  }
+  // Training never declares its weights constant, so XNNPACK never runs, whether or not this CPU
+  // has it (auto would take it at these widths on some).
   for (const cpu::FcProvider p :
        {cpu::FcProvider::kXnnpack, cpu::FcProvider::kBertrt, cpu::FcProvider::kAuto}) {
     const Run r = run(p);
+    const bool on_kernel = p == cpu::FcProvider::kBertrt ||
+                           (p == cpu::FcProvider::kAuto &&
+                            cpu::f32_best_kernel() == cpu::F32Kernel::kAvx512f);
+    const Run& want = on_kernel ? own : blas;
     const char* name = cpu::fc_provider_name(p);
     EXPECT_EQ(r.stats.xnnpack_calls, 0u) << name;
     EXPECT_EQ(r.stats.bertrt_calls, 0u) << name;
-    EXPECT_GT(r.stats.openblas_calls, 0u) << name;
-    ASSERT_EQ(r.params.size(), blas.params.size());
-    EXPECT_EQ(0, std::memcmp(r.losses.data(), blas.losses.data(), r.losses.size() * sizeof(double)))
-        << "provider " << name << ": the losses differ from OpenBLAS's: " << r.losses[0] << " "
-        << r.losses[1] << " vs " << blas.losses[0] << " " << blas.losses[1];
-    EXPECT_EQ(0, std::memcmp(r.params.data(), blas.params.data(), r.params.size() * sizeof(float)))
-        << "provider " << name << ": the trained parameters differ from OpenBLAS's";
+    ASSERT_EQ(r.params.size(), want.params.size());
+    EXPECT_EQ(0, std::memcmp(r.losses.data(), want.losses.data(), r.losses.size() * sizeof(double)))
+        << "provider " << name << ": the losses differ: " << r.losses[0] << " " << r.losses[1]
+        << " vs " << want.losses[0] << " " << want.losses[1];
+    EXPECT_EQ(0, std::memcmp(r.params.data(), want.params.data(), r.params.size() * sizeof(float)))
+        << "provider " << name << ": the trained parameters differ";
   }
 }
 
 // BERT-mini's widths (hidden 256, FFN 1024), which auto takes on an AVX-512 host. (There, with
 // K = 256, XNNPACK's and OpenBLAS's sums happened to round alike: bench_fc's max diff is 0
 // for those rows, so the call count is what would catch a leak at this width.)
-TEST(XnnpackFc, TrainingStepAtBertMiniWidthIsBitIdenticalWhateverTheProvider) {
-  expect_training_bits_independent_of_provider(256, 1024);
+TEST(XnnpackFc, TrainingStepAtBertMiniWidthIsBitIdenticalOnAFreshBackend) {
+  expect_training_bits_of_a_fresh_backend(256, 1024);
 }
 
 // BERT-base's width (hidden 768, whose Q/K/V auto takes; FFN kept at 768 to stay small), where
 // the two providers' sums differ in the last bits (K = 768): a leak changes the losses.
 // Not under an emulator (the ARM stage's qemu: 143 s there); the BERT-mini variant runs there,
 // and this one in every native suite.
-TEST(XnnpackFc, TrainingStepAtBertBaseWidthIsBitIdenticalWhateverTheProvider) {
+TEST(XnnpackFc, TrainingStepAtBertBaseWidthIsBitIdenticalOnAFreshBackend) {
   if (test::emulated()) GTEST_SKIP() << "BERT-base width: native runs only (BERTRT_TEST_EMULATED)";
-  expect_training_bits_independent_of_provider(768, 768);
+  expect_training_bits_of_a_fresh_backend(768, 768);
 }
 
 }  // namespace
