@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "bench/best_seconds.h"
 #include "backends/cpu/f32_attention.h"
 #include "backends/cpu/q8_gemm.h"
 #include "backends/reference/reference_backend.h"
@@ -23,27 +24,12 @@
 namespace {
 
 using bertrt::Backend;
+using bertrt::bench::best_seconds;
 
 struct Shape {
   int M, N, K;
   const char* what;
 };
-
-// The fastest of repeated calls (at least 3, up to `budget_s` seconds): on a shared machine the
-// minimum is the least disturbed figure.
-template <class F>
-double best_seconds(F&& f, double budget_s) {
-  f();  // warm-up: page faults, thread pool start
-  double best = 1e30, total = 0;
-  for (int r = 0; r < 200 && (r < 3 || total < budget_s); ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::min(best, s);
-    total += s;
-  }
-  return best;
-}
 
 template <class T>
 std::vector<T> uniform(size_t n, unsigned seed, double lo, double hi) {

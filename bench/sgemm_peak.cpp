@@ -17,24 +17,9 @@
 
 #include "backends/cpu/blas_core.h"
 #include "backends/cpu/cpu_backend.h"
+#include "bench/best_seconds.h"
 
-namespace {
-
-template <class F>
-double best_seconds(F&& f, double budget_s) {
-  f();  // warm-up: page faults, thread start
-  double best = 1e30, total = 0;
-  for (int r = 0; r < 50 && (r < 3 || total < budget_s); ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::min(best, s);
-    total += s;
-  }
-  return best;
-}
-
-}  // namespace
+using bertrt::bench::best_seconds;
 
 int main(int argc, char** argv) {
   bool json = false;
