@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <vector>
 
@@ -417,6 +418,7 @@ void CpuBackend::f32_xwt(float* Y, int ldy, const float* X, int ldx, bool x_t, c
                          int ldw, int M, int N, int K, const float* bias,
                          const LinearEpilogue* ep) {
   const cpu::F32Kernel k = f32_kernel_;
+  assert(!x_t || k != cpu::F32Kernel::kScalar);  // the scalar kernel reads X as it is
   const size_t need = cpu::f32_packed_x_floats(k, M, K);
   if (f32_packed_x_.size() < need) f32_packed_x_.resize(need);
   float* P = f32_packed_x_.data();
@@ -464,7 +466,8 @@ void CpuBackend::f32_xwt(float* Y, int ldy, const float* X, int ldx, bool x_t, c
 // tile of columns on; smaller GEMMs (the pooler's few rows) stay on OpenBLAS. The split changes
 // no float (f32_gemm.h), so training stays bit-identical across thread counts.
 bool CpuBackend::use_f32_gemm(bool trans_b, int M, int N, int K, float alpha, float beta) const {
-  if (f32_kernel_ == cpu::F32Kernel::kScalar || K <= 0) return false;
+  // alpha = 0: BLAS does not read A and B (an Inf there must not become NaN in C): OpenBLAS.
+  if (f32_kernel_ == cpu::F32Kernel::kScalar || K <= 0 || alpha == 0.0f) return false;
   // auto: avx512f only; fma3 measured slower than OpenBLAS's Haswell kernel on the same AVX2
   // instructions (BERT-base step 4.1–4.3 s against 3.8–4.2 s), so AVX2-only hosts keep OpenBLAS.
   if (fc_provider_ != cpu::FcProvider::kBertrt &&

@@ -1,4 +1,4 @@
-// The CPU backend: OpenBLAS sgemm for the GEMMs (where BERT training spends its time) and fp32
+// The CPU backend: OpenBLAS sgemm or bertrt's own fp32 kernel (f32_gemm.h) for the GEMMs, and fp32
 // loops written for the compiler to vectorise, multi-versioned for AVX2/FMA on x86-64
 // (kernels.h), for the row and elementwise ops; int8 GEMMs with exact int32 sums (q8_gemm.h).
 // Everything else (tanh, the memory moves and small reductions of the contract, the int8
@@ -14,11 +14,14 @@
 // cpu::xnnpack_fc_wins, and only while the packed copies fit cpu::xnnpack_auto_budget_bytes(),
 // and bertrt's kernel (avx512f or fma3) only for weights that are a model file's clean pages,
 // which it gives back once packed, so that the weights stay resident once: docs/backends.md).
-// Without the declaration (the default, and always in training) every GEMM runs on OpenBLAS,
-// bit-identical to a build without the provider, whatever BERTRT_FC_PROVIDER says: a training
-// run and its resume from a checkpoint compute each step with the same rounding.
+// Without the declaration (the default, and always in training) nothing is packed by a weight's
+// address and XNNPACK never runs; the GEMMs run on bertrt's kernel with per-call copies under
+// bertrt, and under auto where that kernel is avx512f (use_f32_gemm), else on OpenBLAS. Which one
+// depends only on the provider, the kernel and the shape, so a training run and its resume from a
+// checkpoint compute each step with the same rounding.
 //
-// Threads: one pool per backend (thread_pool.h), BERTRT_NUM_THREADS or all hardware threads.
+// Threads: one pool per backend (thread_pool.h), BERTRT_NUM_THREADS or the CPUs of the affinity
+// mask (a user's count capped at those).
 // Results do not depend on the thread count: elementwise and row ops split over rows, and the
 // reductions (bias/LayerNorm parameter gradients, embedding scatter-add, the loss sum) over
 // their outputs, each summed in the serial order.

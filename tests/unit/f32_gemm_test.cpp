@@ -295,6 +295,17 @@ TEST(F32Gemm, TrainingGemmsRunOnTheKernelForEveryTransposeCase) {
   }
 }
 
+// alpha = 0 reads neither A nor B (BLAS): an Inf there leaves C = beta·C, not NaN.
+TEST(F32Gemm, TrainingGemmWithAlphaZeroReadsNeitherAnorB) {
+  CpuBackend be(2);
+  be.set_fc_provider(cpu::FcProvider::kBertrt);
+  const int M = 64, N = 24, K = 40;
+  std::vector<float> A(size_t(M) * K, std::numeric_limits<float>::infinity()), B(size_t(K) * N, 1.0f);
+  std::vector<float> C(size_t(M) * N, 3.0f);
+  be.gemm(false, false, M, N, K, 0.0f, A.data(), K, B.data(), N, 0.5f, C.data(), N);
+  for (float c : C) ASSERT_EQ(c, 1.5f);
+}
+
 // auto takes bertrt's kernel only for weights it can pack without a second copy (a model file's
 // clean pages: release_pages_test.cpp); weights in anonymous memory, as here, stay on OpenBLAS.
 TEST(F32Gemm, AutoDoesNotTakeItForWeightsInAnonymousMemory) {
