@@ -1,8 +1,10 @@
 #include "core/host_floats.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 #include <utility>
@@ -48,6 +50,17 @@ void HostFloats::assign(size_t n, float value) {
   if (!p) throw std::bad_alloc();
   p_ = static_cast<float*>(p), n_ = n;
   std::fill_n(p_, n, value);
+}
+
+bool populate_for_write(float* p, size_t n) {
+#ifndef MADV_POPULATE_WRITE
+  constexpr int MADV_POPULATE_WRITE = 23;  // <linux/mman.h>; glibc headers older than Linux 5.14
+#endif
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t first = (a + page - 1) / page * page, last = (a + n * sizeof(float)) / page * page;
+  if (last <= first) return false;
+  return ::madvise(reinterpret_cast<void*>(first), last - first, MADV_POPULATE_WRITE) == 0;
 }
 
 void HostFloats::borrow(float* p, size_t n, std::shared_ptr<const void> owner) {

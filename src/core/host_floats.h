@@ -40,4 +40,12 @@ class HostFloats {
   std::shared_ptr<const void> owner_;
 };
 
+// Maps in, writable, the whole pages inside [p, p + n floats) in one call (MADV_POPULATE_WRITE,
+// Linux ≥ 5.14) instead of one page fault per page at the first write: a training step writes
+// every trainable parameter (each page of a copy-on-write model mapping then becomes a private
+// copy) and every moment, and on a 2-core VM those faults one by one, each a TLB flush on both
+// cores, made BERT-base's first step 17.9 s against 2.3 s for the next. The bytes do not change.
+// Advice only: false, with nothing changed, where the kernel refuses it.
+bool populate_for_write(float* p, size_t n);
+
 }  // namespace bertrt

@@ -1,6 +1,7 @@
 #include "train/optimizer.h"
 
 #include "core/error.h"
+#include "core/host_floats.h"
 
 namespace bertrt {
 
@@ -38,6 +39,14 @@ void AdamW::step(Backend& backend, float* params, const float* grads, float lr) 
   h.lr = lr;
   float* m = m_.on(backend);
   float* v = v_.on(backend);
+  if (!populated_ && backend.accepts_host_pointers()) {
+    // This step writes all of them: map their pages in at once (host_floats.h).
+    populated_ = true;
+    populate_for_write(m, m_.size());
+    populate_for_write(v, v_.size());
+    for (size_t i = 0; i < moments_.params().size(); ++i)
+      populate_for_write(params + param_offset_[i], moments_.params()[i].numel);
+  }
   for (size_t i = 0; i < moments_.params().size(); ++i) {
     const ParamInfo& p = moments_.params()[i];
     h.weight_decay = p.decay ? hyper_.weight_decay : 0.f;

@@ -55,6 +55,7 @@ class AdamW {
   std::vector<size_t> param_offset_;  // per moment tensor: its offset in the parameter buffer
   AdamWHyper hyper_;
   HostDeviceBuffer m_, v_;  // on the backend of the last step
+  bool populated_ = false;  // the first step on host memory has mapped in what it writes
   int64_t t_ = 0;
 };
 

@@ -4,7 +4,8 @@
 // backend's provider bertrt, which packs a weight once and gives its file pages back: the same
 // floats from a weight in a file mapping as from an anonymous copy, only the former given back.
 // And the host backends' fill(·, 0) and scale(·, c > 0), which leave all-zero pages unwritten so
-// that a lazily zeroed buffer (a frozen tensor's gradient) never takes memory.
+// that a lazily zeroed buffer (a frozen tensor's gradient) never takes memory. And
+// populate_for_write, which maps pages in writable at once without changing a byte.
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "core/host_floats.h"
 #include "core/mapped_file.h"
 #include "op_test_util.h"
 #include "test_util.h"
@@ -82,6 +84,52 @@ TEST(ReleaseCleanPages, ReadPagesGoBackWrittenOrAnonymousOnesStay) {
   EXPECT_EQ(bad, 0u);
   // Less than a whole page: nothing to give back.
   EXPECT_FALSE(MappedFile::release_clean_pages(d + 40 * kPage + 1, kPage));
+}
+
+// populate_for_write (what a training step's first AdamW update does before it writes): the
+// whole pages in the range of a copy-on-write model mapping become private copies (resident, no
+// longer file pages) with the same bytes and the file unchanged; pages beside it stay file pages;
+// fresh zero memory becomes resident and still reads zero.
+TEST(PopulateForWrite, CopyOnWritePagesBecomePrivateWithTheSameBytesAndTheFileUnchanged) {
+  if (test::emulated()) GTEST_SKIP() << "pagemap under emulation";
+  test::TempDir dir;
+  const std::string path = dir.file("populate.bin");
+  const size_t pages = 48, n = pages * kPage;
+  {
+    std::ofstream f(path, std::ios::binary);
+    for (size_t i = 0; i < n; ++i) f.put(char(pattern(i)));
+  }
+  MappedFile map = MappedFile::open(path, /*copy_on_write=*/true);
+  ASSERT_NE(map.writable_data(), nullptr);
+  const uint8_t* d = map.data();
+  if (test::mapped_pages(d, pages) < 0) GTEST_SKIP() << "/proc/self/pagemap cannot be read here";
+  ASSERT_TRUE(MappedFile::pages_clean(d, n));
+  // From the middle of page 8 to the middle of page 24: whole pages 9 … 23.
+  float* from = reinterpret_cast<float*>(map.writable_data() + 8 * kPage + kPage / 2);
+  if (!populate_for_write(from, 16 * kPage / sizeof(float)))
+    GTEST_SKIP() << "MADV_POPULATE_WRITE refused (Linux < 5.14)";
+  EXPECT_FALSE(MappedFile::pages_clean(d + 9 * kPage, kPage));
+  EXPECT_FALSE(MappedFile::pages_clean(d + 23 * kPage, kPage));
+  EXPECT_EQ(test::mapped_pages(d + 9 * kPage, 15), 15);
+  EXPECT_TRUE(MappedFile::pages_clean(d + 8 * kPage, kPage));  // partly in range: left alone
+  EXPECT_TRUE(MappedFile::pages_clean(d + 24 * kPage, 24 * kPage));
+  size_t bad = 0;
+  for (size_t i = 0; i < n; ++i) bad += d[i] != pattern(i);
+  EXPECT_EQ(bad, 0u);
+  map.writable_data()[12 * kPage] = uint8_t(pattern(12 * kPage) + 1);  // the private copy
+  const std::string file = test::read_bytes(path);
+  ASSERT_EQ(file.size(), n);
+  for (size_t i = 0; i < n; ++i) bad += uint8_t(file[i]) != pattern(i);
+  EXPECT_EQ(bad, 0u);
+
+  HostFloats zeros;
+  const size_t zpages = (size_t(2) << 20) / kPage;
+  zeros.assign(zpages * kPage / sizeof(float), 0.0f);  // ≥ 1 MB: a fresh anonymous mapping
+  EXPECT_EQ(test::mapped_pages(zeros.data(), zpages), 0);
+  ASSERT_TRUE(populate_for_write(zeros.data(), zeros.size()));
+  EXPECT_EQ(test::mapped_pages(zeros.data(), zpages, /*exclusive=*/true), int(zpages));
+  for (size_t i = 0; i < zeros.size(); ++i) bad += zeros.data()[i] != 0.0f;
+  EXPECT_EQ(bad, 0u);
 }
 
 TEST(ReleaseCleanPages, ProviderBertrtGivesBackTheFilePagesOfWeightsItPacked) {
