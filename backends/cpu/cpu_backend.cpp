@@ -426,16 +426,20 @@ void CpuBackend::f32_xwt(float* Y, int ldy, const float* X, int ldx, bool x_t, c
   const int panels = (M + pr - 1) / pr;
   const size_t panel_floats = static_cast<size_t>(K) * pr;
   const int threads = gemm_splits(M, N, K) ? pool_.threads() : 1;
+  // Rows [m0, m0 + rows) of op(X) into panels [0, n) at p: X [M, K] or, x_t, X [K, M].
+  auto pack = [&](float* p, int m0, int rows, int n) {
+    if (x_t)
+      cpu::f32_pack_x_t(k, p, X + m0, ldx, rows, K, 0, n);
+    else
+      cpu::f32_pack_x(k, p, X + static_cast<size_t>(m0) * ldx, ldx, rows, K, 0, n);
+  };
   if (threads > 1 && panels >= 8 * threads) {
     const size_t grain = static_cast<size_t>((panels + threads - 1) / threads);
     pool_.parallel_for(static_cast<size_t>(panels), grain, [&](size_t p0, size_t p1) {
       const int m0 = static_cast<int>(p0) * pr, m1 = std::min(static_cast<int>(p1) * pr, M);
       float* p = P ? P + p0 * panel_floats : nullptr;  // the scalar kernel packs nothing
       const float* x = x_t ? X + m0 : X + static_cast<size_t>(m0) * ldx;
-      if (x_t)
-        cpu::f32_pack_x_t(k, p, x, ldx, m1 - m0, K, 0, static_cast<int>(p1 - p0));
-      else
-        cpu::f32_pack_x(k, p, x, ldx, m1 - m0, K, 0, static_cast<int>(p1 - p0));
+      pack(p, m0, m1 - m0, static_cast<int>(p1 - p0));
       cpu::f32_gemm_xwt(k, m1 - m0, 0, N, K, x, ldx, p, W, ldw, bias,
                         Y + static_cast<size_t>(m0) * ldy, ldy,
                         f32_scratch(cpu::f32_scratch_floats(k, m1 - m0, 0, N, K)));
@@ -443,10 +447,7 @@ void CpuBackend::f32_xwt(float* Y, int ldy, const float* X, int ldx, bool x_t, c
     });
     return;
   }
-  if (x_t)
-    cpu::f32_pack_x_t(k, P, X, ldx, M, K, 0, panels);
-  else
-    cpu::f32_pack_x(k, P, X, ldx, M, K, 0, panels);
+  pack(P, 0, M, panels);
   const int tn = cpu::f32_kernel_tile_n(k);
   const size_t tiles = static_cast<size_t>((N + tn - 1) / tn);
   pool_.parallel_for(threads > 1 ? tiles : 1, 1, [&](size_t t0, size_t t1) {
