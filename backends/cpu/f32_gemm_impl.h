@@ -58,10 +58,10 @@ void pack_x_transposed(float* P, const float* X, int ldx, int M, int K, int p0, 
 // from +0 (first) or from the partial sums the previous block of k left in S[j][PR]; it ends in S
 // (not last) or in Y[i, j] (+ bias[j]) for i < mr (last).
 // W is read in place (W[j·ldw + k], ldw > 0) or from a packed block of the tile (W[k·kNR + j],
-// ldw == 0; pack_w).
+// ldw == 0; pack_w). next: the packed block the following tile call reads, or null (below).
 template <class Isa, int NR>
 void tile(float* S, bool first, bool last, float* Y, int ldy, const float* P, const float* W,
-          int ldw, int kc, int mr, const float* bias) {
+          int ldw, int kc, int mr, const float* bias, const float* next = nullptr) {
   using V = typename Isa::V;
   constexpr int L = Isa::kLanes, PR = 2 * L;
   V a0[NR], a1[NR];
@@ -71,7 +71,10 @@ void tile(float* S, bool first, bool last, float* Y, int ldy, const float* P, co
     a1[j] = first ? Isa::zero() : Isa::load(S + j * PR + L);
   }
   if (ldw == 0) {
+    // One cache line of the next tile's block a step, into L2 (prefetcht1), until all of it.
+    const int fetch = next ? (kc * Isa::kNR + 15) / 16 : 0;
     for (int k = 0; k < kc; ++k, P += PR, W += Isa::kNR) {
+      if (k < fetch) __builtin_prefetch(next + 16 * k, 0, 2);
       const V x0 = Isa::load(P), x1 = Isa::load(P + L);
 #pragma GCC unroll 16
       for (int j = 0; j < NR; ++j) {
@@ -109,11 +112,12 @@ void tile(float* S, bool first, bool last, float* Y, int ldy, const float* P, co
 
 template <class Isa, int NR>
 void tile_cols(int nr, float* S, bool first, bool last, float* Y, int ldy, const float* P,
-               const float* W, int ldw, int kc, int mr, const float* bias) {
+               const float* W, int ldw, int kc, int mr, const float* bias,
+               const float* next = nullptr) {
   if constexpr (NR > 1) {
     if (nr < NR) return tile_cols<Isa, NR - 1>(nr, S, first, last, Y, ldy, P, W, ldw, kc, mr, bias);
   }
-  tile<Isa, NR>(S, first, last, Y, ldy, P, W, ldw, kc, mr, bias);
+  tile<Isa, NR>(S, first, last, Y, ldy, P, W, ldw, kc, mr, bias, next);
 }
 
 // Blocks of k: a panel's block (kKC · PR floats, 32 KB for zmm) stays in L1 while the tiles of
@@ -204,9 +208,17 @@ void gemm_xwt(int M, int n0, int n1, int K, const float* P, const float* W, int 
           const float* w = prepacked ? W + static_cast<size_t>(n) * K + static_cast<size_t>(kb) * NR
                            : wp      ? wp + static_cast<size_t>(n - nb) * kc
                                      : W + static_cast<size_t>(n) * ldw + kb;
+          // W packed once lays each tile's blocks over all of K, so the next tile's block is
+          // K·kNR floats on: a jump the hardware prefetcher does not take, and at the first
+          // panel every tile waited on memory for its block (BERT-base B1, 1 thread: the forward
+          // −17 % with the next block fetched during this tile; docs/performance.md, stop 34).
+          // The blocks packed per call lie in order (wp) and need no help.
+          const float* next = prepacked && n + NR < ne
+                                  ? W + static_cast<size_t>(n + NR) * K + static_cast<size_t>(kb) * NR
+                                  : nullptr;
           tile_cols<Isa, NR>(fmin_i(NR, ne - n), s ? s + (n - nb) * PR : nullptr, first, last,
                              y + n, ldy, pk, w, prepacked || wp ? 0 : ldw, kc, mr,
-                             bias ? bias + n : nullptr);
+                             bias ? bias + n : nullptr, next);
         }
       }
     }
