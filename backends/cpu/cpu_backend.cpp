@@ -447,7 +447,16 @@ void CpuBackend::f32_xwt(float* Y, int ldy, const float* X, int ldx, bool x_t, c
     });
     return;
   }
-  pack(P, 0, M, panels);
+  if (threads > 1 && panels > 1) {
+    // The threads pack the panels between them first (one fork-join more): packed by the caller
+    // alone, the other thread waited (BERT-base B1, 2 threads: 73.5–74.8 → 68.9–72.5 ms).
+    pool_.parallel_for(static_cast<size_t>(panels), 1, [&](size_t p0, size_t p1) {
+      const int m0 = static_cast<int>(p0) * pr, m1 = std::min(static_cast<int>(p1) * pr, M);
+      pack(P + p0 * panel_floats, m0, m1 - m0, static_cast<int>(p1 - p0));
+    });
+  } else {
+    pack(P, 0, M, panels);
+  }
   const int tn = cpu::f32_kernel_tile_n(k);
   const size_t tiles = static_cast<size_t>((N + tn - 1) / tn);
   pool_.parallel_for(threads > 1 ? tiles : 1, 1, [&](size_t t0, size_t t1) {
