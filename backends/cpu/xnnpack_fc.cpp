@@ -85,7 +85,11 @@ bool xnnpack_fc_wins(int M, int N, int K) {
   // BERT-base's attention projections), so the rule is kept to AMD. Not measured: AVX2-only hosts
   // (XNNPACK's FMA3 kernel, expected slower), 2 threads on a quiet machine, and aarch64: OpenBLAS
   // there until figures say otherwise.
-  return xnnpack_wins_here() && M >= 8 && N >= 256 && K >= 256 &&
+  // Stop 34: bertrt's own kernel, once it fetched its next packed block ahead, overtook XNNPACK
+  // from 512 rows on (BERT-mini B4 / B8, 2 threads, alternated: 13.2–13.8 / 26.3–27.4 ms against
+  // 14.8–15.4 / 28.2–29.3 ms); at B1 and B2 XNNPACK's split of small GEMMs over 2 threads still
+  // won (4.2–4.4 against 4.6 ms at B1), so it keeps M < 512.
+  return xnnpack_wins_here() && M >= 8 && M < 512 && N >= 256 && K >= 256 &&
          static_cast<int64_t>(N) * K <= 768 * 768;
 }
 

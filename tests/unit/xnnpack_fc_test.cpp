@@ -207,12 +207,14 @@ TEST(XnnpackFc, ProviderNames) {
   EXPECT_TRUE(be.constant_weights());
 }
 
-// auto never takes XNNPACK where the bench measured it slower (M = 1, a 2-label classifier) and
-// counts every Linear it routes.
+// auto never takes XNNPACK where the bench measured it slower (M = 1, a 2-label classifier, and
+// from 512 rows on, where bertrt's kernel won) and counts every Linear it routes.
 TEST(XnnpackFc, AutoLeavesTheMeasuredLosingShapesOnOpenBlas) {
   EXPECT_FALSE(cpu::xnnpack_fc_wins(1, 768, 768));
   EXPECT_FALSE(cpu::xnnpack_fc_wins(8, 2, 768));
   EXPECT_FALSE(cpu::xnnpack_fc_wins(128, 17, 5));
+  EXPECT_FALSE(cpu::xnnpack_fc_wins(512, 256, 256));
+  EXPECT_FALSE(cpu::xnnpack_fc_wins(1024, 768, 768));
   CpuBackend be(1);
   be.set_fc_provider(cpu::FcProvider::kAuto);
   be.set_constant_weights(true);
