@@ -41,16 +41,20 @@ MappedFile mapped_copy(const test::TempDir& dir, const std::vector<float>& W) {
 
 uint8_t pattern(size_t i) { return uint8_t(i * 131 + (i >> 12)); }
 
+// n bytes of pattern() written to dir/name, the path.
+std::string pattern_file(const test::TempDir& dir, const std::string& name, size_t n) {
+  const std::string path = dir.file(name);
+  std::ofstream f(path, std::ios::binary);
+  for (size_t i = 0; i < n; ++i) f.put(char(pattern(i)));
+  return path;
+}
+
 TEST(ReleaseCleanPages, ReadPagesGoBackWrittenOrAnonymousOnesStay) {
   // qemu-user: pagemap describes the emulator's host addresses, not the guest's.
   if (test::emulated()) GTEST_SKIP() << "pagemap under emulation";
   test::TempDir dir;
-  const std::string path = dir.file("release_pages.bin");
   const size_t pages = 64, n = pages * kPage;
-  {
-    std::ofstream f(path, std::ios::binary);
-    for (size_t i = 0; i < n; ++i) f.put(char(pattern(i)));
-  }
+  const std::string path = pattern_file(dir, "release_pages.bin", n);
   MappedFile map = MappedFile::open(path, /*copy_on_write=*/true);
   ASSERT_NE(map.writable_data(), nullptr);
   const uint8_t* d = map.data();
@@ -93,12 +97,8 @@ TEST(ReleaseCleanPages, ReadPagesGoBackWrittenOrAnonymousOnesStay) {
 TEST(PopulateForWrite, CopyOnWritePagesBecomePrivateWithTheSameBytesAndTheFileUnchanged) {
   if (test::emulated()) GTEST_SKIP() << "pagemap under emulation";
   test::TempDir dir;
-  const std::string path = dir.file("populate.bin");
   const size_t pages = 48, n = pages * kPage;
-  {
-    std::ofstream f(path, std::ios::binary);
-    for (size_t i = 0; i < n; ++i) f.put(char(pattern(i)));
-  }
+  const std::string path = pattern_file(dir, "populate.bin", n);
   MappedFile map = MappedFile::open(path, /*copy_on_write=*/true);
   ASSERT_NE(map.writable_data(), nullptr);
   const uint8_t* d = map.data();
