@@ -44,7 +44,7 @@ class HostFloats {
 // Linux ≥ 5.14) instead of one page fault per page at the first write: a training step writes
 // every trainable parameter (each page of a copy-on-write model mapping then becomes a private
 // copy) and every moment, and on a 2-core VM those faults one by one, each a TLB flush on both
-// cores, made BERT-base's first step 17.9 s against 2.3 s for the next. The bytes do not change.
+// cores, made BERT-base's first step ~17 s against 2.3 s for the next. The bytes do not change.
 // Advice only: false, with nothing changed, where the kernel refuses it.
 bool populate_for_write(float* p, size_t n);
 
