@@ -37,24 +37,38 @@ void avx2_tile(int32_t* acc, const int16_t* A, int lda, const int8_t* panel, int
   const int16_t* a5 = a4 + (MR > 5 ? lda : 0);
   const int k2 = (K + 1) / 2;
   const int8_t* b = panel;
+  // Eight columns for all rows, then the other eight, each row's pair broadcast twice: 12
+  // accumulators, one W vector and one broadcast-then-product register. Both W vectors live at
+  // once (the loop as one pass over the rows) needed 16 registers with a product temporary, and
+  // GCC kept an accumulator on the stack: a store-to-load round trip on every step of k, over half
+  // of the kernel's samples (BERT-base B1 with BERTRT_Q8_KERNEL=avx2). The broadcasts are asm
+  // volatile because GCC otherwise merges a row's two into one register and spills again.
   for (int q = 0; q < k2; ++q, b += 32) {
-    const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
-    const __m256i w1 =
-        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 16)));
-#define BERTRT_AVX2_ROW(i)                                          \
-  if constexpr (MR > i) {                                           \
-    int32_t x;                                                      \
-    std::memcpy(&x, a##i + 2 * q, 4);                               \
-    const __m256i av = _mm256_set1_epi32(x);                        \
-    c##i##0 = _mm256_add_epi32(c##i##0, _mm256_madd_epi16(av, w0)); \
-    c##i##1 = _mm256_add_epi32(c##i##1, _mm256_madd_epi16(av, w1)); \
+#define BERTRT_AVX2_ROW(i, h)                                                   \
+  if constexpr (MR > i) {                                                      \
+    __m256i av;                                                                \
+    __asm__ volatile("vpbroadcastd %1, %0" : "=x"(av) : "m"(*reinterpret_cast<const int32_t*>(a##i + 2 * q)));\
+    c##i##h = _mm256_add_epi32(c##i##h, _mm256_madd_epi16(av, w));             \
   }
-    BERTRT_AVX2_ROW(0)
-    BERTRT_AVX2_ROW(1)
-    BERTRT_AVX2_ROW(2)
-    BERTRT_AVX2_ROW(3)
-    BERTRT_AVX2_ROW(4)
-    BERTRT_AVX2_ROW(5)
+    {
+      const __m256i w = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
+      BERTRT_AVX2_ROW(0, 0)
+      BERTRT_AVX2_ROW(1, 0)
+      BERTRT_AVX2_ROW(2, 0)
+      BERTRT_AVX2_ROW(3, 0)
+      BERTRT_AVX2_ROW(4, 0)
+      BERTRT_AVX2_ROW(5, 0)
+    }
+    {
+      const __m256i w =
+          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 16)));
+      BERTRT_AVX2_ROW(0, 1)
+      BERTRT_AVX2_ROW(1, 1)
+      BERTRT_AVX2_ROW(2, 1)
+      BERTRT_AVX2_ROW(3, 1)
+      BERTRT_AVX2_ROW(4, 1)
+      BERTRT_AVX2_ROW(5, 1)
+    }
 #undef BERTRT_AVX2_ROW
   }
   auto put = [acc](int i, __m256i lo, __m256i hi) {
