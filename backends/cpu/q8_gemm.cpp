@@ -420,7 +420,7 @@ void qu8s8_gemm(Q8Kernel k, int M, int n0, int n1, int K, const uint8_t* A, int 
 #endif
 #ifdef BERTRT_Q8_AVXVNNI
       case Q8Kernel::kAvxVnni:
-        return qu8s8_gemm_8x16_avxvnni(M, n0, n1, K, A, lda, W, ldw, w_packed, buf, epi);
+        return qu8s8_gemm_6x16_avxvnni(M, n0, n1, K, A, lda, W, ldw, w_packed, buf, epi);
 #endif
       default:
         break;

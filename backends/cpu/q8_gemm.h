@@ -14,7 +14,7 @@
 //     at run time from HWCAP_ASIMDDP): sdot takes s8×s8 only, so A is shifted to s8 (a − 128, one
 //     eor with 0x80) and the shift added back exactly: Σ a·w = Σ (a − 128)·w + 128·Σ w. |(a−128)·w|
 //     ≤ 2^14, so the shifted sums cannot overflow either.
-//   qu8s8_gemm_8x32_avx512vnni, _8x16_avx512vnni256, _8x16_avxvnni (q8_gemm_vnni.h): vpdpbusd,
+//   qu8s8_gemm_8x32_avx512vnni, _8x16_avx512vnni256, _6x16_avxvnni (q8_gemm_vnni.h): vpdpbusd,
 //     u8×s8 → int32 in one instruction with no int16 step, exact; W packed in panels of 32 or 16
 //     columns, once per weight (q8_pack_w, at load) or per call panel by panel.
 //   qu8s8_gemm_32x32_amx (q8_gemm_amx.cpp; Sapphire Rapids and later, where Linux grants the tile

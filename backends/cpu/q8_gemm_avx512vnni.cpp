@@ -12,6 +12,7 @@ namespace {
 struct Zmm {
   using V = __m512i;
   static constexpr int kLanes = 16;
+  static constexpr int kMR = 8;  // 16 accumulators + 2 W vectors + 1 broadcast of 32 registers
   static V zero() { return _mm512_setzero_si512(); }
   static V load(const int8_t* p) { return _mm512_loadu_si512(p); }
   static V bcast(int32_t x) { return _mm512_set1_epi32(x); }
@@ -22,6 +23,7 @@ struct Zmm {
 struct Ymm {
   using V = __m256i;
   static constexpr int kLanes = 8;
+  static constexpr int kMR = 8;  // EVEX: 32 ymm registers
   static V zero() { return _mm256_setzero_si256(); }
   static V load(const int8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const V*>(p)); }
   static V bcast(int32_t x) { return _mm256_set1_epi32(x); }

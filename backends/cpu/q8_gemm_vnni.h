@@ -9,10 +9,11 @@
 // W is read packed in panels of kVnniPanel(Isa) columns: panel p holds columns
 // [p·NRP, p·NRP + NRP) as [K4][NRP][4] bytes (K4 = ⌈K/4⌉; columns past N and k past K are 0), so
 // one vector load gives NRP/2 columns × 4 values of k, and each row of A is broadcast 4 bytes at a
-// time (vpbroadcastd). Tile: 8 rows × NRP columns = 16 accumulators.
+// time (vpbroadcastd). Tile: 8 rows × NRP columns = 16 accumulators (6 rows, 12, where VEX
+// reaches only 16 registers).
 //   qu8s8_gemm_8x32_avx512vnni     zmm (AVX-512 F/BW/VL + VNNI: Ice Lake, Zen 4 and later)
 //   qu8s8_gemm_8x16_avx512vnni256  ymm, EVEX-encoded (same CPUs; no 512-bit frequency penalty)
-//   qu8s8_gemm_8x16_avxvnni        ymm, VEX-encoded AVX-VNNI (Alder Lake, Zen 5, no AVX-512)
+//   qu8s8_gemm_6x16_avxvnni        ymm, VEX-encoded AVX-VNNI (Alder Lake, Zen 5, no AVX-512)
 // Each lives in its own file compiled with its -m flags (CMakeLists.txt): such a file includes no
 // inline library code (an inline function built there with AVX-512 could be the copy the linker
 // keeps for every caller, ODR), only intrinsics and its own internal-linkage templates.
@@ -46,7 +47,7 @@ void qu8s8_gemm_8x32_avx512vnni(int M, int n0, int n1, int K, const uint8_t* A, 
 void qu8s8_gemm_8x16_avx512vnni256(int M, int n0, int n1, int K, const uint8_t* A, int lda,
                                    const int8_t* W, int ldw, const int8_t* w_packed,
                                    int8_t* panel_buf, const Q8Epilogue& epi);
-void qu8s8_gemm_8x16_avxvnni(int M, int n0, int n1, int K, const uint8_t* A, int lda,
+void qu8s8_gemm_6x16_avxvnni(int M, int n0, int n1, int K, const uint8_t* A, int lda,
                              const int8_t* W, int ldw, const int8_t* w_packed, int8_t* panel_buf,
                              const Q8Epilogue& epi);
 

@@ -1,8 +1,8 @@
 // The panel GEMM loop nest, one template for the ISA files (q8_gemm_vnni.h: the three VNNI files
 // and q8_gemm_avx2.cpp). Included by exactly those files, which define their kernel structs (for
-// VNNI: vector type V, kLanes int32 lanes, zero, load, bcast, dot, store) in an anonymous
-// namespace: everything here has internal linkage, so each file's copy is built with its own -m
-// flags and cannot stand in for another's.
+// VNNI: vector type V, kLanes int32 lanes, kMR rows a tile, zero, load, bcast, dot, store) in an
+// anonymous namespace: everything here has internal linkage, so each file's copy is built with its
+// own -m flags and cannot stand in for another's.
 #pragma once
 
 #include <cstring>
@@ -20,8 +20,6 @@ namespace {
     __asm__(insn " %[y], %[x], %[acc]" : [acc] "+v"(acc) : [x] "v"(x), [y] "v"(y)); \
     return acc;                                                                     \
   }(c, a, b))
-
-constexpr int kVnniMR = 8;  // rows of A per tile: 2·8 accumulators + 2 W vectors + 1 broadcast
 
 inline int imin(int a, int b) { return a < b ? a : b; }
 
@@ -129,7 +127,7 @@ struct VnniPacking {
 // The VNNI kernels as panel_gemm sees them.
 template <class Isa>
 struct VnniPanels : VnniPacking<2 * Isa::kLanes> {
-  static constexpr int kMR = kVnniMR;
+  static constexpr int kMR = Isa::kMR;  // rows of A per tile (≤ 8): 2·kMR accumulators
   static void tile_rows(int mr, int32_t* acc, const uint8_t* A, int lda, const int8_t* panel,
                         int K) {
     vnni_tile_rows<Isa>(mr, acc, A, lda, panel, K);
