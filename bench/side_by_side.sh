@@ -17,7 +17,12 @@
 #   bertrt-fp32         the fine-tuned fp32 file (bertrt bench)
 #   bertrt-int8         its PTQ int8 file on the int8 kernel bertrt picks for this CPU
 #   bertrt-int8-avx2    the same forced to the AVX2 kernel (BERTRT_Q8_KERNEL=avx2), where it differs
-# then the ratios bertrt / ORT (below 1: bertrt faster) and bertrt int8 / bertrt fp32.
+#   bertrt-int8-avxvnni the same forced to the AVX-VNNI kernel (ymm, no AVX-512), where it differs
+#   bertrt-fp32-fma3    the fp32 file forced to the AVX2/FMA kernel (BERTRT_F32_KERNEL=fma3), where
+#                       it differs: what an AVX2-only (or AVX-VNNI-only) CPU runs for fp32
+# then the ratios bertrt / ORT (below 1: bertrt faster) and bertrt int8 / bertrt fp32, and a second
+# table of the narrower paths: int8 avx2 and avxvnni against fp32 fma3, the speed-ups a CPU
+# without AVX-512 would see (the same core, so a proxy, not that CPU's figures).
 # The first lines give the CPU (model name, the SIMD flags that decide the kernels) and the kernel.
 set -u -o pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -68,6 +73,7 @@ for cfg in $CONFIGS; do
 done
 probe=$($B bench --model $OUT/$(set -- $CONFIGS; echo $1).int8.brt --batch-size 1 --seq-len 8 --warmup 0 --iters 1 --json)
 kernel=$(echo "$probe" | sed -n 's/.*"int8_kernel":"\([a-z0-9]*\)".*/\1/p')
+f32kernel=$(echo "$probe" | sed -n 's/.*"f32_kernel":"\([a-z0-9]*\)".*/\1/p')
 blas=$(echo "$probe" | sed -n 's/.*"blas":"\([^"]*\)".*/\1/p')
 echo "bertrt int8 kernel: ${kernel:-?} (BERTRT_Q8_KERNEL to force one); fp32 GEMM: ${blas:-?}"
 # PyTorch (Debian's python3-torch) runs its GEMMs on the same OpenBLAS: where bertrt had to replace
@@ -84,6 +90,9 @@ fi
 RAW=$OUT/raw.jsonl
 : >"$RAW"
 ms_of() { sed -n 's/.*"median_ms": *\([0-9.eE+-]*\).*/\1/p' | tail -1; }
+runs() { # runs VAR=KERNEL MODEL: true when this CPU can run the forced kernel
+  env "$1" $B bench --model "$2" --batch-size 1 --seq-len 8 --warmup 0 --iters 1 >/dev/null 2>&1
+}
 row() { # row WHO CFG BATCH MS
   [ -n "$4" ] && echo "{\"who\":\"$1\",\"cfg\":\"$2\",\"batch\":$3,\"ms\":$4}" >>"$RAW"
 }
@@ -105,8 +114,13 @@ for r in $(seq 1 $ROUNDS); do
       export BERTRT_NUM_THREADS=$THREADS
       row bertrt-fp32 $cfg $bs "$($B bench --model $m.cls.brt "${bb[@]}" 2>/dev/null | ms_of)"
       row bertrt-int8 $cfg $bs "$($B bench --model $m.int8.brt "${bb[@]}" 2>/dev/null | ms_of)"
-      if [ -n "$kernel" ] && [ "$kernel" != avx2 ] && BERTRT_Q8_KERNEL=avx2 $B bench --model $m.int8.brt --batch-size 1 --seq-len 8 --warmup 0 --iters 1 >/dev/null 2>&1; then
-        row bertrt-int8-avx2 $cfg $bs "$(BERTRT_Q8_KERNEL=avx2 $B bench --model $m.int8.brt "${bb[@]}" 2>/dev/null | ms_of)"
+      for k in avx2 avxvnni; do
+        if [ -n "$kernel" ] && [ "$kernel" != $k ] && runs BERTRT_Q8_KERNEL=$k $m.int8.brt; then
+          row bertrt-int8-$k $cfg $bs "$(BERTRT_Q8_KERNEL=$k $B bench --model $m.int8.brt "${bb[@]}" 2>/dev/null | ms_of)"
+        fi
+      done
+      if [ -n "$f32kernel" ] && [ "$f32kernel" != fma3 ] && runs BERTRT_F32_KERNEL=fma3 $m.cls.brt; then
+        row bertrt-fp32-fma3 $cfg $bs "$(BERTRT_F32_KERNEL=fma3 $B bench --model $m.cls.brt "${bb[@]}" 2>/dev/null | ms_of)"
       fi
     done
     if [ "$TRAIN" = 1 ]; then
@@ -145,14 +159,26 @@ def ratio(cfg, b, a, c):
     x, y = best.get((cfg, b, a)), best.get((cfg, b, c))
     return f"{x / y:.2f}×" if x is not None and y is not None else "–"
 keys = sorted({(c, b) for c, b, _ in best}, key=lambda k: (k[0] != "mini", k[1]))
-print(f"\n| model, batch (S128) | ORT fp32 | PyTorch fp32 | bertrt fp32 | bertrt/ORT fp32 | ORT int8 | bertrt int8 ({kernel}) | bertrt/ORT int8 | bertrt int8 avx2 | int8/fp32 bertrt ({kernel}, avx2) |")
-print("|---|---|---|---|---|---|---|---|---|---|")
-for c, b in keys:
-    if not any(w.endswith(("fp32", "int8")) and (c, b, w) in best for w in ("ort-fp32", "bertrt-int8")):
-        continue
+print(f"\n| model, batch (S128) | ORT fp32 | PyTorch fp32 | bertrt fp32 | bertrt/ORT fp32 | ORT int8 | bertrt int8 ({kernel}) | bertrt/ORT int8 | int8/fp32 bertrt |")
+print("|---|---|---|---|---|---|---|---|---|")
+infer = [(c, b) for c, b in keys if any((c, b, w) in best for w in ("ort-fp32", "bertrt-int8"))]
+for c, b in infer:
     print(f"| {c} B{b} | {ms(c,b,'ort-fp32')} | {ms(c,b,'torch-fp32')} | {ms(c,b,'bertrt-fp32')} | {ratio(c,b,'bertrt-fp32','ort-fp32')} "
-          f"| {ms(c,b,'ort-int8')} | {ms(c,b,'bertrt-int8')} | {ratio(c,b,'bertrt-int8','ort-int8')} | {ms(c,b,'bertrt-int8-avx2')} "
-          f"| {ratio(c,b,'bertrt-int8','bertrt-fp32')}, {ratio(c,b,'bertrt-int8-avx2','bertrt-fp32')} |")
+          f"| {ms(c,b,'ort-int8')} | {ms(c,b,'bertrt-int8')} | {ratio(c,b,'bertrt-int8','ort-int8')} "
+          f"| {ratio(c,b,'bertrt-int8','bertrt-fp32')} |")
+narrow = [(c, b) for c, b in infer if (c, b, "bertrt-fp32-fma3") in best]
+if narrow:
+    # Issue #13's targets for CPUs without AVX-512: int8 >= 2x faster than fp32 on AVX2 only, >= 3x
+    # with VNNI. Speed-up = fp32 time / int8 time, both on the narrower kernels of this core.
+    def speedup(c, b, q):
+        x, y = best.get((c, b, "bertrt-fp32-fma3")), best.get((c, b, q))
+        return f"{x / y:.2f}×" if x is not None and y is not None else "–"
+    print("\n| model, batch (S128) | bertrt fp32 fma3 | int8 avx2 | int8 avxvnni | speed-up avx2 | speed-up avxvnni |")
+    print("|---|---|---|---|---|---|")
+    for c, b in narrow:
+        print(f"| {c} B{b} | {ms(c,b,'bertrt-fp32-fma3')} | {ms(c,b,'bertrt-int8-avx2')} | {ms(c,b,'bertrt-int8-avxvnni')} "
+              f"| {speedup(c,b,'bertrt-int8-avx2')} | {speedup(c,b,'bertrt-int8-avxvnni')} |")
+    print("speed-up: bertrt fp32 on the fma3 kernel over int8 on that kernel, the same core (a proxy for a CPU without AVX-512).")
 train = [(c, b) for c, b in keys if (c, b, "bertrt-train") in best or (c, b, "torch-train") in best]
 if train:
     # Model FLOPs of one step (matmuls only, as MFU counts them): per token and layer the Linears
