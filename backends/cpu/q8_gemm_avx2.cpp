@@ -10,9 +10,9 @@
 //   - W is packed in panels of 16 columns as [⌈K/2⌉][16][2] bytes (columns past N and the k past
 //     K are 0), once per weight (q8_pack_w) or per call. One 16-byte load sign-extended to int16
 //     (vpmovsxbw) gives 8 columns × 2 values of k.
-// Tile: 6 rows × 16 columns = 12 accumulators, plus 2 W vectors and 1 broadcast: 15 of the 16 ymm
-// registers. Each accumulator lane holds one output's sum, so there is no horizontal reduction
-// and the epilogue is panel_gemm's vector loop.
+// Tile: 6 rows × 16 columns = 12 accumulators, taken 8 columns at a time with 1 W vector and 1
+// broadcast: 14 of the 16 ymm registers (avx2_tile says why). Each accumulator lane holds one
+// output's sum, so there is no horizontal reduction and the epilogue is panel_gemm's vector loop.
 #if defined(__x86_64__) && defined(__AVX2__)
 #include <immintrin.h>
 
@@ -44,11 +44,12 @@ void avx2_tile(int32_t* acc, const int16_t* A, int lda, const int8_t* panel, int
   // of the kernel's samples (BERT-base B1 with BERTRT_Q8_KERNEL=avx2). The broadcasts are asm
   // volatile because GCC otherwise merges a row's two into one register and spills again.
   for (int q = 0; q < k2; ++q, b += 32) {
-#define BERTRT_AVX2_ROW(i, h)                                                   \
-  if constexpr (MR > i) {                                                      \
-    __m256i av;                                                                \
-    __asm__ volatile("vpbroadcastd %1, %0" : "=x"(av) : "m"(*reinterpret_cast<const int32_t*>(a##i + 2 * q)));\
-    c##i##h = _mm256_add_epi32(c##i##h, _mm256_madd_epi16(av, w));             \
+#define BERTRT_AVX2_ROW(i, h)                                                            \
+  if constexpr (MR > i) {                                                               \
+    __m256i av;                                                                         \
+    const int32_t* pair = reinterpret_cast<const int32_t*>(a##i + 2 * q);               \
+    __asm__ volatile("vpbroadcastd %1, %0" : "=x"(av) : "m"(*pair));                    \
+    c##i##h = _mm256_add_epi32(c##i##h, _mm256_madd_epi16(av, w));                      \
   }
     {
       const __m256i w = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
