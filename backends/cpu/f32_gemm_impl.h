@@ -108,7 +108,10 @@ void tile(float* S, bool first, bool last, float* Y, int ldy, const float* P, co
   alignas(64) float u[PR][TR];
   if constexpr (NR <= L && L > 1) {
 #pragma GCC unroll 16
-    for (int j = NR; j < L; ++j) Isa::store(&t[j][0], Isa::zero()), Isa::store(&t[j][L], Isa::zero());
+    for (int j = NR; j < L; ++j) {
+      Isa::store(&t[j][0], Isa::zero());
+      Isa::store(&t[j][L], Isa::zero());
+    }
     Isa::transpose(&u[0][0], L, &t[0][0], PR);
     if (mr > L) Isa::transpose(&u[L][0], L, &t[0][L], PR);
   } else {
