@@ -89,27 +89,16 @@ inline void vnni_tile(int32_t* acc, const uint8_t* A, int lda, const int8_t* pan
   if constexpr (MR > 7) Isa::store(acc + 7 * NRP, c70), Isa::store(acc + 7 * NRP + L, c71);
 }
 
-template <class Isa>
+// Rows [0, mr) of a tile, mr ≤ MR: the tile instantiated at the rows that are left (only up to
+// the kernel's own kMR, so a 6-row kernel builds no 7- or 8-row tile).
+template <class Isa, int MR = Isa::kMR>
 inline void vnni_tile_rows(int mr, int32_t* acc, const uint8_t* A, int lda, const int8_t* panel,
                            int K) {
-  switch (mr) {
-    case 8:
-      return vnni_tile<Isa, 8>(acc, A, lda, panel, K);
-    case 7:
-      return vnni_tile<Isa, 7>(acc, A, lda, panel, K);
-    case 6:
-      return vnni_tile<Isa, 6>(acc, A, lda, panel, K);
-    case 5:
-      return vnni_tile<Isa, 5>(acc, A, lda, panel, K);
-    case 4:
-      return vnni_tile<Isa, 4>(acc, A, lda, panel, K);
-    case 3:
-      return vnni_tile<Isa, 3>(acc, A, lda, panel, K);
-    case 2:
-      return vnni_tile<Isa, 2>(acc, A, lda, panel, K);
-    default:
-      return vnni_tile<Isa, 1>(acc, A, lda, panel, K);
+  static_assert(MR >= 1 && MR <= 8, "vnni_tile names 8 rows of accumulators");
+  if constexpr (MR > 1) {
+    if (mr < MR) return vnni_tile_rows<Isa, MR - 1>(mr, acc, A, lda, panel, K);
   }
+  vnni_tile<Isa, MR>(acc, A, lda, panel, K);
 }
 
 // The VNNI packing of W in panels of NRP columns and A read as it is, as panel_gemm (below) sees
