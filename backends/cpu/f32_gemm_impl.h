@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstring>
 
+#include "backends/cpu/simd.h"
+
 namespace bertrt::cpu {
 namespace {
 
@@ -119,12 +121,11 @@ void tile(float* S, bool first, bool last, float* Y, int ldy, const float* P, co
       for (int j = 0; j < NR; ++j) u[i][j] = t[j][i];
   }
   // GCC leaves the bias add scalar at NR 12 (extracting lanes), so it goes 4 floats at a time.
-  typedef float V4 __attribute__((vector_size(16)));
   constexpr int N4 = NR / 4 * 4;
   for (int i = 0; i < mr; ++i) {
     float* y = Y + static_cast<size_t>(i) * ldy;
     for (int j = 0; j < N4; j += 4) {
-      V4 v, b = {};
+      f32x4 v, b = {};
       std::memcpy(&v, &u[i][j], sizeof v);
       if (bias) std::memcpy(&b, bias + j, sizeof b);
       v = bias ? v + b : v;

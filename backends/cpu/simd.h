@@ -26,6 +26,9 @@
 // type pins the lanes, so every clone (v4, v3, SSE2 as two halves, NEON) combines in the same
 // order and gives the same floats. Keep these inside one function: a vector passed by value
 // across a call would depend on the clone's ISA (GCC's -Wpsabi note).
+// f32x4: four floats, for short rows GCC would otherwise add lane by lane (the fp32 tile's bias).
+// Types only: this header is safe in the per-ISA files, which must not take inline library code.
 namespace bertrt::cpu {
 typedef float f32x8 __attribute__((vector_size(32)));
+typedef float f32x4 __attribute__((vector_size(16)));
 }  // namespace bertrt::cpu
