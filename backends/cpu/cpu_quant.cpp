@@ -17,8 +17,6 @@ namespace {
 
 constexpr size_t kGrainElems = 16384;  // as cpu_backend.cpp: below this a hand-off costs more
 
-
-
 // Below this many multiply-adds a GEMM runs on the calling thread.
 constexpr double kQ8SplitOps = 1 << 18;
 
@@ -110,15 +108,17 @@ struct GeluQuantize {
   float inv;
   int zero_point;
   void operator()(int m0, int m1, int c0, int c1) const {
-    thread_local std::vector<float> row;
     const size_t w = static_cast<size_t>(c1 - c0);
+    if (kind == Gelu::kErf) {
+      const size_t at = static_cast<size_t>(m0) * N + c0;
+      return cpu::gelu_erf_quantize_u8_kernel(q + at, pre + at, m1 - m0, c1 - c0, N, inv,
+                                              zero_point);
+    }
+    thread_local std::vector<float> row;
     if (row.size() < w) row.resize(w);
     for (int m = m0; m < m1; ++m) {
       const size_t at = static_cast<size_t>(m) * N + c0;
-      if (kind == Gelu::kErf)
-        cpu::gelu_erf_forward_kernel(row.data(), pre + at, w);
-      else
-        cpu::gelu_tanh_forward_kernel(row.data(), pre + at, w);
+      cpu::gelu_tanh_forward_kernel(row.data(), pre + at, w);
       cpu::quantize_u8_kernel(q + at, row.data(), w, inv, zero_point);
     }
   }

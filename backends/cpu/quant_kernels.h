@@ -18,11 +18,17 @@ void min_max_kernel(float* mn, float* mx, const float* x, size_t n);
 void absmax_rows_kernel(float* out, const float* x, int r0, int r1, int cols);
 
 // Fake-quant of n elements with one (scale, inv = 1/scale, zero point); mask may be nullptr.
-void fake_quant_kernel(float* out, uint8_t* mask, const float* x, size_t n, float scale,
-                       float inv, int zero_point, int qmin, int qmax);
+void fake_quant_kernel(float* out, uint8_t* mask, const float* x, size_t n, float scale, float inv,
+                       int zero_point, int qmin, int qmax);
 // dinp[i] += mask[i] ? dout[i] : 0.
 void fake_quant_backward_kernel(float* dinp, const uint8_t* mask, const float* dout, size_t n);
 // q[i] = clamp(nearbyint(x[i] · inv) + zero_point, 0, 255).
 void quantize_u8_kernel(uint8_t* q, const float* x, size_t n, float inv, int zero_point);
+// q = quantize_u8_kernel of gelu_erf_forward_kernel(x) (kernels.h) for rows × cols values, rows
+// ld apart in q and x: the same integers, by gelu_u8.h's fast path where the CPU has AVX-512 F.
+void gelu_erf_quantize_u8_kernel(uint8_t* q, const float* x, int rows, int cols, size_t ld,
+                                 float inv, int zero_point);
+// Which path gelu_erf_quantize_u8_kernel takes here: "avx512f" or "exact" (the two kernels).
+const char* gelu_erf_quantize_u8_path();
 
 }  // namespace bertrt::cpu
