@@ -135,6 +135,8 @@ class CpuBackend : public ReferenceBackend {
                                 std::optional<Gelu> gelu) override;
 
   void embedding_forward(float* out, const int32_t* ids, const float* table, int n, int C) override;
+  void embedding_forward_s8(float* out, const int32_t* ids, const int8_t* q, const float* scale,
+                            int n, int C, int V) override;
   void embedding_backward(float* dtable, const int32_t* ids, const float* dout, int n,
                           int C) override;
 

@@ -191,6 +191,18 @@ void CpuBackend::quantize_u8(uint8_t* q, const float* x, size_t n, float scale, 
   });
 }
 
+void CpuBackend::embedding_forward_s8(float* out, const int32_t* ids, const int8_t* q,
+                                      const float* scale, int n, int C, int V) {
+  for (int i = 0; i < n; ++i)  // checked up front: the pool's tasks must not throw
+    if (ids[i] < 0 || ids[i] >= V)
+      fail("embedding_forward_s8: position {}: id {} is outside the table [0, {})", i, ids[i], V);
+  const size_t grain = C > 0 ? (kGrainElems + C - 1) / C : 1;
+  pool_.parallel_for(n, grain, [&](size_t r0, size_t r1) {
+    cpu::embedding_forward_s8_rows(out, ids, q, scale, static_cast<int>(r0), static_cast<int>(r1),
+                                   C);
+  });
+}
+
 void CpuBackend::gemm_u8s8_s32(int M, int N, int K, const uint8_t* A, int lda, const int8_t* B,
                                int ldb, int32_t* C, int ldc) {
   check_q8_k("gemm_u8s8_s32", K);

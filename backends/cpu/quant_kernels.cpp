@@ -109,6 +109,27 @@ BERTRT_CPU_CLONES_V4 void quantize_u8_kernel(uint8_t* q, const float* x, size_t 
   }
 }
 
+// GCC contracts a·b + c into an FMA across statements (its default for GNU C++) unless told not
+// to; Clang's default contracts only within one expression, which the loop below splits.
+#if defined(__GNUC__) && !defined(__clang__)
+#define BERTRT_NO_FP_CONTRACT __attribute__((optimize("fp-contract=off")))
+#else
+#define BERTRT_NO_FP_CONTRACT
+#endif
+
+BERTRT_CPU_CLONES_V4 BERTRT_NO_FP_CONTRACT void embedding_forward_s8_rows(
+    float* out, const int32_t* ids, const int8_t* q, const float* scale, int r0, int r1, int C) {
+  for (int i = r0; i < r1; ++i) {
+    float* __restrict o = out + static_cast<size_t>(i) * C;
+    const int8_t* __restrict row = q + static_cast<size_t>(ids[i]) * C;
+    const float s = scale[ids[i]];
+    for (int c = 0; c < C; ++c) {
+      const float v = s * static_cast<float>(row[c]);
+      o[c] += v;
+    }
+  }
+}
+
 const char* gelu_erf_quantize_u8_path() {
 #ifdef BERTRT_GELU_U8_AVX512F
   if (x86_features().avx512f) return "avx512f";
