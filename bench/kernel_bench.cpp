@@ -16,9 +16,8 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/f32_attention.h"
-#include "backends/cpu/kernels.h"
+#include "backends/cpu/gelu_u8.h"
 #include "backends/cpu/q8_gemm.h"
-#include "backends/cpu/quant_kernels.h"
 #include "backends/reference/reference_backend.h"
 #include "bench/best_seconds.h"
 #include "quant/int8_weight.h"
@@ -167,34 +166,27 @@ int main(int argc, char** argv) {
     }
   }
   // The int8 FFN's GELU + quantization (cpu_quant.cpp's post-op) on one 64 × 64 block of a
-  // 3072-wide row-major output, one thread: the two exact kernels in turn (the op's reference)
-  // and gelu_erf_quantize_u8_kernel (gelu_u8.h: the same integers). Inputs uniform on [−8, 8].
+  // 3072-wide row-major output, one thread: the two exact kernels in turn (the op's reference,
+  // gelu_u8.h's "scalar" path) and gelu_u8.h's table paths, each with the reference's integers.
+  // Inputs uniform on [−8, 8].
   {
     constexpr int R = 64, C = 64, ld = 3072;
     const auto x = uniform<float>(static_cast<size_t>(R) * ld, 6, -8, 8);
-    std::vector<float> g(C);
     std::vector<uint8_t> q(static_cast<size_t>(R) * ld);
     const float inv = 1 / 0.03f;
-    const double two = best_seconds(
-        [&] {
-          for (int r = 0; r < R; ++r) {
-            const size_t at = static_cast<size_t>(r) * ld;
-            bertrt::cpu::gelu_erf_forward_kernel(g.data(), x.data() + at, C);
-            bertrt::cpu::quantize_u8_kernel(q.data() + at, g.data(), C, inv, 6);
-          }
-        },
-        0.3);
-    const double one = best_seconds(
-        [&] { bertrt::cpu::gelu_erf_quantize_u8_kernel(q.data(), x.data(), R, C, ld, inv, 6); },
-        0.3);
-    for (auto [name, sec] :
-         {std::pair{"gelu_erf then quantize_u8", two}, std::pair{"gelu_erf_quantize_u8", one}}) {
+    for (bertrt::cpu::F32Kernel k : bertrt::cpu::kAllF32Kernels) {
+      if (!bertrt::cpu::f32_kernel_available(k)) continue;
+      const double sec = best_seconds(
+          [&] { bertrt::cpu::gelu_erf_quantize_u8(k, q.data(), x.data(), R, C, ld, inv, 6); }, 0.3);
       const double ge = R * C / sec * 1e-9;
+      const char* name = bertrt::cpu::f32_kernel_name(k);
       if (json) {
-        std::printf(",\n {\"op\":\"%s\",\"rows\":%d,\"cols\":%d,\"gelems_per_s\":%.3f}", name, R, C,
-                    ge);
+        std::printf(",\n {\"op\":\"gelu_erf_quantize_u8\",\"kernel\":\"%s\",\"gelems_per_s\":%.3f}",
+                    name, ge);
       } else {
-        std::printf("%-34s %-16s %10.2f  (Gelem/s, one thread)\n", name, "64x64 of 3072", ge);
+        char what[48];
+        std::snprintf(what, sizeof what, "gelu_erf_quantize_u8 %s", name);
+        std::printf("%-34s %-16s %10.2f  (Gelem/s, one thread)\n", what, "64x64 of 3072", ge);
       }
     }
   }

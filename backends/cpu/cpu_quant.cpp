@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/gelu_u8.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/q8_gemm.h"
 #include "backends/cpu/quant_kernels.h"
@@ -107,12 +108,13 @@ struct GeluQuantize {
   Gelu kind;
   float inv;
   int zero_point;
+  cpu::F32Kernel simd;  // which SIMD path of gelu_u8.h (the backend's fp32 kernel)
   void operator()(int m0, int m1, int c0, int c1) const {
     const size_t w = static_cast<size_t>(c1 - c0);
     if (kind == Gelu::kErf) {
       const size_t at = static_cast<size_t>(m0) * N + c0;
-      return cpu::gelu_erf_quantize_u8_kernel(q + at, pre + at, m1 - m0, c1 - c0, N, inv,
-                                              zero_point);
+      return cpu::gelu_erf_quantize_u8(simd, q + at, pre + at, m1 - m0, c1 - c0, N, inv,
+                                       zero_point);
     }
     thread_local std::vector<float> row;
     if (row.size() < w) row.resize(w);
@@ -248,7 +250,7 @@ void CpuBackend::linear_u8s8_gelu_u8(uint8_t* q, float* pre, float*, const uint8
   check_quant_scale("linear_u8s8_gelu_u8", q_scale, 0);
   run_q8(pool_, q8_kernel_, M, N, K, A, lda, W, K, w_packed,
          dequant_epilogue(pre, N, a_scale, a_zero_point, w_scale, w_sum, bias),
-         GeluQuantize{pre, q, N, kind, 1.0f / q_scale, q_zero_point});
+         GeluQuantize{pre, q, N, kind, 1.0f / q_scale, q_zero_point, f32_kernel_});
 }
 
 }  // namespace bertrt

@@ -1,6 +1,6 @@
 // gelu_erf_quantize_u8_avx512f (gelu_u8.h). Built with -mavx512f (CMakeLists.txt), called only
-// where cpuid says the CPU has AVX-512 F (quant_kernels.cpp). The table's six coefficient rows
-// live in registers, 32 floats in two zmm each; vpermt2ps picks every lane's interval.
+// where the cpu backend runs its avx512f kernels (cpuid said so). kGeluTable32's six coefficient
+// rows live in registers, 32 floats in two zmm each; vpermt2ps picks every lane's interval.
 #if defined(__x86_64__) && defined(__AVX512F__)
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593, as f32_gemm_avx512f.cpp
@@ -9,40 +9,27 @@
 #include <immintrin.h>
 
 #include "backends/cpu/gelu_u8.h"
-#include "backends/cpu/kernels.h"
-#include "backends/cpu/quant_kernels.h"
 
 namespace bertrt::cpu {
-namespace {
-
-// The exact kernels on a group of values (the op's reference: gelu_forward then quantize_u8).
-void exact(uint8_t* q, const float* x, size_t n, float inv, int zero_point) {
-  alignas(64) float g[16];
-  gelu_erf_forward_kernel(g, x, n);
-  quantize_u8_kernel(q, g, n, inv, zero_point);
-}
-
-}  // namespace
 
 void gelu_erf_quantize_u8_avx512f(uint8_t* q, const float* x, int rows, int cols, size_t ld,
                                   float inv, int zero_point) {
-  constexpr int D = kGeluTableDegree;
+  const auto& T = kGeluTable32;
+  constexpr int D = kGeluTable32.kDegree;
+  static_assert(kGeluTable32.kIntervals == 32, "two zmm a coefficient");
   __m512 lo[D + 1], hi[D + 1];
   for (int j = 0; j <= D; ++j) {
-    lo[j] = _mm512_load_ps(kGeluTable[j]);
-    hi[j] = _mm512_load_ps(kGeluTable[j] + 16);
+    lo[j] = _mm512_load_ps(T.c[j]);
+    hi[j] = _mm512_load_ps(T.c[j] + 16);
   }
-  const __m512 k = _mm512_set1_ps(1.0f / kGeluTableWidth);
-  const __m512 b = _mm512_set1_ps(-kGeluTableLo / kGeluTableWidth);
-  const __m512 width = _mm512_set1_ps(kGeluTableWidth);
-  const __m512 first_centre = _mm512_set1_ps(kGeluTableLo + 0.5f * kGeluTableWidth);
-  const __m512 last = _mm512_set1_ps(kGeluTableIntervals - 1.0f);
-  const __m512 table_lo = _mm512_set1_ps(kGeluTableLo), table_hi = _mm512_set1_ps(kGeluTableHi);
+  const __m512 k = _mm512_set1_ps(1.0f / T.width), b = _mm512_set1_ps(-T.lo / T.width);
+  const __m512 width = _mm512_set1_ps(T.width);
+  const __m512 first_centre = _mm512_set1_ps(T.lo + 0.5f * T.width);
+  const __m512 last = _mm512_set1_ps(T.kIntervals - 1.0f);
+  const __m512 table_lo = _mm512_set1_ps(T.lo), table_hi = _mm512_set1_ps(T.hi);
   const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());
   const __m512 vinv = _mm512_set1_ps(inv);
-  // δ = d0 + |t|·d1 (gelu_u8.h); d0 also covers the roundings of the test's own fma (2^-20).
-  const __m512 d0 = _mm512_set1_ps(inv * kGeluTableE0 * 1.001f + 0x1p-20f);
-  const __m512 d1 = _mm512_set1_ps(kGeluTableE1 + 0x1p-22f);
+  const __m512 d0 = _mm512_set1_ps(gelu_u8_d0(inv)), d1 = _mm512_set1_ps(kGeluU8D1);
   const __m512 half = _mm512_set1_ps(0.5f);
   const __m512 qlo = _mm512_set1_ps(static_cast<float>(-zero_point));
   const __m512 qhi = _mm512_set1_ps(static_cast<float>(255 - zero_point));
@@ -72,14 +59,14 @@ void gelu_erf_quantize_u8_avx512f(uint8_t* q, const float* x, int rows, int cols
       const __m512 gap = _mm512_abs_ps(_mm512_sub_ps(t, r));  // exact
       const __m512 test = _mm512_fmadd_ps(_mm512_abs_ps(t), d1, _mm512_add_ps(gap, d0));
       if (_mm512_cmp_ps_mask(test, half, _CMP_LT_OQ) != 0xFFFF) {  // NaN compares false
-        exact(q + i, x + i, 16, inv, zero_point);
+        gelu_erf_quantize_u8_exact(q + i, x + i, 16, inv, zero_point);
         continue;
       }
       const __m512 c = _mm512_min_ps(_mm512_max_ps(r, qlo), qhi);
       const __m512i v = _mm512_add_epi32(_mm512_cvtps_epi32(c), zp);  // in [0, 255]
       _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), _mm512_cvtepi32_epi8(v));
     }
-    if (i < n) exact(q + i, x + i, n - i, inv, zero_point);
+    if (i < n) gelu_erf_quantize_u8_exact(q + i, x + i, n - i, inv, zero_point);
   }
 }
 

@@ -9,9 +9,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "backends/cpu/cpu_features.h"
-#include "backends/cpu/gelu_u8.h"
-#include "backends/cpu/kernels.h"
 #include "backends/cpu/simd.h"
 
 namespace bertrt::cpu {
@@ -128,29 +125,6 @@ BERTRT_CPU_CLONES_V4 BERTRT_NO_FP_CONTRACT void embedding_forward_s8_rows(
       o[c] += v;
     }
   }
-}
-
-const char* gelu_erf_quantize_u8_path() {
-#ifdef BERTRT_GELU_U8_AVX512F
-  if (x86_features().avx512f) return "avx512f";
-#endif
-  return "exact";
-}
-
-void gelu_erf_quantize_u8_kernel(uint8_t* q, const float* x, int rows, int cols, size_t ld,
-                                 float inv, int zero_point) {
-#ifdef BERTRT_GELU_U8_AVX512F
-  if (x86_features().avx512f)
-    return gelu_erf_quantize_u8_avx512f(q, x, rows, cols, ld, inv, zero_point);
-#endif
-  float g[256];  // the reference: the two kernels, a block at a time
-  for (int r = 0; r < rows; ++r)
-    for (int c = 0; c < cols; c += 256) {
-      const size_t at = static_cast<size_t>(r) * ld + static_cast<size_t>(c);
-      const size_t m = static_cast<size_t>(cols - c < 256 ? cols - c : 256);
-      gelu_erf_forward_kernel(g, x + at, m);
-      quantize_u8_kernel(q + at, g, m, inv, zero_point);
-    }
 }
 
 }  // namespace bertrt::cpu

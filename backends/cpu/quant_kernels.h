@@ -24,15 +24,9 @@ void fake_quant_kernel(float* out, uint8_t* mask, const float* x, size_t n, floa
 void fake_quant_backward_kernel(float* dinp, const uint8_t* mask, const float* dout, size_t n);
 // q[i] = clamp(nearbyint(x[i] · inv) + zero_point, 0, 255).
 void quantize_u8_kernel(uint8_t* q, const float* x, size_t n, float inv, int zero_point);
-// q = quantize_u8_kernel of gelu_erf_forward_kernel(x) (kernels.h) for rows × cols values, rows
-// ld apart in q and x: the same integers, by gelu_u8.h's fast path where the CPU has AVX-512 F.
-void gelu_erf_quantize_u8_kernel(uint8_t* q, const float* x, int rows, int cols, size_t ld,
-                                 float inv, int zero_point);
 // The int8 embedding lookup for rows [r0, r1): out[i, :] += scale[ids[i]] · float(q[ids[i], :]),
 // the product rounded on its own as in the reference's loop (no FMA), ids already checked.
 void embedding_forward_s8_rows(float* out, const int32_t* ids, const int8_t* q, const float* scale,
                                int r0, int r1, int C);
-// Which path gelu_erf_quantize_u8_kernel takes here: "avx512f" or "exact" (the two kernels).
-const char* gelu_erf_quantize_u8_path();
 
 }  // namespace bertrt::cpu

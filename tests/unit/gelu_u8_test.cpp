@@ -15,6 +15,7 @@
 #include <limits>
 #include <vector>
 
+#include "backends/cpu/f32_gemm.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/quant_kernels.h"
 
@@ -55,11 +56,19 @@ std::vector<uint8_t> reference(const std::vector<float>& x, float inv, int zp) {
   return q;
 }
 
-std::vector<uint8_t> fused(const std::vector<float>& x, float inv, int zp) {
+std::vector<uint8_t> fused(cpu::F32Kernel k, const std::vector<float>& x, float inv, int zp) {
   std::vector<uint8_t> q(x.size());
-  cpu::gelu_erf_quantize_u8_kernel(q.data(), x.data(), 1, static_cast<int>(x.size()), x.size(), inv,
-                                   zp);
+  cpu::gelu_erf_quantize_u8(k, q.data(), x.data(), 1, static_cast<int>(x.size()), x.size(), inv,
+                            zp);
   return q;
+}
+
+// Every table path this CPU runs (the scalar path is the reference itself).
+std::vector<cpu::F32Kernel> simd_paths() {
+  std::vector<cpu::F32Kernel> ks;
+  for (cpu::F32Kernel k : cpu::kAllF32Kernels)
+    if (k != cpu::F32Kernel::kScalar && cpu::f32_kernel_available(k)) ks.push_back(k);
+  return ks;
 }
 
 size_t first_difference(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
@@ -115,11 +124,12 @@ struct Quant {
 // codes saturate early, and zero point 0 (the negative values clip).
 constexpr Quant kQuants[] = {{0.03f, 6}, {0.0021f, 81}, {0.25f, 1}, {0.0004f, 200}, {7.0f, 0}};
 
-TEST(GeluU8, TableWithinItsBoundOfTheExactKernel) {
+// The worst |table − exact| / (E0 + E1·|table|) over a float sweep and every float near a join.
+template <int N, int D>
+void expect_within_bound(const cpu::GeluTable<N, D>& table, const char* name) {
   std::vector<float> x = float_sweep(7.0f, 101);
-  // And every float within 64 ulps of each interval's ends, where the index may land one off.
-  for (int i = 0; i <= cpu::kGeluTableIntervals; ++i) {
-    const float join = cpu::kGeluTableLo + static_cast<float>(i) * cpu::kGeluTableWidth;
+  for (int i = 0; i <= N; ++i) {  // every float within 64 ulps of each join: the index may be off
+    const float join = table.lo + static_cast<float>(i) * table.width;
     for (int d = -64; d <= 64; ++d) {
       const float f = join == 0.0f ? from_bits(std::abs(d)) * (d < 0 ? -1.0f : 1.0f)
                                    : from_bits(static_cast<uint32_t>(int64_t(bits(join)) + d));
@@ -130,34 +140,44 @@ TEST(GeluU8, TableWithinItsBoundOfTheExactKernel) {
   double worst = 0;
   float at = 0;
   for (size_t i = 0; i < x.size(); ++i) {
-    const float t = cpu::gelu_table_f32(x[i]);
+    const float t = cpu::gelu_table_f32(table, x[i]);
     const double r = std::fabs(double(t) - double(g[i])) /
                      (double(cpu::kGeluTableE0) + double(cpu::kGeluTableE1) * std::fabs(t));
     if (r > worst) worst = r, at = x[i];
   }
-  std::cout << x.size() << " inputs; worst |table − exact| / (E0 + E1·|table|) = " << worst
-            << " at x = " << at << "\n";
-  EXPECT_LE(worst, 1.0) << "at x = " << at;
+  std::cout << name << ": " << x.size()
+            << " inputs; worst |table − exact| / (E0 + E1·|table|) = " << worst << " at x = " << at
+            << "\n";
+  EXPECT_LE(worst, 1.0) << name << " at x = " << at;
+}
+
+TEST(GeluU8, TablesWithinTheirBoundOfTheExactKernel) {
+  expect_within_bound(cpu::kGeluTable32, "kGeluTable32");
+  expect_within_bound(cpu::kGeluTable8, "kGeluTable8");
 }
 
 TEST(GeluU8, SameIntegersAsTheExactKernelsOnTheRoundingBoundaries) {
-  std::cout << "gelu_erf_quantize_u8 path on this CPU: " << cpu::gelu_erf_quantize_u8_path()
-            << "\n";
-  for (const Quant& qp : kQuants) {
-    const float inv = 1.0f / qp.scale;
-    const std::vector<float> x = boundary_inputs(inv, qp.zp);
-    ASSERT_GE(x.size(), 20u) << "scale " << qp.scale;  // 2 crossings for scale 7, 100s for BERT's
-    const auto want = reference(x, inv, qp.zp), got = fused(x, inv, qp.zp);
-    const size_t i = first_difference(want, got);
-    EXPECT_EQ(i, x.size()) << "scale " << qp.scale << " zp " << qp.zp << ": x = " << x[i]
-                           << " gives " << int(got[i]) << ", the exact kernels " << int(want[i]);
-    // Not vacuous: the table's GELU alone (no certificate) rounds some of these the other way.
-    if (qp.scale < 0.1f) {
-      std::vector<float> gt(x.size());
-      for (size_t j = 0; j < x.size(); ++j) gt[j] = cpu::gelu_table_f32(x[j]);
-      std::vector<uint8_t> naive(x.size());
-      cpu::quantize_u8_kernel(naive.data(), gt.data(), gt.size(), inv, qp.zp);
-      EXPECT_LT(first_difference(want, naive), x.size()) << "scale " << qp.scale;
+  for (cpu::F32Kernel k : simd_paths()) {
+    std::cout << "path: " << cpu::f32_kernel_name(k) << "\n";
+    for (const Quant& qp : kQuants) {
+      const float inv = 1.0f / qp.scale;
+      const std::vector<float> x = boundary_inputs(inv, qp.zp);
+      ASSERT_GE(x.size(), 20u) << "scale " << qp.scale;  // 2 crossings for scale 7, 100s for BERT's
+      const auto want = reference(x, inv, qp.zp), got = fused(k, x, inv, qp.zp);
+      const size_t i = first_difference(want, got);
+      EXPECT_EQ(i, x.size()) << cpu::f32_kernel_name(k) << " scale " << qp.scale << " zp " << qp.zp
+                             << ": x = " << x[i] << " gives " << int(got[i])
+                             << ", the exact kernels " << int(want[i]);
+      // Not vacuous: the table's GELU alone (no certificate) rounds some of these the other way.
+      if (qp.scale < 0.1f) {
+        std::vector<float> gt(x.size());
+        for (size_t j = 0; j < x.size(); ++j)
+          gt[j] = k == cpu::F32Kernel::kAvx512f ? cpu::gelu_table_f32(cpu::kGeluTable32, x[j])
+                                                : cpu::gelu_table_f32(cpu::kGeluTable8, x[j]);
+        std::vector<uint8_t> naive(x.size());
+        cpu::quantize_u8_kernel(naive.data(), gt.data(), gt.size(), inv, qp.zp);
+        EXPECT_LT(first_difference(want, naive), x.size()) << "scale " << qp.scale;
+      }
     }
   }
 }
@@ -169,13 +189,15 @@ TEST(GeluU8, SameIntegersAsTheExactKernelsOnASweepAndSpecialValues) {
                   FLT_TRUE_MIN, 6.0f, std::nextafter(6.0f, 0.0f), std::nextafter(6.0f, 7.0f),
                   std::nextafter(-6.0f, 0.0f), std::nextafter(-6.0f, -7.0f), 1e30f, 1e-30f})
     x.push_back(s), x.push_back(-s);
-  for (const Quant& qp : kQuants) {
-    const float inv = 1.0f / qp.scale;
-    const auto want = reference(x, inv, qp.zp), got = fused(x, inv, qp.zp);
-    const size_t i = first_difference(want, got);
-    EXPECT_EQ(i, x.size()) << "scale " << qp.scale << " zp " << qp.zp << ": x = " << x[i]
-                           << " gives " << int(got[i]) << ", the exact kernels " << int(want[i]);
-  }
+  for (cpu::F32Kernel k : simd_paths())
+    for (const Quant& qp : kQuants) {
+      const float inv = 1.0f / qp.scale;
+      const auto want = reference(x, inv, qp.zp), got = fused(k, x, inv, qp.zp);
+      const size_t i = first_difference(want, got);
+      EXPECT_EQ(i, x.size()) << cpu::f32_kernel_name(k) << " scale " << qp.scale << " zp " << qp.zp
+                             << ": x = " << x[i] << " gives " << int(got[i])
+                             << ", the exact kernels " << int(want[i]);
+    }
 }
 
 // A block of a wider matrix, as the int8 Linear's post-op passes it: only the block is written.
@@ -188,14 +210,18 @@ TEST(GeluU8, BlocksOfAWiderMatrixOddSizes) {
     for (size_t i = 0; i < n; ++i) x[i] = all[(i * 7919) % all.size()];
     const float inv = 1.0f / 0.03f;
     const auto want = reference(x, inv, 6);
-    std::vector<uint8_t> got(n, 77);
-    cpu::gelu_erf_quantize_u8_kernel(got.data(), x.data(), rows, cols, ld, inv, 6);
-    for (int r = 0; r < rows; ++r)
-      for (int c = 0; c < ld; ++c) {
-        const size_t i = static_cast<size_t>(r) * ld + c;
-        ASSERT_EQ(int(got[i]), c < cols ? int(want[i]) : 77)
-            << rows << "x" << cols << " ld " << ld << " at (" << r << ", " << c << ")";
-      }
+    for (cpu::F32Kernel k : cpu::kAllF32Kernels) {
+      if (!cpu::f32_kernel_available(k)) continue;
+      std::vector<uint8_t> got(n, 77);
+      cpu::gelu_erf_quantize_u8(k, got.data(), x.data(), rows, cols, ld, inv, 6);
+      for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < ld; ++c) {
+          const size_t i = static_cast<size_t>(r) * ld + c;
+          ASSERT_EQ(int(got[i]), c < cols ? int(want[i]) : 77)
+              << cpu::f32_kernel_name(k) << " " << rows << "x" << cols << " ld " << ld << " at ("
+              << r << ", " << c << ")";
+        }
+    }
   }
 }
 
