@@ -16,7 +16,8 @@
 #   torch-fp32          PyTorch eager, model.eval() under no_grad
 #   bertrt-fp32         the fine-tuned fp32 file (bertrt bench)
 #   bertrt-int8         its PTQ int8 file on the int8 kernel bertrt picks for this CPU
-#   bertrt-int8-avx2    the same forced to the AVX2 kernel (BERTRT_Q8_KERNEL=avx2), where it differs
+#   bertrt-int8-avx2    the same forced to the AVX2 kernel (BERTRT_Q8_KERNEL=avx2), where it differs,
+#                       with fp32 on fma3 too (BERTRT_F32_KERNEL=fma3: attention, the GELU table)
 #   bertrt-int8-avxvnni the same forced to the AVX-VNNI kernel (ymm, no AVX-512), where it differs
 #   bertrt-fp32-fma3    the fp32 file forced to the AVX2/FMA kernel (BERTRT_F32_KERNEL=fma3), where
 #                       it differs: what an AVX2-only (or AVX-VNNI-only) CPU runs for fp32
@@ -90,8 +91,8 @@ fi
 RAW=$OUT/raw.jsonl
 : >"$RAW"
 ms_of() { sed -n 's/.*"median_ms": *\([0-9.eE+-]*\).*/\1/p' | tail -1; }
-runs() { # runs VAR=KERNEL MODEL: true when this CPU can run the forced kernel
-  env "$1" $B bench --model "$2" --batch-size 1 --seq-len 8 --warmup 0 --iters 1 >/dev/null 2>&1
+runs() { # runs VAR=KERNEL... MODEL: true when this CPU can run the forced kernel(s)
+  env "${@:1:$#-1}" $B bench --model "${@: -1}" --batch-size 1 --seq-len 8 --warmup 0 --iters 1 >/dev/null 2>&1
 }
 row() { # row WHO CFG BATCH MS
   [ -n "$4" ] && echo "{\"who\":\"$1\",\"cfg\":\"$2\",\"batch\":$3,\"ms\":$4}" >>"$RAW"
@@ -114,9 +115,11 @@ for r in $(seq 1 $ROUNDS); do
       export BERTRT_NUM_THREADS=$THREADS
       row bertrt-fp32 $cfg $bs "$($B bench --model $m.cls.brt "${bb[@]}" 2>/dev/null | ms_of)"
       row bertrt-int8 $cfg $bs "$($B bench --model $m.int8.brt "${bb[@]}" 2>/dev/null | ms_of)"
+      # A CPU without AVX-512 runs fp32 (attention, the int8 GELU's table path) on fma3 too.
+      narrow=(); [ -n "$f32kernel" ] && [ "$f32kernel" != fma3 ] && narrow=(BERTRT_F32_KERNEL=fma3)
       for k in avx2 avxvnni; do
-        if [ -n "$kernel" ] && [ "$kernel" != $k ] && runs BERTRT_Q8_KERNEL=$k $m.int8.brt; then
-          row bertrt-int8-$k $cfg $bs "$(BERTRT_Q8_KERNEL=$k $B bench --model $m.int8.brt "${bb[@]}" 2>/dev/null | ms_of)"
+        if [ -n "$kernel" ] && [ "$kernel" != $k ] && runs BERTRT_Q8_KERNEL=$k "${narrow[@]}" $m.int8.brt; then
+          row bertrt-int8-$k $cfg $bs "$(env BERTRT_Q8_KERNEL=$k "${narrow[@]}" $B bench --model $m.int8.brt "${bb[@]}" 2>/dev/null | ms_of)"
         fi
       done
       if [ -n "$f32kernel" ] && [ "$f32kernel" != fma3 ] && runs BERTRT_F32_KERNEL=fma3 $m.cls.brt; then
