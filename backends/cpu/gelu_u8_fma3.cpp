@@ -4,66 +4,56 @@
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 
-#include "backends/cpu/gelu_u8.h"
+#include "backends/cpu/gelu_u8_impl.h"
 
 namespace bertrt::cpu {
+namespace {
+
+struct Ymm {
+  using V = __m256;
+  using I = __m256i;
+  using M = __m256;  // all-ones lanes
+  static constexpr int kLanes = 8;
+  static constexpr const auto& kTable = kGeluTable8;
+  static_assert(kGeluTable8.kIntervals == 8, "one ymm a coefficient");
+  struct Coeffs {
+    V c[kGeluTable8.kDegree + 1];
+    explicit Coeffs(const decltype(kGeluTable8)& t) {
+      for (int j = 0; j <= t.kDegree; ++j) c[j] = _mm256_load_ps(t.c[j]);
+    }
+    V lookup(int j, I idx) const { return _mm256_permutevar8x32_ps(c[j], idx); }
+  };
+  static V set1(float v) { return _mm256_set1_ps(v); }
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V min(V a, V b) { return _mm256_min_ps(a, b); }
+  static V max(V a, V b) { return _mm256_max_ps(a, b); }
+  static V abs(V a) { return _mm256_and_ps(a, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff))); }
+  static V floor(V a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
+  static V round(V a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static I cvtt(V a) { return _mm256_cvttps_epi32(a); }
+  static M ge(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_GE_OQ); }
+  static M lt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
+  static M gt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
+  static M both(M a, M b) { return _mm256_and_ps(a, b); }
+  static bool all(M m) { return _mm256_movemask_ps(m) == 0xFF; }
+  static V select(M m, V if_set, V otherwise) { return _mm256_blendv_ps(otherwise, if_set, m); }
+  // r: integers in [−zp, 255 − zp].
+  static void store_u8(uint8_t* q, V r, int zero_point) {
+    const __m256i v = _mm256_add_epi32(_mm256_cvtps_epi32(r), _mm256_set1_epi32(zero_point));
+    const __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(q), _mm_packus_epi16(w, w));
+  }
+};
+
+}  // namespace
 
 void gelu_erf_quantize_u8_fma3(uint8_t* q, const float* x, int rows, int cols, size_t ld, float inv,
                                int zero_point) {
-  const auto& T = kGeluTable8;
-  constexpr int D = kGeluTable8.kDegree;
-  static_assert(kGeluTable8.kIntervals == 8, "one ymm a coefficient");
-  __m256 c[D + 1];
-  for (int j = 0; j <= D; ++j) c[j] = _mm256_load_ps(T.c[j]);
-  const __m256 k = _mm256_set1_ps(1.0f / T.width), b = _mm256_set1_ps(-T.lo / T.width);
-  const __m256 width = _mm256_set1_ps(T.width);
-  const __m256 first_centre = _mm256_set1_ps(T.lo + 0.5f * T.width);
-  const __m256 last = _mm256_set1_ps(T.kIntervals - 1.0f);
-  const __m256 table_lo = _mm256_set1_ps(T.lo), table_hi = _mm256_set1_ps(T.hi);
-  const __m256 neg_inf = _mm256_set1_ps(-__builtin_inff());
-  const __m256 vinv = _mm256_set1_ps(inv);
-  const __m256 d0 = _mm256_set1_ps(gelu_u8_d0(inv)), d1 = _mm256_set1_ps(kGeluU8D1);
-  const __m256 half = _mm256_set1_ps(0.5f);
-  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-  const __m256 qlo = _mm256_set1_ps(static_cast<float>(-zero_point));
-  const __m256 qhi = _mm256_set1_ps(static_cast<float>(255 - zero_point));
-  const __m128i zp = _mm_set1_epi32(zero_point);
-  constexpr int kFloor = _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC;
-  constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-  const size_t n = static_cast<size_t>(cols);
-  for (int row = 0; row < rows; ++row, q += ld, x += ld) {
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-      const __m256 xv = _mm256_loadu_ps(x + i);
-      __m256 fi = _mm256_round_ps(_mm256_fmadd_ps(xv, k, b), kFloor);
-      // maxps returns its second operand for NaN: NaN becomes 0 (the lane fails the test later).
-      fi = _mm256_min_ps(_mm256_max_ps(fi, _mm256_setzero_ps()), last);
-      const __m256i idx = _mm256_cvttps_epi32(fi);
-      const __m256 u = _mm256_sub_ps(xv, _mm256_fmadd_ps(fi, width, first_centre));
-      __m256 g = _mm256_permutevar8x32_ps(c[D], idx);
-      for (int j = D - 1; j >= 0; --j)
-        g = _mm256_fmadd_ps(g, u, _mm256_permutevar8x32_ps(c[j], idx));
-      g = _mm256_blendv_ps(g, xv, _mm256_cmp_ps(xv, table_hi, _CMP_GE_OQ));
-      // 0 below the table but not at −inf (as the avx512f path: that lane must fail the test).
-      const __m256 below = _mm256_and_ps(_mm256_cmp_ps(xv, table_lo, _CMP_LT_OQ),
-                                         _mm256_cmp_ps(xv, neg_inf, _CMP_GT_OQ));
-      g = _mm256_andnot_ps(below, g);
-      const __m256 t = _mm256_mul_ps(g, vinv);
-      const __m256 r = _mm256_round_ps(t, kNearest);
-      const __m256 gap = _mm256_and_ps(_mm256_sub_ps(t, r), abs_mask);  // exact
-      const __m256 test = _mm256_fmadd_ps(_mm256_and_ps(t, abs_mask), d1, _mm256_add_ps(gap, d0));
-      if (_mm256_movemask_ps(_mm256_cmp_ps(test, half, _CMP_LT_OQ)) != 0xFF) {  // NaN: false
-        gelu_erf_quantize_u8_exact(q + i, x + i, 8, inv, zero_point);
-        continue;
-      }
-      const __m256i v = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(r, qlo), qhi));
-      const __m128i lo4 = _mm_add_epi32(_mm256_castsi256_si128(v), zp);
-      const __m128i hi4 = _mm_add_epi32(_mm256_extracti128_si256(v, 1), zp);  // all in [0, 255]
-      const __m128i w = _mm_packus_epi32(lo4, hi4);
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(q + i), _mm_packus_epi16(w, w));
-    }
-    if (i < n) gelu_erf_quantize_u8_exact(q + i, x + i, n - i, inv, zero_point);
-  }
+  gelu_u8_rows<Ymm>(q, x, rows, cols, ld, inv, zero_point);
 }
 
 }  // namespace bertrt::cpu
