@@ -239,8 +239,9 @@ void CpuBackend::linear_u8s8_packed(float* out, int ldo, const uint8_t* A, int l
 }
 
 // The GEMM's epilogue writes `pre`; the task then runs GELU and the quantization on each block
-// of it while the block is in L1 (the kernels of CpuBackend::gelu_forward and quantize_u8, so the
-// integers are theirs). `act` is not used.
+// of it while the block is in L1: erf GELU by gelu_u8.h (a table where it provably gives the exact
+// kernels' integer, those kernels elsewhere), tanh GELU by CpuBackend::gelu_forward's kernel, then
+// quantize_u8's; either way the integers are those two ops'. `act` is not used.
 void CpuBackend::linear_u8s8_gelu_u8(uint8_t* q, float* pre, float*, const uint8_t* A, int lda,
                                      float a_scale, int a_zero_point, const int8_t* W,
                                      const int8_t* w_packed, const float* w_scale,

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "backends/cpu/simd.h"
+#include "core/fp_contract.h"
 
 namespace bertrt::cpu {
 
@@ -106,14 +107,7 @@ BERTRT_CPU_CLONES_V4 void quantize_u8_kernel(uint8_t* q, const float* x, size_t 
   }
 }
 
-// GCC contracts a·b + c into an FMA across statements (its default for GNU C++) unless told not
-// to; Clang's default contracts only within one expression, which the loop below splits.
-#if defined(__GNUC__) && !defined(__clang__)
-#define BERTRT_NO_FP_CONTRACT __attribute__((optimize("fp-contract=off")))
-#else
-#define BERTRT_NO_FP_CONTRACT
-#endif
-
+// As the reference's loop (reference_quant.cpp): the product rounded on its own on every target.
 BERTRT_CPU_CLONES_V4 BERTRT_NO_FP_CONTRACT void embedding_forward_s8_rows(
     float* out, const int32_t* ids, const int8_t* q, const float* scale, int r0, int r1, int C) {
   for (int i = r0; i < r1; ++i) {

@@ -7,15 +7,14 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "backends/quant_checks.h"
 #include "backends/quant_rules.h"
 #include "backends/reference/reference_backend.h"
-#include "backends/quant_checks.h"
 #include "core/error.h"
+#include "core/fp_contract.h"
 
 namespace bertrt {
 namespace {
-
-
 
 // One element of the fake-quant forward; `inv` is 1.0f / scale.
 inline void fake_quant_one(float* out, uint8_t* mask, float x, float scale, float inv, int zp,
@@ -42,7 +41,8 @@ void ReferenceBackend::min_max(float* mn, float* mx, const float* x, size_t n) {
 void ReferenceBackend::absmax_rows(float* out, const float* x, int rows, int cols) {
   for (int r = 0; r < rows; ++r) {
     float m = 0.0f;
-    for (int c = 0; c < cols; ++c) m = std::fmax(m, std::fabs(x[static_cast<size_t>(r) * cols + c]));
+    for (int c = 0; c < cols; ++c)
+      m = std::fmax(m, std::fabs(x[static_cast<size_t>(r) * cols + c]));
     out[r] = m;
   }
 }
@@ -119,8 +119,12 @@ void ReferenceBackend::linear_u8s8(float* out, int ldo, const uint8_t* A, int ld
     }
 }
 
-void ReferenceBackend::embedding_forward_s8(float* out, const int32_t* ids, const int8_t* q,
-                                            const float* scale, int n, int C, int V) {
+// out += s·q with the product rounded on its own on every target (no FMA, also where the ISA has
+// one): the cpu backend's vectorised loop gives the same floats.
+BERTRT_NO_FP_CONTRACT void ReferenceBackend::embedding_forward_s8(float* out, const int32_t* ids,
+                                                                  const int8_t* q,
+                                                                  const float* scale, int n, int C,
+                                                                  int V) {
   for (int i = 0; i < n; ++i) {
     const int32_t id = ids[i];
     if (id < 0 || id >= V)
@@ -128,14 +132,18 @@ void ReferenceBackend::embedding_forward_s8(float* out, const int32_t* ids, cons
     const int8_t* row = q + static_cast<size_t>(id) * C;
     const float s = scale[id];
     float* o = out + static_cast<size_t>(i) * C;
-    for (int c = 0; c < C; ++c) o[c] += s * static_cast<float>(row[c]);
+    for (int c = 0; c < C; ++c) {
+      const float v = s * static_cast<float>(row[c]);
+      o[c] += v;
+    }
   }
 }
 
 void ReferenceBackend::observe_min_max(float* range, const float* batch, int parts, bool first,
                                        float momentum) {
   float lo = batch[0], hi = batch[1];
-  for (int r = 1; r < parts; ++r) lo = std::min(lo, batch[2 * r]), hi = std::max(hi, batch[2 * r + 1]);
+  for (int r = 1; r < parts; ++r)
+    lo = std::min(lo, batch[2 * r]), hi = std::max(hi, batch[2 * r + 1]);
   if (!std::isfinite(lo) || !std::isfinite(hi) || lo > hi)
     fail("activation observer: batch range [{}, {}] is not finite (NaN or Inf in the activations?)",
          lo, hi);

@@ -129,9 +129,10 @@ inline std::vector<QuantOpCase> quant_op_cases() {
            auto o1 = randn(ids.size() * C, 218), o2 = o1, want = o1;
            r.embedding_forward_s8(o1.data(), ids.data(), q.data(), s.data(), 4, C, V);
            c.embedding_forward_s8(o2.data(), ids.data(), q.data(), s.data(), 4, C, V);
-           // out += s·q, which a compiler may contract into one fma where the ISA has it (GCC
-           // does on aarch64, differently at -O1 in this file than at -O3 in the library): the
-           // two differ by the product's rounding, u·|s·q|, plus a rounding of the sum.
+           // out += s·q. The library's backends round the product on its own on every target
+           // (core/fp_contract.h); this file's loop may be contracted into one fma where the ISA
+           // has it (GCC does on aarch64): the two differ by the product's rounding, u·|s·q|,
+           // plus a rounding of the sum.
            std::vector<double> tol(want.size());
            for (size_t i = 0; i < ids.size(); ++i)
              for (int j = 0; j < C; ++j) {
