@@ -54,7 +54,8 @@ float gelu_table_f32(const GeluTable<N, D>& t, float x) {
 }
 
 // The SIMD paths (gelu_u8_avx512f.cpp, gelu_u8_fma3.cpp; call them only where the CPU has them).
-// exact(q, x, n, inv, zero_point) is the reference on n ≤ 16 values, for the lanes that fail.
+// gelu_erf_quantize_u8_exact is the reference on n values: the groups that fail the test, row
+// tails, and the scalar path's rows.
 void gelu_erf_quantize_u8_exact(uint8_t* q, const float* x, size_t n, float inv, int zero_point);
 void gelu_erf_quantize_u8_avx512f(uint8_t* q, const float* x, int rows, int cols, size_t ld,
                                   float inv, int zero_point);
