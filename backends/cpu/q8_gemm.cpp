@@ -18,7 +18,7 @@
 #define BERTRT_Q8_NEON 1
 #include <arm_neon.h>
 #if defined(__linux__)
-#include <sys/auxv.h>  // getauxval(AT_HWCAP): HWCAP_ASIMDDP
+#include <sys/auxv.h>  // getauxval(AT_HWCAP): HWCAP_ASIMDDP; AT_HWCAP2: HWCAP2_I8MM
 #endif
 #endif
 
@@ -204,6 +204,15 @@ bool have_dotprod() {
   return false;
 #endif
 }
+
+bool have_i8mm() {
+#if defined(BERTRT_Q8_I8MM) && defined(__linux__) && defined(HWCAP2_I8MM)
+  static const bool have = (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0;
+  return have;
+#else
+  return false;  // not built (a compiler without +i8mm) or no way to ask the kernel
+#endif
+}
 #endif  // BERTRT_Q8_NEON
 
 }  // namespace
@@ -216,6 +225,8 @@ const char* q8_kernel_name(Q8Kernel k) {
       return "neon";
     case Q8Kernel::kNeonDot:
       return "neondot";
+    case Q8Kernel::kNeonI8mm:
+      return "neoni8mm";
     case Q8Kernel::kAvx512Vnni:
       return "avx512vnni";
     case Q8Kernel::kAvx512Vnni256:
@@ -258,6 +269,8 @@ bool q8_kernel_available(Q8Kernel k) {
       return true;  // NEON is part of every ARMv8-A core
     case Q8Kernel::kNeonDot:
       return have_dotprod();
+    case Q8Kernel::kNeonI8mm:
+      return have_i8mm();
 #endif
     default:
       return false;
@@ -281,8 +294,8 @@ Q8Kernel pick_kernel() {
   }
   // The 512-bit kernel before the 256-bit one: on Zen 4 a zmm vpdpbusd does twice the work of a
   // ymm one per issue, and Intel parts with AVX-512 VNNI run it at full width too.
-  for (Q8Kernel k : {Q8Kernel::kNeonDot, Q8Kernel::kNeon, Q8Kernel::kAmx, Q8Kernel::kAvx512Vnni,
-                     Q8Kernel::kAvxVnni, Q8Kernel::kAvx2})
+  for (Q8Kernel k : {Q8Kernel::kNeonI8mm, Q8Kernel::kNeonDot, Q8Kernel::kNeon, Q8Kernel::kAmx,
+                     Q8Kernel::kAvx512Vnni, Q8Kernel::kAvxVnni, Q8Kernel::kAvx2})
     if (q8_kernel_available(k)) return k;
   return Q8Kernel::kScalar;
 }
@@ -303,6 +316,8 @@ int q8_kernel_tile_n(Q8Kernel k) {
       return kVnniPanelYmm;
     case Q8Kernel::kAvx2:
       return kAvx2Panel;
+    case Q8Kernel::kNeonI8mm:
+      return kI8mmPanel;
     default:
       return kNR;
   }
@@ -339,14 +354,36 @@ void avx2_pack_panel(int8_t* dst, const int8_t* W, int ldw, int n, int nr, int K
   }
 }
 
+size_t i8mm_panel_bytes(int K) {
+  return static_cast<size_t>((K + 7) / 8) * static_cast<size_t>(kI8mmPanel) * 8;
+}
+
+void i8mm_pack_panel(int8_t* dst, const int8_t* W, int ldw, int n, int nr, int K) {
+  const int k8 = (K + 7) / 8;
+  std::memset(dst, 0, i8mm_panel_bytes(K));
+  for (int j = 0; j < nr; ++j) {
+    const int8_t* w = W + static_cast<size_t>(n + j) * ldw;
+    // Column j's 8 values of block kb: pair j / 2, half j % 2.
+    int8_t* d = dst + static_cast<size_t>(j / 2) * 16 + static_cast<size_t>(j % 2) * 8;
+    for (int kb = 0; kb < k8; ++kb) {
+      const int len = std::min(8, K - 8 * kb);
+      std::memcpy(d + static_cast<size_t>(kb) * kI8mmPanel * 8, w + 8 * kb, len);
+    }
+  }
+}
+
 namespace {
 // One panel of kernel k's packing: its bytes, and the packing of W rows [n, n + nr) into it.
 size_t panel_bytes(Q8Kernel k, int K) {
-  return k == Q8Kernel::kAvx2 ? avx2_panel_bytes(K) : vnni_panel_bytes(q8_kernel_tile_n(k), K);
+  if (k == Q8Kernel::kAvx2) return avx2_panel_bytes(K);
+  if (k == Q8Kernel::kNeonI8mm) return i8mm_panel_bytes(K);
+  return vnni_panel_bytes(q8_kernel_tile_n(k), K);
 }
 void pack_panel(Q8Kernel k, int8_t* dst, const int8_t* W, int ldw, int n, int nr, int K) {
   if (k == Q8Kernel::kAvx2)
     avx2_pack_panel(dst, W, ldw, n, nr, K);
+  else if (k == Q8Kernel::kNeonI8mm)
+    i8mm_pack_panel(dst, W, ldw, n, nr, K);
   else
     vnni_pack_panel(dst, W, ldw, n, nr, K, q8_kernel_tile_n(k));
 }
@@ -428,6 +465,14 @@ void qu8s8_gemm(Q8Kernel k, int M, int n0, int n1, int K, const uint8_t* A, int 
   }
 #endif
   switch (k) {
+#ifdef BERTRT_Q8_I8MM
+    case Q8Kernel::kNeonI8mm: {
+      thread_local std::vector<int8_t> panel;  // as above
+      if (!w_packed) panel.resize(i8mm_panel_bytes(K));
+      return qu8s8_gemm_8x8_neoni8mm(M, n0, n1, K, A, lda, W, ldw, w_packed,
+                                     w_packed ? nullptr : panel.data(), epi);
+    }
+#endif
 #ifdef BERTRT_Q8_NEON
     case Q8Kernel::kNeon:
       return qu8s8_gemm_2x4_neon_impl<false>(M, n0, n1, K, A, lda, W, ldw, epi);

@@ -14,6 +14,10 @@
 //     at run time from HWCAP_ASIMDDP): sdot takes s8×s8 only, so A is shifted to s8 (a − 128, one
 //     eor with 0x80) and the shift added back exactly: Σ a·w = Σ (a − 128)·w + 128·Σ w. |(a−128)·w|
 //     ≤ 2^14, so the shifted sums cannot overflow either.
+//   qu8s8_gemm_8x8_neoni8mm (Armv8.6-A int8 matrix multiply, FEAT_I8MM, from HWCAP2_I8MM: e.g.
+//     Cortex-A710, Neoverse N2/V1, Graviton 3): usmmla, u8×s8 → int32 on 2 × 2 blocks of 8-deep
+//     dot products, exact and with no shift; W packed in panels of 8 columns (column pairs
+//     interleaved 8 values of k at a time), once per weight or per call.
 //   qu8s8_gemm_8x32_avx512vnni, _8x16_avx512vnni256, _6x16_avxvnni (q8_gemm_vnni.h): vpdpbusd,
 //     u8×s8 → int32 in one instruction with no int16 step, exact; W packed in panels of 32 or 16
 //     columns, once per weight (q8_pack_w, at load) or per call panel by panel.
@@ -67,6 +71,7 @@ enum class Q8Kernel {
   kAvx2,
   kNeon,
   kNeonDot,
+  kNeonI8mm,
   kAvx512Vnni,
   kAvx512Vnni256,
   kAvxVnni,
@@ -75,10 +80,12 @@ enum class Q8Kernel {
 
 // Every kernel, scalar first (for tests and `--help` texts).
 constexpr Q8Kernel kAllQ8Kernels[] = {
-    Q8Kernel::kScalar,     Q8Kernel::kAvx2,          Q8Kernel::kNeon,    Q8Kernel::kNeonDot,
-    Q8Kernel::kAvx512Vnni, Q8Kernel::kAvx512Vnni256, Q8Kernel::kAvxVnni, Q8Kernel::kAmx};
+    Q8Kernel::kScalar,        Q8Kernel::kAvx2,     Q8Kernel::kNeon,
+    Q8Kernel::kNeonDot,       Q8Kernel::kNeonI8mm, Q8Kernel::kAvx512Vnni,
+    Q8Kernel::kAvx512Vnni256, Q8Kernel::kAvxVnni,  Q8Kernel::kAmx};
 
-// "scalar", "avx2", "neon", "neondot", "avx512vnni", "avx512vnni256", "avxvnni", "amx".
+// "scalar", "avx2", "neon", "neondot", "neoni8mm", "avx512vnni", "avx512vnni256", "avxvnni",
+// "amx".
 const char* q8_kernel_name(Q8Kernel k);
 
 // True when kernel k can run on this CPU (checked once: cpuid and XGETBV — the OS must save the
@@ -88,7 +95,7 @@ bool q8_kernel_available(Q8Kernel k);
 // The kernel the cpu backend uses: the one named by the environment variable BERTRT_Q8_KERNEL
 // when set (to measure e.g. the AVX2 path on a VNNI host; an unknown name or one this CPU cannot
 // run is an error naming the variable and the kernels it can run), else the fastest available:
-// amx > avx512vnni > avxvnni > avx2 on x86-64, neondot > neon on aarch64.
+// amx > avx512vnni > avxvnni > avx2 on x86-64, neoni8mm > neondot > neon on aarch64.
 Q8Kernel q8_best_kernel();
 
 // Columns per tile of kernel k: callers split N in multiples of it.

@@ -16,7 +16,8 @@
 #if defined(__x86_64__) && defined(__AVX2__)
 #include <immintrin.h>
 
-#include "backends/cpu/q8_gemm_vnni_impl.h"
+#include "backends/cpu/q8_gemm_vnni.h"
+#include "backends/cpu/q8_panel_gemm.h"
 
 namespace bertrt::cpu {
 namespace {

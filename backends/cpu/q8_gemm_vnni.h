@@ -1,5 +1,5 @@
 // The panel u8×s8 GEMM kernels of q8_gemm.h (the dot-product (VNNI) ones and, at the end, the
-// AVX2 one), internal to backends/cpu.
+// AVX2 one and aarch64's int8 matrix-multiply one), internal to backends/cpu.
 //
 // vpdpbusd multiplies 4 unsigned bytes of A by 4 signed bytes of W and adds the 4 products to an
 // int32 lane with no 16-bit intermediate, so every sum is exact (no saturation; the plain
@@ -65,5 +65,16 @@ void avx2_pack_panel(int8_t* dst, const int8_t* W, int ldw, int n, int nr, int K
 void qu8s8_gemm_6x16_avx2(int M, int n0, int n1, int K, const int16_t* a16, int lda16,
                           const int8_t* W, int ldw, const int8_t* w_packed, int8_t* panel_buf,
                           const Q8Epilogue& epi);
+
+// The NEON int8 matrix-multiply kernel (q8_gemm_neoni8mm.cpp, aarch64): panels of kI8mmPanel
+// columns packed as [⌈K/8⌉][kI8mmPanel / 2][2][8] bytes — per 8 values of k, columns (0, 1),
+// (2, 3), ... as 16-byte pairs, the operand layout of usmmla (columns past N and k past K are 0);
+// A read as it is. Same epilogue and zero-point rule as the VNNI kernels.
+constexpr int kI8mmPanel = 8;
+size_t i8mm_panel_bytes(int K);
+void i8mm_pack_panel(int8_t* dst, const int8_t* W, int ldw, int n, int nr, int K);
+void qu8s8_gemm_8x8_neoni8mm(int M, int n0, int n1, int K, const uint8_t* A, int lda,
+                             const int8_t* W, int ldw, const int8_t* w_packed, int8_t* panel_buf,
+                             const Q8Epilogue& epi);
 
 }  // namespace bertrt::cpu

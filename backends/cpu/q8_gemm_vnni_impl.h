@@ -1,5 +1,5 @@
-// The panel GEMM loop nest, one template for the ISA files (q8_gemm_vnni.h: the three VNNI files
-// and q8_gemm_avx2.cpp). Included by exactly those files, which define their kernel structs (for
+// The VNNI tiles and packing, one template for the ISA files (q8_gemm_vnni.h: the three VNNI
+// files and the AMX one). Included by exactly those files, which define their kernel structs (for
 // VNNI: vector type V, kLanes int32 lanes, kMR rows a tile, zero, load, bcast, dot, store) in an
 // anonymous namespace: everything here has internal linkage, so each file's copy is built with its
 // own -m flags and cannot stand in for another's.
@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "backends/cpu/q8_gemm_vnni.h"
+#include "backends/cpu/q8_panel_gemm.h"
 
 namespace bertrt::cpu {
 namespace {
@@ -20,8 +21,6 @@ namespace {
     __asm__(insn " %[y], %[x], %[acc]" : [acc] "+v"(acc) : [x] "v"(x), [y] "v"(y)); \
     return acc;                                                                     \
   }(c, a, b))
-
-inline int imin(int a, int b) { return a < b ? a : b; }
 
 // acc [MR][2·kLanes] = Σ_k A[i, k]·panel[k][j], the K tail (K % 4 values) read byte by byte so
 // no load passes the end of a row (the panel is zero there). The 16 accumulators are named
@@ -122,66 +121,6 @@ struct VnniPanels : VnniPacking<2 * Isa::kLanes> {
     vnni_tile_rows<Isa>(mr, acc, A, lda, panel, K);
   }
 };
-
-// The loop nest of every panel kernel (the VNNI ones and qu8s8_gemm_6x16_avx2): per panel of
-// Kern::kNRP columns (packed once, or here into panel_buf, then read from L1/L2 for every row of
-// A), tiles of Kern::kMR rows, then the epilogue of q8_gemm.cpp's store() in the same order of
-// operations (these files are built with -ffp-contract=off: no FMA, results identical to the
-// scalar kernel's). acc − zp·Σw is computed in int32: exact for zp ∈ [0, 255] and K ≤ kMaxQ8K.
-// A is what Kern::tile_rows reads (u8 as it is, or the AVX2 kernel's int16 copy), row stride lda.
-template <class Kern>
-void panel_gemm(int M, int n0, int n1, int K, const typename Kern::AType* A, int lda,
-                const int8_t* W, int ldw, const int8_t* w_packed, int8_t* panel_buf,
-                const Q8Epilogue& e) {
-  constexpr int NRP = Kern::kNRP, MR = Kern::kMR;
-  const size_t panel_bytes = Kern::panel_bytes(K);
-  alignas(64) int32_t acc[MR * NRP];
-  alignas(64) int32_t zw[NRP];
-  alignas(64) float s[NRP], bias[NRP];
-  for (int n = n0; n < n1; n += NRP) {
-    const int nr = imin(NRP, n1 - n);
-    const int8_t* panel;
-    if (w_packed) {
-      panel = w_packed + static_cast<size_t>(n / NRP) * panel_bytes;
-    } else {
-      Kern::pack_panel(panel_buf, W, ldw, n, nr, K);
-      panel = panel_buf;
-    }
-    if (e.out)
-      for (int j = 0; j < nr; ++j) {
-        zw[j] = static_cast<int32_t>(static_cast<uint32_t>(e.a_zero_point) *
-                                     static_cast<uint32_t>(e.w_sum[n + j]));
-        s[j] = e.a_scale * e.w_scale[n + j];
-        bias[j] = e.bias ? e.bias[n + j] : 0.0f;
-      }
-    for (int m = 0; m < M; m += MR) {
-      const int mr = imin(MR, M - m);
-      Kern::tile_rows(mr, acc, A + static_cast<size_t>(m) * lda, lda, panel, K);
-      for (int i = 0; i < mr; ++i) {
-        const int32_t* r = acc + i * NRP;
-        if (e.c) {
-          int32_t* c = e.c + static_cast<size_t>(m + i) * e.ldc + n;
-          for (int j = 0; j < nr; ++j) c[j] = r[j];
-        }
-        if (e.out) {
-          float* o = e.out + static_cast<size_t>(m + i) * e.ldo + n;
-          if (e.bias) {
-            for (int j = 0; j < nr; ++j)
-              o[j] = static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(r[j]) -
-                                                             static_cast<uint32_t>(zw[j]))) *
-                         s[j] +
-                     bias[j];
-          } else {
-            for (int j = 0; j < nr; ++j)
-              o[j] = static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(r[j]) -
-                                                             static_cast<uint32_t>(zw[j]))) *
-                     s[j];
-          }
-        }
-      }
-    }
-  }
-}
 
 template <class Isa>
 void vnni_gemm(int M, int n0, int n1, int K, const uint8_t* A, int lda, const int8_t* W, int ldw,

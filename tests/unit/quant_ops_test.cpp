@@ -186,11 +186,11 @@ TEST(GemmU8S8, SweepOfOddSizesBitExact) {
 }
 
 // Every u8×s8 kernel this CPU can run (scalar, AVX2, the AVX-512 VNNI zmm and ymm kernels and
-// AVX-VNNI on x86-64; NEON and NEON dot product on aarch64, which CI runs under qemu) called
-// directly against the scalar loops: raw int32 sums and the dequantized epilogue, strided rows, K
-// tails, W packed per call and packed once (q8_pack_w), and the extremes, including the longest K
-// with a = 0, w = −128, where the dot-product kernel's shifted sum (+2^30) and its correction
-// (−2^30) must cancel exactly.
+// AVX-VNNI on x86-64; NEON, NEON dot product and the int8 matrix multiply on aarch64, which CI
+// runs under qemu, whose CPU has all three) called directly against the scalar loops: raw int32
+// sums and the dequantized epilogue, strided rows, K tails, W packed per call and packed once
+// (q8_pack_w), and the extremes, including the longest K with a = 0, w = −128, where the
+// dot-product kernel's shifted sum (+2^30) and its correction (−2^30) must cancel exactly.
 TEST(GemmU8S8, EveryKernelOfThisCpuEqualsTheScalarLoops) {
   using cpu::Q8Kernel;
   auto run = [](Q8Kernel k, int M, int N, int K, int pad, const std::vector<uint8_t>& A,
