@@ -161,7 +161,8 @@ class CpuBackend : public ReferenceBackend {
   void linear_u8s8(float* out, int ldo, const uint8_t* A, int lda, float a_scale, int a_zero_point,
                    const int8_t* W, const float* w_scale, const int32_t* w_sum, const float* bias,
                    int M, int N, int K) override;
-  // W packed for this backend's int8 kernel (q8_gemm.h: the VNNI panels; none for AVX2/NEON).
+  // W packed for this backend's int8 kernel (q8_gemm.h: the VNNI, AVX2 and NEON i8mm panels;
+  // none for the other NEON kernels).
   size_t q8_packed_weight_bytes(int N, int K) const override;
   void pack_q8_weight(int8_t* packed, const int8_t* W, int N, int K) override;
   void linear_u8s8_packed(float* out, int ldo, const uint8_t* A, int lda, float a_scale,

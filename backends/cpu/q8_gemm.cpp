@@ -19,6 +19,9 @@
 #include <arm_neon.h>
 #if defined(__linux__)
 #include <sys/auxv.h>  // getauxval(AT_HWCAP): HWCAP_ASIMDDP; AT_HWCAP2: HWCAP2_I8MM
+#ifndef HWCAP2_I8MM
+#define HWCAP2_I8MM (1UL << 13)  // Linux's uapi bit; glibc's headers name it from 2.33 on
+#endif
 #endif
 #endif
 
@@ -360,6 +363,7 @@ size_t i8mm_panel_bytes(int K) {
 
 void i8mm_pack_panel(int8_t* dst, const int8_t* W, int ldw, int n, int nr, int K) {
   const int k8 = (K + 7) / 8;
+  if (k8 == 0) return;  // K = 0: an empty panel (dst may be null)
   std::memset(dst, 0, i8mm_panel_bytes(K));
   for (int j = 0; j < nr; ++j) {
     const int8_t* w = W + static_cast<size_t>(n + j) * ldw;

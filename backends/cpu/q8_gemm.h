@@ -89,7 +89,7 @@ constexpr Q8Kernel kAllQ8Kernels[] = {
 const char* q8_kernel_name(Q8Kernel k);
 
 // True when kernel k can run on this CPU (checked once: cpuid and XGETBV — the OS must save the
-// ymm/zmm state — on x86-64, HWCAP on aarch64).
+// ymm/zmm state — on x86-64, HWCAP and HWCAP2 on aarch64).
 bool q8_kernel_available(Q8Kernel k);
 
 // The kernel the cpu backend uses: the one named by the environment variable BERTRT_Q8_KERNEL
@@ -115,8 +115,9 @@ void q8_pack_a(int16_t* a16, const uint8_t* A, int lda, int M, int K);
 // Output columns [n0, n1) for all M rows with kernel k (which must be available; n0 a multiple of
 // q8_kernel_tile_n(k)): acc from A (u8, row stride lda), its widened form (only when
 // q8_kernel_packs_a(k); otherwise pa may be empty) and W [N, K] (row stride ldw) or, when
-// w_packed is non-null, q8_pack_w's packing of the whole W for kernel k; then `epi`. The VNNI
-// kernels need epi.a_zero_point in [0, 255] when epi.out is set (a quint8 zero point).
+// w_packed is non-null, q8_pack_w's packing of the whole W for kernel k; then `epi`. The panel
+// kernels (VNNI, AMX, AVX2, NEON i8mm) need epi.a_zero_point in [0, 255] when epi.out is set (a
+// quint8 zero point).
 void qu8s8_gemm(Q8Kernel k, int M, int n0, int n1, int K, const uint8_t* A, int lda,
                 const Q8PackedA& pa, const int8_t* W, int ldw, const int8_t* w_packed,
                 const Q8Epilogue& epi);

@@ -233,9 +233,9 @@ TEST(GemmU8S8, EveryKernelOfThisCpuEqualsTheScalarLoops) {
     const bool packs = cpu::q8_packed_w_bytes(k, 1, 1) > 0;
     for (bool prepack : {false, true}) {
       if (prepack && !packs) continue;
-      for (int M : {1, 2, 3, 5, 8, 9, 17})
+      for (int M : {1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 17})
         for (int N : {1, 3, 4, 5, 9, 16, 17, 33, 65})
-          for (int K : {1, 2, 3, 4, 5, 15, 16, 17, 33, 64, 100})
+          for (int K : {1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 33, 64, 100})
             for (int pad : {0, 6}) {
               const uint32_t seed = 7000 + M * 131 + N * 17 + K + pad;
               const auto A = test::random_u8(static_cast<size_t>(M) * (K + pad), seed);
