@@ -1,10 +1,9 @@
 // qu8s8_gemm_8x8_neoni8mm (q8_gemm_vnni.h): usmmla, the int8 matrix multiply (FEAT_I8MM, optional
 // from Armv8.2-A and required from 8.6: Cortex-A510/A710/X2 and later, Neoverse N2/V1/V2,
-// Graviton 3/4). One instruction multiplies a
-// 2 × 8 block of u8 (two rows of A, 8 values of k each) by a 2 × 8 block of s8 (two columns of W)
-// and adds the 2 × 2 int32 results: u8 × s8 natively (no 0x80 shift as with sdot), 32 exact
-// multiply-adds where sdot does 16. Built with -march=armv8.2-a+i8mm (CMakeLists.txt); run only
-// where HWCAP2 says the CPU has it (q8_gemm.cpp).
+// Graviton 3/4). One instruction multiplies a 2 × 8 block of u8 (two rows of A, 8 values of k
+// each) by a 2 × 8 block of s8 (two columns of W) and adds the 2 × 2 int32 results: u8 × s8
+// natively (no 0x80 shift as with sdot), 32 exact multiply-adds where sdot does 16. Built with
+// -march=armv8.2-a+i8mm (CMakeLists.txt); run only where HWCAP2 says the CPU has it (q8_gemm.cpp).
 #if defined(__aarch64__) && defined(__ARM_FEATURE_MATMUL_INT8)
 #include <arm_neon.h>
 
