@@ -33,6 +33,7 @@ const char* op_name(Op op) {
     case Op::kTanhBackward: return "tanh_backward";
     case Op::kLayerNormForward: return "layernorm_forward";
     case Op::kLayerNormBackward: return "layernorm_backward";
+    case Op::kSkipLayerNormForward: return "skip_layernorm_forward";
     case Op::kSoftmaxForward: return "softmax_forward";
     case Op::kSoftmaxBackward: return "softmax_backward";
     case Op::kEmbeddingForward: return "embedding_forward";
@@ -74,6 +75,15 @@ void Backend::linear_u8s8_gelu_u8(uint8_t* q, float* pre, float* act, const uint
                      K);
   gelu_forward(act, pre, n, kind);
   quantize_u8(q, act, n, q_scale, q_zero_point);
+}
+
+void Backend::skip_layernorm_forward(float* out, float* mean, float* rstd, uint8_t* q, float* x,
+                                     const float* skip, const float* weight, const float* bias,
+                                     int rows, int C, float eps, float q_scale, int q_zero_point) {
+  const size_t n = size_t(rows) * C;
+  if (skip) add(x, x, skip, n);
+  layernorm_forward(out, mean, rstd, x, weight, bias, rows, C, eps);
+  if (q) quantize_u8(q, out, n, q_scale, q_zero_point);
 }
 
 void Backend::dropout(float*, size_t, float, uint64_t) {

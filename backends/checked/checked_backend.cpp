@@ -256,6 +256,26 @@ void CheckedBackend::layernorm_forward(float* out, float* mean, float* rstd, con
   record([=] { inner_->layernorm_forward(out, mean, rstd, inp, weight, bias, rows, C, eps); });
 }
 
+void CheckedBackend::skip_layernorm_forward(float* out, float* mean, float* rstd, uint8_t* q,
+                                            float* x, const float* skip, const float* weight,
+                                            const float* bias, int rows, int C, float eps,
+                                            float q_scale, int q_zero_point) {
+  const char* op = "skip_layernorm_forward";
+  const size_t n = size_t(rows) * C;
+  CHECK_F("out", out, n);
+  CHECK_F("mean", mean, rows);
+  CHECK_F("rstd", rstd, rows);
+  CHECK_OPT_B("q", q, n);
+  CHECK_F("x", x, n);
+  CHECK_OPT_F("skip", skip, n);
+  CHECK_F("weight", weight, C);
+  CHECK_F("bias", bias, C);
+  record([=] {
+    inner_->skip_layernorm_forward(out, mean, rstd, q, x, skip, weight, bias, rows, C, eps, q_scale,
+                                   q_zero_point);
+  });
+}
+
 void CheckedBackend::layernorm_backward(float* dinp, float* dweight, float* dbias,
                                         const float* dout, const float* inp, const float* weight,
                                         const float* mean, const float* rstd, int rows, int C) {

@@ -69,6 +69,9 @@ class CheckedBackend : public Backend {
   void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                          const float* weight, const float* bias, int rows, int C,
                          float eps) override;
+  void skip_layernorm_forward(float* out, float* mean, float* rstd, uint8_t* q, float* x,
+                              const float* skip, const float* weight, const float* bias, int rows,
+                              int C, float eps, float q_scale, int q_zero_point) override;
   void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                           const float* inp, const float* weight, const float* mean,
                           const float* rstd, int rows, int C) override;

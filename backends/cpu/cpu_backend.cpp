@@ -10,7 +10,9 @@
 #include "backends/cpu/blas_core.h"
 #include "backends/cpu/f32_attention.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/quant_kernels.h"
 #include "backends/dropout_rule.h"
+#include "backends/quant_checks.h"
 #include "core/error.h"
 #include "core/mapped_file.h"
 
@@ -195,6 +197,7 @@ bool CpuBackend::supports(Op op) const {
     case Op::kGeluBackward:
     case Op::kLayerNormForward:
     case Op::kLayerNormBackward:
+    case Op::kSkipLayerNormForward:
     case Op::kSoftmaxForward:
     case Op::kSoftmaxBackward:
     case Op::kEmbeddingForward:
@@ -603,6 +606,25 @@ void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const f
   pool_.parallel_for(rows, row_grain(C), [&](size_t r0, size_t r1) {
     cpu::layernorm_forward_rows(out, mean, rstd, inp, weight, bias, static_cast<int>(r0),
                                 static_cast<int>(r1), C, eps);
+  });
+}
+
+// One pass over each row while it is in L1, and one pool hand-off instead of three: the row
+// kernels of add, layernorm_forward and quantize_u8, so the same floats and integers.
+void CpuBackend::skip_layernorm_forward(float* out, float* mean, float* rstd, uint8_t* q, float* x,
+                                        const float* skip, const float* weight, const float* bias,
+                                        int rows, int C, float eps, float q_scale,
+                                        int q_zero_point) {
+  if (q) check_quant_scale("skip_layernorm_forward", q_scale, 0);
+  const float inv = q ? 1.0f / q_scale : 0.0f;
+  pool_.parallel_for(rows, row_grain(C), [&](size_t r0, size_t r1) {
+    for (size_t r = r0; r < r1; ++r) {
+      const size_t at = r * static_cast<size_t>(C);
+      if (skip) cpu::add_kernel(x + at, x + at, skip + at, static_cast<size_t>(C));
+      cpu::layernorm_forward_rows(out, mean, rstd, x, weight, bias, static_cast<int>(r),
+                                  static_cast<int>(r) + 1, C, eps);
+      if (q) cpu::quantize_u8_kernel(q + at, out + at, static_cast<size_t>(C), inv, q_zero_point);
+    }
   });
 }
 

@@ -562,7 +562,8 @@ bool VulkanBackend::supports(Op op) const {
     case Op::kObserveMinMax:
     case Op::kEmbeddingForwardS8:
       return impl_->binds(5);
-    case Op::kLinearU8S8GeluU8:  // runs as its three ops (Backend's default), each a shader
+    case Op::kLinearU8S8GeluU8:  // these run as their ops (Backend's default), each a shader
+    case Op::kSkipLayerNormForward:
       return false;
     case Op::kDropout:  // no shader yet: Backend's default throws, training runs without dropout
       return false;

@@ -23,8 +23,8 @@ void encoder_layer_forward(Backend& be, const LayerActs& a, float* scores, const
   if (!int8_same_input_forward(be, qkv, qkv_out, qkv_b, 3, inp, N, C, C)) {
     for (int i = 0; i < 3; ++i) {
       if (fused)
-        linear_forward_inference(be, qkv_out[i], nullptr, inp, qkv_w[i], qkv_b[i], nullptr, N, C,
-                                 C, std::nullopt, qkv[i]);
+        linear_forward_inference(be, qkv_out[i], nullptr, inp, qkv_w[i], qkv_b[i], nullptr, N, C, C,
+                                 std::nullopt, qkv[i]);
       else
         linear_forward(be, qkv_out[i], inp, qkv_w[i], qkv_b[i], N, C, C, 0, qkv[i]);
     }
@@ -34,34 +34,45 @@ void encoder_layer_forward(Backend& be, const LayerActs& a, float* scores, const
                                    d.att.NH, d.att.T, d.att.HS, 1.0f / std::sqrt(float(d.att.HS)));
   else
     attention_forward(be, a.ctx, a.probs, scores, a.q, a.k, a.v, mask_add, d.att, d.att_drop);
+  // The residual adds: in the fp32 GEMM's epilogue at inference, else in the LayerNorm's pass
+  // (skip_layernorm_forward), which also quantizes ln1 for an int8 feed-forward.
+  auto in_gemm = [&](const QuantLinear* ql) {
+    return fused && (!ql || ql->mode == QuantMode::kFloat);
+  };
+  const size_t NC = size_t(N) * C;
   if (fused) {
-    linear_forward_inference(be, a.res1, nullptr, a.ctx, w.attn_out_w, w.attn_out_b, inp, N, C, C,
-                             std::nullopt, Q.attn_out);
+    linear_forward_inference(be, a.res1, nullptr, a.ctx, w.attn_out_w, w.attn_out_b,
+                             in_gemm(Q.attn_out) ? inp : nullptr, N, C, C, std::nullopt,
+                             Q.attn_out);
   } else {
     linear_forward(be, a.res1, a.ctx, w.attn_out_w, w.attn_out_b, N, C, C, 0, Q.attn_out);
-    if (d.dropout > 0.0f) be.dropout(a.res1, size_t(N) * C, d.dropout, d.attn_seed);
-    be.add(a.res1, a.res1, inp, size_t(N) * C);
+    if (d.dropout > 0.0f) be.dropout(a.res1, NC, d.dropout, d.attn_seed);
   }
-  be.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, a.res1, w.attn_ln_w, w.attn_ln_b, N, C,
-                       d.eps);
   // At inference nothing reads the fp32 intermediate: int8 layers keep it quantized.
-  if (a.no_backward && Q.inter && Q.out &&
-      int8_ffn_forward(be, *Q.inter, *Q.out, a.res2, a.inter_pre, a.inter, a.ln1, w.inter_b,
-                       w.out_b, N, C, I, d.gelu)) {
-    be.add(a.res2, a.res2, a.ln1, size_t(N) * C);
+  const bool int8_ffn = a.no_backward && int8_ffn_applies(Q.inter, Q.out, C, I);
+  uint8_t* ln1_q = int8_ffn ? int8_ffn_input(be, *Q.inter, N, C) : nullptr;
+  be.skip_layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, ln1_q, a.res1,
+                            in_gemm(Q.attn_out) ? nullptr : inp, w.attn_ln_w, w.attn_ln_b, N, C,
+                            d.eps, int8_ffn ? Q.inter->act.scale : 0.0f,
+                            int8_ffn ? Q.inter->act.zero_point : 0);
+  const float* skip2 = a.ln1;
+  if (int8_ffn) {
+    int8_ffn_forward(be, *Q.inter, *Q.out, a.res2, a.inter_pre, a.inter, ln1_q, w.inter_b, w.out_b,
+                     N, C, I, d.gelu);
   } else if (fused) {
     linear_forward_inference(be, a.inter, a.inter_pre, a.ln1, w.inter_w, w.inter_b, nullptr, N, C,
                              I, d.gelu, Q.inter);
-    linear_forward_inference(be, a.res2, nullptr, a.inter, w.out_w, w.out_b, a.ln1, N, I, C,
-                             std::nullopt, Q.out);
+    linear_forward_inference(be, a.res2, nullptr, a.inter, w.out_w, w.out_b,
+                             in_gemm(Q.out) ? a.ln1 : nullptr, N, I, C, std::nullopt, Q.out);
+    if (in_gemm(Q.out)) skip2 = nullptr;
   } else {
     linear_forward(be, a.inter_pre, a.ln1, w.inter_w, w.inter_b, N, C, I, 0, Q.inter);
     be.gelu_forward(a.inter, a.inter_pre, size_t(N) * I, d.gelu);
     linear_forward(be, a.res2, a.inter, w.out_w, w.out_b, N, I, C, 0, Q.out);
-    if (d.dropout > 0.0f) be.dropout(a.res2, size_t(N) * C, d.dropout, d.ffn_seed);
-    be.add(a.res2, a.res2, a.ln1, size_t(N) * C);
+    if (d.dropout > 0.0f) be.dropout(a.res2, NC, d.dropout, d.ffn_seed);
   }
-  be.layernorm_forward(a.out, a.ln2_mean, a.ln2_rstd, a.res2, w.out_ln_w, w.out_ln_b, N, C, d.eps);
+  be.skip_layernorm_forward(a.out, a.ln2_mean, a.ln2_rstd, nullptr, a.res2, skip2, w.out_ln_w,
+                            w.out_ln_b, N, C, d.eps, 0.0f, 0);
 }
 
 void encoder_layer_backward(Backend& be, float* dinp, const LayerParams& dw,

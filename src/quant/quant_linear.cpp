@@ -160,19 +160,24 @@ bool int8_same_input_forward(Backend& be, QuantLinear* const* qs, float* const* 
   return true;
 }
 
-bool int8_ffn_forward(Backend& be, QuantLinear& inter, QuantLinear& out, float* y, float* pre,
-                      float* act, const float* x, const float* inter_b, const float* out_b,
+bool int8_ffn_applies(const QuantLinear* inter, const QuantLinear* out, int C, int I) {
+  return is_int8(inter, I, C) && is_int8(out, C, I);
+}
+
+uint8_t* int8_ffn_input(Backend& be, QuantLinear& inter, int rows, int C) {
+  return inter.xu8.ensure(be, size_t(rows) * C);
+}
+
+void int8_ffn_forward(Backend& be, QuantLinear& inter, QuantLinear& out, float* y, float* pre,
+                      float* act, const uint8_t* xq, const float* inter_b, const float* out_b,
                       int rows, int C, int I, Gelu kind) {
-  if (rows == 0 || !is_int8(&inter, I, C) || !is_int8(&out, C, I)) return false;
-  uint8_t* xq = inter.xu8.ensure(be, size_t(rows) * C);
-  be.quantize_u8(xq, x, size_t(rows) * C, inter.act.scale, inter.act.zero_point);
+  if (rows == 0) return;
   const Int8WeightView wi = inter.dev8.on(be, inter.w8);
   uint8_t* hq = out.xu8.ensure(be, size_t(rows) * I);
   be.linear_u8s8_gelu_u8(hq, pre, act, xq, C, inter.act.scale, inter.act.zero_point, wi.q,
                          wi.packed, wi.scale, wi.row_sum, inter_b, rows, I, C, kind, out.act.scale,
                          out.act.zero_point);
   int8_linear_forward_u8(be, y, hq, rows, out.dev8.on(be, out.w8), out.act, out_b);
-  return true;
 }
 
 }  // namespace bertrt

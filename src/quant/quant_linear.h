@@ -67,7 +67,8 @@ void quant_linear_backward(Backend& be, QuantLinear& q, float* dinp, float* dwei
                            const float* dout, int rows, int in_f, int out_f, int ldd);
 
 // Inference fusions of int8 Linears (the encoder layer's; same outputs as quant_linear_forward of
-// each Linear in turn). Each returns false, doing nothing, where it does not apply.
+// each Linear in turn). int8_same_input_forward returns false, doing nothing, where it does not
+// apply.
 //
 // Linears of one input (BERT's query, key and value): all kInt8 with the same input qparams (they
 // observe the same tensor, so QAT and calibration give them the same range) quantize it once.
@@ -76,10 +77,14 @@ bool int8_same_input_forward(Backend& be, QuantLinear* const* qs, float* const* 
                              const float* const* biases, int count, const float* inp, int rows,
                              int in_f, int out_f);
 // BERT's feed-forward up to the output Linear's GEMM: y [rows, C] = out(gelu(inter(x))), both
-// kInt8; the intermediate leaves inter's GEMM quantized for `out` (Backend::linear_u8s8_gelu_u8).
-// pre, act: [rows, I] scratch (pre holds inter's fp32 output after).
-bool int8_ffn_forward(Backend& be, QuantLinear& inter, QuantLinear& out, float* y, float* pre,
-                      float* act, const float* x, const float* inter_b, const float* out_b,
+// kInt8 (int8_ffn_applies); the intermediate leaves inter's GEMM quantized for `out`
+// (Backend::linear_u8s8_gelu_u8). xq [rows, C]: x quantized with inter.act, written by the
+// LayerNorm before into inter.xu8 (int8_ffn_input). pre, act: [rows, I] scratch (pre holds inter's
+// fp32 output after).
+bool int8_ffn_applies(const QuantLinear* inter, const QuantLinear* out, int C, int I);
+uint8_t* int8_ffn_input(Backend& be, QuantLinear& inter, int rows, int C);
+void int8_ffn_forward(Backend& be, QuantLinear& inter, QuantLinear& out, float* y, float* pre,
+                      float* act, const uint8_t* xq, const float* inter_b, const float* out_b,
                       int rows, int C, int I, Gelu kind);
 
 }  // namespace bertrt

@@ -12,6 +12,8 @@
 #include <iostream>
 #include <limits>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "backends/backend.h"
@@ -236,11 +238,13 @@ void add_elementwise_cases(std::vector<OpCase>& cases) {
 // Float two-pass statistics over C terms: μ off by ~C·eps·mean|x|, var and so rstd by ~C·eps
 // relative; out = (x − μ)·rstd·w + b inherits (C + 8)·eps of |n·w|, the μ error through w·|μ|·rstd,
 // and a rounding of b.
-::testing::AssertionResult check_layernorm_forward(Backend& r, Backend& c, int rows, int C) {
-  auto x = randn(rows * C, 20, 1.5f, 2.0f), w = randn(C, 21, 0.1f, 1.0f), b = randn(C, 22, 0.1f);
-  std::vector<float> o1(rows * C), o2(rows * C), m1(rows), m2(rows), s1(rows), s2(rows);
-  r.layernorm_forward(o1.data(), m1.data(), s1.data(), x.data(), w.data(), b.data(), rows, C, 1e-12f);
-  c.layernorm_forward(o2.data(), m2.data(), s2.data(), x.data(), w.data(), b.data(), rows, C, 1e-12f);
+// A LayerNorm's out, mean, rstd from two backends (1: the reference): the means are float sums of
+// C terms, rstd adds a variance sum and a sqrt, out a few roundings of normalized values.
+::testing::AssertionResult layernorm_close(const std::vector<float>& x, const std::vector<float>& w,
+                                           const std::vector<float>& b, const std::vector<float>& o1,
+                                           const std::vector<float>& m1, const std::vector<float>& s1,
+                                           const std::vector<float>& o2, const std::vector<float>& m2,
+                                           const std::vector<float>& s2, int rows, int C) {
   std::vector<double> tol_o(rows * C), tol_m(rows), tol_s(rows);
   for (int i = 0; i < rows; ++i) {
     double abs_mean = 0;
@@ -257,6 +261,56 @@ void add_elementwise_cases(std::vector<OpCase>& cases) {
   auto r2 = all_close(s1, s2, tol_s);
   if (!r2) return r2 << " (rstd)";
   return all_close(o1, o2, tol_o) << " (out)";
+}
+
+::testing::AssertionResult check_layernorm_forward(Backend& r, Backend& c, int rows, int C) {
+  auto x = randn(rows * C, 20, 1.5f, 2.0f), w = randn(C, 21, 0.1f, 1.0f), b = randn(C, 22, 0.1f);
+  std::vector<float> o1(rows * C), o2(rows * C), m1(rows), m2(rows), s1(rows), s2(rows);
+  r.layernorm_forward(o1.data(), m1.data(), s1.data(), x.data(), w.data(), b.data(), rows, C, 1e-12f);
+  c.layernorm_forward(o2.data(), m2.data(), s2.data(), x.data(), w.data(), b.data(), rows, C, 1e-12f);
+  return layernorm_close(x, w, b, o1, m1, s1, o2, m2, s2, rows, C);
+}
+
+// skip_layernorm_forward: on the candidate, bit for bit its own add, layernorm_forward and
+// quantize_u8 in turn (a fusion must not move a float or cross a rounding boundary); against the
+// reference, the sum exactly and the LayerNorm within the tolerances above.
+::testing::AssertionResult check_skip_layernorm_forward(Backend& r, Backend& c, int rows, int C,
+                                                        bool skip, bool quantize) {
+  const size_t n = static_cast<size_t>(rows) * C;
+  auto x0 = randn(n, 23, 1.5f, 2.0f), sk = randn(n, 24, 1.0f), w = randn(C, 25, 0.1f, 1.0f),
+       b = randn(C, 26, 0.1f);
+  const float qs = 0.04f;  // LayerNorm outputs of a few units: some clamp at both ends
+  const int qzp = 101;
+  struct Run {
+    std::vector<float> x, out, mean, rstd;
+    std::vector<uint8_t> q;
+  };
+  auto fresh = [&] {
+    return Run{x0, std::vector<float>(n), std::vector<float>(rows), std::vector<float>(rows),
+               std::vector<uint8_t>(n, 7)};
+  };
+  auto fused = [&](Backend& be) {
+    Run o = fresh();
+    be.skip_layernorm_forward(o.out.data(), o.mean.data(), o.rstd.data(),
+                              quantize ? o.q.data() : nullptr, o.x.data(), skip ? sk.data() : nullptr,
+                              w.data(), b.data(), rows, C, 1e-12f, qs, qzp);
+    return o;
+  };
+  Run f = fused(c), s = fresh(), ref = fused(r);
+  if (skip) c.add(s.x.data(), s.x.data(), sk.data(), n);
+  c.layernorm_forward(s.out.data(), s.mean.data(), s.rstd.data(), s.x.data(), w.data(), b.data(),
+                      rows, C, 1e-12f);
+  if (quantize) c.quantize_u8(s.q.data(), s.out.data(), n, qs, qzp);
+  for (auto [got, want, what] : {std::tuple{&f.x, &s.x, "x"}, {&f.out, &s.out, "out"},
+                                 {&f.mean, &s.mean, "mean"}, {&f.rstd, &s.rstd, "rstd"}}) {
+    auto ok = all_close(*want, *got, {0.0});
+    if (!ok) return ok << " (" << what << ": fused vs the candidate's ops)";
+  }
+  auto okq = test::all_equal(s.q, f.q);
+  if (!okq) return okq << " (q: fused vs the candidate's ops)";
+  auto okx = all_close(ref.x, f.x, {0.0});
+  if (!okx) return okx << " (x vs the reference)";
+  return layernorm_close(ref.x, w, b, ref.out, ref.mean, ref.rstd, f.out, f.mean, f.rstd, rows, C);
 }
 
 // dbias, dweight: float sums over `rows` terms: (rows + 2)·eps·(Σ|terms| + |initial|). dinp:
@@ -318,6 +372,15 @@ void add_layernorm_cases(std::vector<OpCase>& cases) {
                    [](Backend& r, Backend& c) { return check_layernorm_forward(r, c, 17, 256); }});
   cases.push_back({Op::kLayerNormBackward, "layernorm_backward_17x256",
                    [](Backend& r, Backend& c) { return check_layernorm_backward(r, c, 17, 256); }});
+  for (auto [rows, C] : {std::pair{1, 1}, std::pair{3, 31}, std::pair{5, 65}, std::pair{17, 256}})
+    for (auto [skip, quantize] : {std::pair{true, true}, std::pair{true, false}, std::pair{false, true}}) {
+      const std::string tag = std::to_string(rows) + "x" + std::to_string(C) +
+                              (skip ? "_skip" : "") + (quantize ? "_u8" : "");
+      cases.push_back({Op::kSkipLayerNormForward, "skip_layernorm_forward_" + tag,
+                       [=](Backend& r, Backend& c) {
+                         return check_skip_layernorm_forward(r, c, rows, C, skip, quantize);
+                       }});
+    }
 }
 
 // --- softmax -------------------------------------------------------------------------------------
