@@ -609,21 +609,23 @@ void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const f
   });
 }
 
-// One pass over each row while it is in L1, and one pool hand-off instead of three: the row
-// kernels of add, layernorm_forward and quantize_u8, so the same floats and integers.
+// One pass over a few rows at a time while they are in L1 (4 rows: layernorm_forward_rows' block),
+// and one pool hand-off instead of three: the row kernels of add, layernorm_forward and
+// quantize_u8, so the same floats and integers.
 void CpuBackend::skip_layernorm_forward(float* out, float* mean, float* rstd, uint8_t* q, float* x,
                                         const float* skip, const float* weight, const float* bias,
                                         int rows, int C, float eps, float q_scale,
                                         int q_zero_point) {
   if (q) check_quant_scale("skip_layernorm_forward", q_scale, 0);
   const float inv = q ? 1.0f / q_scale : 0.0f;
+  constexpr size_t kChunk = 4;
   pool_.parallel_for(rows, row_grain(C), [&](size_t r0, size_t r1) {
-    for (size_t r = r0; r < r1; ++r) {
-      const size_t at = r * static_cast<size_t>(C);
-      if (skip) cpu::add_kernel(x + at, x + at, skip + at, static_cast<size_t>(C));
+    for (size_t r = r0; r < r1; r += kChunk) {
+      const size_t m = std::min(kChunk, r1 - r), at = r * static_cast<size_t>(C), n = m * C;
+      if (skip) cpu::add_kernel(x + at, x + at, skip + at, n);
       cpu::layernorm_forward_rows(out, mean, rstd, x, weight, bias, static_cast<int>(r),
-                                  static_cast<int>(r) + 1, C, eps);
-      if (q) cpu::quantize_u8_kernel(q + at, out + at, static_cast<size_t>(C), inv, q_zero_point);
+                                  static_cast<int>(r + m), C, eps);
+      if (q) cpu::quantize_u8_kernel(q + at, out + at, n, inv, q_zero_point);
     }
   });
 }

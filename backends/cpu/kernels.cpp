@@ -169,25 +169,66 @@ BERTRT_CPU_CLONES_V4 void dropout_kernel(float* x, size_t i0, size_t i1, uint32_
 
 // --- LayerNorm -----------------------------------------------------------------------------------
 
+// R consecutive rows of layernorm_forward_rows. Each row's floats are those of the row alone: its
+// sums run in sum_f32's and dot_f32's order, in the same expressions. A row of C floats is two
+// chains of C/8 dependent vector adds, latency-bound at BERT's widths; R rows interleave R chains.
+template <int R>
+[[gnu::always_inline]] inline void layernorm_forward_block(float* __restrict out, float* mean, float* rstd,
+                                    const float* __restrict inp, const float* __restrict w,
+                                    const float* __restrict b, float* __restrict d, int r, int C,
+                                    float eps) {
+  const size_t ld = static_cast<size_t>(C);
+  const float* __restrict x = inp + static_cast<size_t>(r) * ld;
+  float* __restrict y = out + static_cast<size_t>(r) * ld;
+  // Two passes (mean, then Σ(x − μ)²): no cancellation, unlike E[x²] − μ².
+  f32x8 acc[R];
+  for (int k = 0; k < R; ++k) acc[k] = f32x8{};
+  int i = 0;
+  for (; i + 8 <= C; i += 8)
+    for (int k = 0; k < R; ++k) {
+      f32x8 v;
+      std::memcpy(&v, x + k * ld + i, sizeof v);
+      acc[k] += v;
+    }
+  float mu[R], rs[R];
+  for (int k = 0; k < R; ++k) {
+    float tail = 0.0f;
+    for (int j = i; j < C; ++j) tail += x[k * ld + j];
+    mu[k] = sum_lanes(acc[k], tail) / static_cast<float>(C);
+  }
+  for (int k = 0; k < R; ++k)
+    for (int c = 0; c < C; ++c) d[k * ld + c] = x[k * ld + c] - mu[k];
+  for (int k = 0; k < R; ++k) acc[k] = f32x8{};
+  for (i = 0; i + 8 <= C; i += 8)
+    for (int k = 0; k < R; ++k) {
+      f32x8 a, a2;
+      std::memcpy(&a, d + k * ld + i, sizeof a);
+      std::memcpy(&a2, d + k * ld + i, sizeof a2);
+      acc[k] += a * a2;
+    }
+  for (int k = 0; k < R; ++k) {
+    float tail = 0.0f;
+    for (int j = i; j < C; ++j) tail += d[k * ld + j] * d[k * ld + j];
+    const float var = sum_lanes(acc[k], tail) / static_cast<float>(C);
+    rs[k] = 1.0f / std::sqrt(var + eps);
+  }
+  for (int k = 0; k < R; ++k) {
+    for (int c = 0; c < C; ++c) y[k * ld + c] = d[k * ld + c] * rs[k] * w[c] + b[c];
+    mean[r + k] = mu[k];
+    rstd[r + k] = rs[k];
+  }
+}
+
 BERTRT_CPU_CLONES void layernorm_forward_rows(float* out, float* mean, float* rstd,
                                               const float* inp, const float* weight,
                                               const float* bias, int r0, int r1, int C,
                                               float eps) {
-  float* __restrict d = scratch_row(0, static_cast<size_t>(C));
-  const float* __restrict w = weight;
-  const float* __restrict b = bias;
-  for (int r = r0; r < r1; ++r) {
-    const float* __restrict x = inp + static_cast<size_t>(r) * C;
-    float* __restrict y = out + static_cast<size_t>(r) * C;
-    // Two passes (mean, then Σ(x − μ)²): no cancellation, unlike E[x²] − μ².
-    const float mu = sum_f32(x, C) / static_cast<float>(C);
-    for (int c = 0; c < C; ++c) d[c] = x[c] - mu;
-    const float var = dot_f32(d, d, C) / static_cast<float>(C);
-    const float rs = 1.0f / std::sqrt(var + eps);
-    for (int c = 0; c < C; ++c) y[c] = d[c] * rs * w[c] + b[c];
-    mean[r] = mu;
-    rstd[r] = rs;
-  }
+  constexpr int kRows = 4;
+  float* d = scratch_row(0, static_cast<size_t>(kRows) * C);
+  int r = r0;
+  for (; r + kRows <= r1; r += kRows)
+    layernorm_forward_block<kRows>(out, mean, rstd, inp, weight, bias, d, r, C, eps);
+  for (; r < r1; ++r) layernorm_forward_block<1>(out, mean, rstd, inp, weight, bias, d, r, C, eps);
 }
 
 BERTRT_CPU_CLONES void layernorm_backward_dinp_rows(float* dinp, const float* dout,

@@ -690,6 +690,25 @@ INSTANTIATE_TEST_SUITE_P(Ops, CpuVsReference, ::testing::Range<size_t>(0, cases(
                            return cases()[info.param].label;
                          });
 
+// The cpu LayerNorm runs rows in blocks of 4 (interleaved reductions); each row's floats must be
+// those of the row alone (one-row calls take the 1-row block), bit for bit, at every width.
+TEST(CpuLayerNorm, RowsInBlocksEqualEachRowAlone) {
+  CpuBackend cpu(1);
+  for (int C : {1, 7, 8, 31, 33, 256, 768}) {
+    const int rows = 11;  // two blocks of 4 and 3 rows alone
+    auto x = randn(rows * C, 27, 1.5f, 2.0f), w = randn(C, 28, 0.1f, 1.0f), b = randn(C, 29, 0.1f);
+    std::vector<float> o1(rows * C), o2(rows * C), m1(rows), m2(rows), s1(rows), s2(rows);
+    cpu.layernorm_forward(o1.data(), m1.data(), s1.data(), x.data(), w.data(), b.data(), rows, C,
+                          1e-12f);
+    for (int r = 0; r < rows; ++r)
+      cpu.layernorm_forward(o2.data() + r * C, m2.data() + r, s2.data() + r, x.data() + r * C,
+                            w.data(), b.data(), 1, C, 1e-12f);
+    EXPECT_TRUE(all_close(o2, o1, {0.0})) << "out, C = " << C;
+    EXPECT_TRUE(all_close(m2, m1, {0.0})) << "mean, C = " << C;
+    EXPECT_TRUE(all_close(s2, s1, {0.0})) << "rstd, C = " << C;
+  }
+}
+
 // Every op of the interface has at least one case in the table.
 TEST(OpTable, CoversEveryOp) {
   for (int i = 0; i < static_cast<int>(Op::kCount); ++i) {
