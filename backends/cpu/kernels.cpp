@@ -173,10 +173,12 @@ BERTRT_CPU_CLONES_V4 void dropout_kernel(float* x, size_t i0, size_t i1, uint32_
 // sums run in sum_f32's and dot_f32's order, in the same expressions. A row of C floats is two
 // chains of C/8 dependent vector adds, latency-bound at BERT's widths; R rows interleave R chains.
 template <int R>
-[[gnu::always_inline]] inline void layernorm_forward_block(float* __restrict out, float* mean, float* rstd,
-                                    const float* __restrict inp, const float* __restrict w,
-                                    const float* __restrict b, float* __restrict d, int r, int C,
-                                    float eps) {
+[[gnu::always_inline]] inline void layernorm_forward_block(float* __restrict out, float* mean,
+                                                           float* rstd, const float* __restrict inp,
+                                                           const float* __restrict w,
+                                                           const float* __restrict b,
+                                                           float* __restrict d, int r, int C,
+                                                           float eps) {
   const size_t ld = static_cast<size_t>(C);
   const float* __restrict x = inp + static_cast<size_t>(r) * ld;
   float* __restrict y = out + static_cast<size_t>(r) * ld;
@@ -221,8 +223,7 @@ template <int R>
 
 BERTRT_CPU_CLONES void layernorm_forward_rows(float* out, float* mean, float* rstd,
                                               const float* inp, const float* weight,
-                                              const float* bias, int r0, int r1, int C,
-                                              float eps) {
+                                              const float* bias, int r0, int r1, int C, float eps) {
   constexpr int kRows = 4;
   float* d = scratch_row(0, static_cast<size_t>(kRows) * C);
   int r = r0;
@@ -327,8 +328,8 @@ BERTRT_CPU_CLONES void embedding_forward_rows(float* out, const int32_t* ids, co
   }
 }
 
-BERTRT_CPU_CLONES void embedding_backward_cols(float* dtable, const int32_t* ids,
-                                               const float* dout, int n, int C, int c0, int c1) {
+BERTRT_CPU_CLONES void embedding_backward_cols(float* dtable, const int32_t* ids, const float* dout,
+                                               int n, int C, int c0, int c1) {
   // Rows in order, so repeated ids accumulate exactly as in the reference.
   for (int i = 0; i < n; ++i) {
     float* __restrict dt = dtable + static_cast<size_t>(ids[i]) * C;
