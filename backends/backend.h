@@ -171,10 +171,11 @@ class Backend {
   virtual void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                   const float* inp, const float* weight, const float* mean,
                                   const float* rstd, int rows, int C) = 0;
-  // The end of a sublayer at inference (ONNX Runtime's SkipLayerNormalization), fused where the
-  // backend can: x += skip (x [rows, C] in place; skip may be nullptr), layernorm_forward(out,
-  // mean, rstd, x, ...), and where q is given q = quantize_u8(out, q_scale, q_zero_point) [rows, C]
-  // for the next int8 Linear. The same floats and integers as those ops in turn (the default).
+  // The end of a sublayer (ONNX Runtime's SkipLayerNormalization), fused where the backend can:
+  // x += skip (x [rows, C] in place; skip may be nullptr), layernorm_forward(out, mean, rstd, x,
+  // ...), and where q is given (int8 inference) q = quantize_u8(out, q_scale, q_zero_point)
+  // [rows, C] for the next int8 Linear. The same floats and integers as those ops in turn (the
+  // default).
   virtual void skip_layernorm_forward(float* out, float* mean, float* rstd, uint8_t* q, float* x,
                                       const float* skip, const float* weight, const float* bias,
                                       int rows, int C, float eps, float q_scale, int q_zero_point);
