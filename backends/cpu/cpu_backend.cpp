@@ -88,8 +88,12 @@ bool CpuBackend::use_xnnpack(int M, int N, int K) const {
     case cpu::FcProvider::kBertrt:
       return false;
     case cpu::FcProvider::kAuto:
-      // The rule first: where it never wins (aarch64), XNNPACK is never even initialised.
-      return cpu::xnnpack_fc_wins(M, N, K) && cpu::xnnpack_available();
+      // The rule first: where it never wins (aarch64), XNNPACK is never even initialised. Its
+      // rule holds for its AVX-512F kernels, which it picks by CPUID whatever BERTRT_F32_KERNEL
+      // says: under a forced narrower fp32 kernel (fma3, the AVX2-only proxy) auto leaves it, as
+      // a CPU without AVX-512F would (xnnpack_wins_here).
+      return f32_kernel_ == cpu::F32Kernel::kAvx512f && cpu::xnnpack_fc_wins(M, N, K) &&
+             cpu::xnnpack_available();
   }
   return false;
 }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/f32_gemm.h"
 #include "core/error.h"
 #include "io/safetensors.h"
 #include "model/bert_model.h"
@@ -224,6 +225,30 @@ TEST(XnnpackFc, AutoLeavesTheMeasuredLosingShapesOnOpenBlas) {
   linear_gemm(be, X, W, M, N, K);
   EXPECT_EQ(be.fc_stats().openblas_calls, 1u);
   EXPECT_EQ(be.fc_stats().xnnpack_calls, 0u);
+}
+
+// XNNPACK picks its AVX-512F kernels by CPUID whatever BERTRT_F32_KERNEL forces, and auto's rule
+// was measured for those: under a narrower forced fp32 kernel (fma3, the AVX2-only proxy of
+// bench/side_by_side.sh) auto leaves XNNPACK, as a CPU without AVX-512F would; under avx512f it
+// takes the rule's shapes.
+TEST(XnnpackFc, AutoTakesXnnpackOnlyWithTheAvx512fKernel) {
+  SKIP_WITHOUT_XNNPACK();
+  const int M = 8, N = 768, K = 768;
+  if (!cpu::xnnpack_fc_wins(M, N, K))
+    GTEST_SKIP() << "auto takes XNNPACK for no shape on this CPU (xnnpack_fc_wins)";
+  const auto X = test::randn(size_t(M) * K, 12);
+  const auto W = test::randn(size_t(N) * K, 13, 0.1f);
+  for (const cpu::F32Kernel k : cpu::kAllF32Kernels) {
+    if (!cpu::f32_kernel_available(k)) continue;
+    CpuBackend be(1);
+    be.set_f32_kernel(k);
+    be.set_fc_provider(cpu::FcProvider::kAuto);
+    be.set_constant_weights(true);
+    linear_gemm(be, X, W, M, N, K);
+    const auto s = be.fc_stats();
+    EXPECT_EQ(s.xnnpack_calls, k == cpu::F32Kernel::kAvx512f ? 1u : 0u) << be.fc_summary();
+    EXPECT_EQ(s.xnnpack_calls + s.openblas_calls + s.bertrt_calls, 1u) << be.fc_summary();
+  }
 }
 
 // auto packs only while the copies fit its budget (16 MB unless BERTRT_FC_XNNPACK_MAX_MB says
