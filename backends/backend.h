@@ -291,8 +291,9 @@ class Backend {
   // feed-forward intermediate at inference, fused where the backend can):
   //   pre = linear_u8s8_packed(A, W, ...) [M, N];  act = gelu(pre);  q = quantize_u8(act, q_scale,
   //   q_zero_point) [M, N] (row stride N for all three)
-  // The same integers as those three ops in turn. pre is always written; act is scratch that the
-  // default (the three ops) writes and a fused backend may leave untouched.
+  // The same integers as those three ops in turn. pre and act are scratch that the default (the
+  // three ops) writes and a fused backend may leave untouched (the cpu backend's blocks stay in a
+  // buffer of each thread: nothing reads the fp32 intermediate at inference).
   virtual void linear_u8s8_gelu_u8(uint8_t* q, float* pre, float* act, const uint8_t* A, int lda,
                                    float a_scale, int a_zero_point, const int8_t* W,
                                    const int8_t* w_packed, const float* w_scale,

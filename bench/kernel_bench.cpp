@@ -177,7 +177,10 @@ int main(int argc, char** argv) {
     for (bertrt::cpu::F32Kernel k : bertrt::cpu::kAllF32Kernels) {
       if (!bertrt::cpu::f32_kernel_available(k)) continue;
       const double sec = best_seconds(
-          [&] { bertrt::cpu::gelu_erf_quantize_u8(k, q.data(), x.data(), R, C, ld, inv, 6); }, 0.3);
+          [&] {
+            bertrt::cpu::gelu_erf_quantize_u8(k, q.data(), x.data(), R, C, ld, ld, inv, 6);
+          },
+          0.3);
       const double ge = R * C / sec * 1e-9;
       const char* name = bertrt::cpu::f32_kernel_name(k);
       if (json) {

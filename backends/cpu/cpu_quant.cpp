@@ -28,14 +28,17 @@ constexpr int kPostCols = 64, kPostRows = 64;
 // No work after the GEMM.
 struct NoPost {
   static constexpr bool kActive = false;
-  void operator()(int, int, int, int) const {}
+  static constexpr bool kScratch = false;
+  void operator()(int, int, int, int, const float*, size_t) const {}
 };
 
 // Runs the u8×s8 GEMM over output columns on the pool with the backend's kernel: packs A to
 // int16 once (AVX2 path), then each task computes whole columns [n0, n1) (whole tiles of the
 // kernel's width) for every row. w_packed: W packed for that kernel (q8_pack_w) or null.
-// post(m0, m1, c0, c1), when active, runs on the task's thread right after the block of rows
-// [m0, m1) × columns [c0, c1) is written (kPostRows × about kPostCols), while it is in L1.
+// post(m0, m1, c0, c1, x, ldx), when active, runs on the task's thread right after the block of
+// rows [m0, m1) × columns [c0, c1) is written (kPostRows × about kPostCols), while it is in L1: x
+// is its first float, ldx its row stride. With Post::kScratch the dequantized block goes to a
+// block-sized buffer of the thread, not to epi.out (which post then writes, or nothing does).
 template <class Post = NoPost>
 void run_q8(cpu::ThreadPool& pool, cpu::Q8Kernel kernel, int M, int N, int K, const uint8_t* A,
             int lda, const int8_t* W, int ldw, const int8_t* w_packed, const cpu::Q8Epilogue& epi,
@@ -45,7 +48,8 @@ void run_q8(cpu::ThreadPool& pool, cpu::Q8Kernel kernel, int M, int N, int K, co
   const bool panels = cpu::q8_kernel_tile_n(kernel) != cpu::q8_kernel_tile_n(Q8Kernel::kScalar);
   // The NEON tiles need K ≥ 16; the panel kernels' epilogue needs a quint8 zero point (q8_gemm.h).
   if ((!panels && K < 16) ||
-      (panels && epi.out && (epi.a_zero_point < 0 || epi.a_zero_point > 255)))
+      (panels && (epi.out || Post::kScratch) &&
+       (epi.a_zero_point < 0 || epi.a_zero_point > 255)))
     kernel = Q8Kernel::kScalar, w_packed = nullptr;
   // Reused between calls on this thread: inference calls this per Linear with the same shapes.
   thread_local std::vector<int16_t> a16;
@@ -67,18 +71,27 @@ void run_q8(cpu::ThreadPool& pool, cpu::Q8Kernel kernel, int M, int N, int K, co
       cpu::qu8s8_gemm(kernel, M, n0, n1, K, A, lda, pa, W, ldw, w_packed, epi);
     } else {
       const int step = std::max(1, kPostCols / tile) * tile;
+      thread_local std::vector<float> block;
+      if constexpr (Post::kScratch) block.resize(static_cast<size_t>(kPostRows) * step);
       for (int c0 = n0; c0 < n1; c0 += step) {
         const int c1 = std::min(n1, c0 + step);
         for (int m0 = 0; m0 < M; m0 += kPostRows) {
           const int mr = std::min(kPostRows, M - m0);
           cpu::Q8Epilogue e = epi;
-          if (e.out) e.out += static_cast<size_t>(m0) * e.ldo;
+          if constexpr (Post::kScratch) {
+            e.out = block.data(), e.ldo = step, e.out_col0 = c0;
+          } else if (e.out) {
+            e.out += static_cast<size_t>(m0) * e.ldo;
+          }
           if (e.c) e.c += static_cast<size_t>(m0) * e.ldc;
           cpu::Q8PackedA pm = pa;
           if (pm.a16) pm.a16 += static_cast<size_t>(m0) * pm.stride;
           cpu::qu8s8_gemm(kernel, mr, c0, c1, K, A + static_cast<size_t>(m0) * lda, lda, pm, W, ldw,
                           w_packed, e);
-          post(m0, m0 + mr, c0, c1);
+          if constexpr (Post::kScratch)
+            post(m0, m0 + mr, c0, c1, block.data(), static_cast<size_t>(step));
+          else
+            post(m0, m0 + mr, c0, c1, e.out + c0, static_cast<size_t>(e.ldo));
         }
       }
     }
@@ -99,29 +112,28 @@ cpu::Q8Epilogue dequant_epilogue(float* out, int ldo, float a_scale, int a_zero_
   return epi;
 }
 
-// run_q8's post-op of linear_u8s8_gelu_u8: GELU and quantize_u8 of each row's block of `pre`.
+// run_q8's post-op of linear_u8s8_gelu_u8: GELU and quantize_u8 of each block of the dequantized
+// Linear, in the thread's scratch block: nothing reads the fp32 pre-activation at inference, and
+// writing it out ([M, N], 4 MB a layer at BERT-mini B8) cost a pass through memory.
 struct GeluQuantize {
   static constexpr bool kActive = true;
-  float* pre;
+  static constexpr bool kScratch = true;
   uint8_t* q;
   int N;
   Gelu kind;
   float inv;
   int zero_point;
   cpu::F32Kernel simd;  // which SIMD path of gelu_u8.h (the backend's fp32 kernel)
-  void operator()(int m0, int m1, int c0, int c1) const {
+  void operator()(int m0, int m1, int c0, int c1, const float* x, size_t ldx) const {
     const size_t w = static_cast<size_t>(c1 - c0);
-    if (kind == Gelu::kErf) {
-      const size_t at = static_cast<size_t>(m0) * N + c0;
-      return cpu::gelu_erf_quantize_u8(simd, q + at, pre + at, m1 - m0, c1 - c0, N, inv,
-                                       zero_point);
-    }
+    uint8_t* qb = q + static_cast<size_t>(m0) * N + c0;
+    if (kind == Gelu::kErf)
+      return cpu::gelu_erf_quantize_u8(simd, qb, x, m1 - m0, c1 - c0, N, ldx, inv, zero_point);
     thread_local std::vector<float> row;
     if (row.size() < w) row.resize(w);
-    for (int m = m0; m < m1; ++m) {
-      const size_t at = static_cast<size_t>(m) * N + c0;
-      cpu::gelu_tanh_forward_kernel(row.data(), pre + at, w);
-      cpu::quantize_u8_kernel(q + at, row.data(), w, inv, zero_point);
+    for (int m = 0; m < m1 - m0; ++m) {
+      cpu::gelu_tanh_forward_kernel(row.data(), x + static_cast<size_t>(m) * ldx, w);
+      cpu::quantize_u8_kernel(qb + static_cast<size_t>(m) * N, row.data(), w, inv, zero_point);
     }
   }
 };
@@ -242,7 +254,7 @@ void CpuBackend::linear_u8s8_packed(float* out, int ldo, const uint8_t* A, int l
 // of it while the block is in L1: erf GELU by gelu_u8.h (a table where it provably gives the exact
 // kernels' integer, those kernels elsewhere), tanh GELU by CpuBackend::gelu_forward's kernel, then
 // quantize_u8's; either way the integers are those two ops'. `act` is not used.
-void CpuBackend::linear_u8s8_gelu_u8(uint8_t* q, float* pre, float*, const uint8_t* A, int lda,
+void CpuBackend::linear_u8s8_gelu_u8(uint8_t* q, float*, float*, const uint8_t* A, int lda,
                                      float a_scale, int a_zero_point, const int8_t* W,
                                      const int8_t* w_packed, const float* w_scale,
                                      const int32_t* w_sum, const float* bias, int M, int N, int K,
@@ -250,8 +262,8 @@ void CpuBackend::linear_u8s8_gelu_u8(uint8_t* q, float* pre, float*, const uint8
   check_q8_k("linear_u8s8_gelu_u8", K);
   check_quant_scale("linear_u8s8_gelu_u8", q_scale, 0);
   run_q8(pool_, q8_kernel_, M, N, K, A, lda, W, K, w_packed,
-         dequant_epilogue(pre, N, a_scale, a_zero_point, w_scale, w_sum, bias),
-         GeluQuantize{pre, q, N, kind, 1.0f / q_scale, q_zero_point, f32_kernel_});
+         dequant_epilogue(nullptr, 0, a_scale, a_zero_point, w_scale, w_sum, bias),
+         GeluQuantize{q, N, kind, 1.0f / q_scale, q_zero_point, f32_kernel_});
 }
 
 }  // namespace bertrt

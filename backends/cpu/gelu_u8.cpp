@@ -15,21 +15,20 @@ void gelu_erf_quantize_u8_exact(uint8_t* q, const float* x, size_t n, float inv,
   }
 }
 
-void gelu_erf_quantize_u8(F32Kernel k, uint8_t* q, const float* x, int rows, int cols, size_t ld,
-                          float inv, int zero_point) {
+void gelu_erf_quantize_u8(F32Kernel k, uint8_t* q, const float* x, int rows, int cols, size_t ldq,
+                          size_t ldx, float inv, int zero_point) {
 #if defined(BERTRT_F32_AVX512F)
   if (k == F32Kernel::kAvx512f)
-    return gelu_erf_quantize_u8_avx512f(q, x, rows, cols, ld, inv, zero_point);
+    return gelu_erf_quantize_u8_avx512f(q, x, rows, cols, ldq, ldx, inv, zero_point);
 #endif
 #if defined(BERTRT_F32_FMA3)
   if (k == F32Kernel::kFma3)
-    return gelu_erf_quantize_u8_fma3(q, x, rows, cols, ld, inv, zero_point);
+    return gelu_erf_quantize_u8_fma3(q, x, rows, cols, ldq, ldx, inv, zero_point);
 #endif
   (void)k;
-  for (int r = 0; r < rows; ++r) {
-    const size_t at = static_cast<size_t>(r) * ld;
-    gelu_erf_quantize_u8_exact(q + at, x + at, static_cast<size_t>(cols), inv, zero_point);
-  }
+  for (int r = 0; r < rows; ++r)
+    gelu_erf_quantize_u8_exact(q + static_cast<size_t>(r) * ldq, x + static_cast<size_t>(r) * ldx,
+                               static_cast<size_t>(cols), inv, zero_point);
 }
 
 }  // namespace bertrt::cpu

@@ -20,10 +20,11 @@
 
 namespace bertrt::cpu {
 
-// q = the reference's integers for rows × cols values, rows ld apart in q and x, on the SIMD
-// kernel k names: avx512f (kGeluTable32), fma3 (kGeluTable8), scalar: the two exact kernels.
-void gelu_erf_quantize_u8(F32Kernel k, uint8_t* q, const float* x, int rows, int cols, size_t ld,
-                          float inv, int zero_point);
+// q = the reference's integers for rows × cols values, rows ldq apart in q and ldx apart in x, on
+// the SIMD kernel k names: avx512f (kGeluTable32), fma3 (kGeluTable8), scalar: the two exact
+// kernels.
+void gelu_erf_quantize_u8(F32Kernel k, uint8_t* q, const float* x, int rows, int cols, size_t ldq,
+                          size_t ldx, float inv, int zero_point);
 
 // |table GELU − exact kernel's GELU| ≤ kGeluTableE0 + kGeluTableE1·|table GELU|, both tables. A
 // table's own fit is within 1.2·(1e-8 + 2^-23·|GELU|) of GELU (gelu_table.h), its float
@@ -57,9 +58,9 @@ float gelu_table_f32(const GeluTable<N, D>& t, float x) {
 // gelu_erf_quantize_u8_exact is the reference on n values: the groups that fail the test, row
 // tails, and the scalar path's rows.
 void gelu_erf_quantize_u8_exact(uint8_t* q, const float* x, size_t n, float inv, int zero_point);
-void gelu_erf_quantize_u8_avx512f(uint8_t* q, const float* x, int rows, int cols, size_t ld,
-                                  float inv, int zero_point);
-void gelu_erf_quantize_u8_fma3(uint8_t* q, const float* x, int rows, int cols, size_t ld, float inv,
-                               int zero_point);
+void gelu_erf_quantize_u8_avx512f(uint8_t* q, const float* x, int rows, int cols, size_t ldq,
+                                  size_t ldx, float inv, int zero_point);
+void gelu_erf_quantize_u8_fma3(uint8_t* q, const float* x, int rows, int cols, size_t ldq,
+                               size_t ldx, float inv, int zero_point);
 
 }  // namespace bertrt::cpu

@@ -57,9 +57,9 @@ struct Zmm {
 
 }  // namespace
 
-void gelu_erf_quantize_u8_avx512f(uint8_t* q, const float* x, int rows, int cols, size_t ld,
-                                  float inv, int zero_point) {
-  gelu_u8_rows<Zmm>(q, x, rows, cols, ld, inv, zero_point);
+void gelu_erf_quantize_u8_avx512f(uint8_t* q, const float* x, int rows, int cols, size_t ldq,
+                                  size_t ldx, float inv, int zero_point) {
+  gelu_u8_rows<Zmm>(q, x, rows, cols, ldq, ldx, inv, zero_point);
 }
 
 }  // namespace bertrt::cpu

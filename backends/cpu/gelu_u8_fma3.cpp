@@ -51,9 +51,9 @@ struct Ymm {
 
 }  // namespace
 
-void gelu_erf_quantize_u8_fma3(uint8_t* q, const float* x, int rows, int cols, size_t ld, float inv,
-                               int zero_point) {
-  gelu_u8_rows<Ymm>(q, x, rows, cols, ld, inv, zero_point);
+void gelu_erf_quantize_u8_fma3(uint8_t* q, const float* x, int rows, int cols, size_t ldq,
+                               size_t ldx, float inv, int zero_point) {
+  gelu_u8_rows<Ymm>(q, x, rows, cols, ldq, ldx, inv, zero_point);
 }
 
 }  // namespace bertrt::cpu

@@ -12,8 +12,8 @@ namespace bertrt::cpu {
 namespace {
 
 template <class Isa>
-void gelu_u8_rows(uint8_t* q, const float* x, int rows, int cols, size_t ld, float inv,
-                  int zero_point) {
+void gelu_u8_rows(uint8_t* q, const float* x, int rows, int cols, size_t ldq, size_t ldx,
+                  float inv, int zero_point) {
   using V = typename Isa::V;
   constexpr int L = Isa::kLanes;
   const auto& T = Isa::kTable;
@@ -29,7 +29,7 @@ void gelu_u8_rows(uint8_t* q, const float* x, int rows, int cols, size_t ld, flo
   const V qlo = Isa::set1(static_cast<float>(-zero_point));
   const V qhi = Isa::set1(static_cast<float>(255 - zero_point));
   const size_t n = static_cast<size_t>(cols);
-  for (int row = 0; row < rows; ++row, q += ld, x += ld) {
+  for (int row = 0; row < rows; ++row, q += ldq, x += ldx) {
     size_t i = 0;
     for (; i + L <= n; i += L) {
       const V xv = Isa::load(x + i);

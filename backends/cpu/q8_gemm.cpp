@@ -52,7 +52,7 @@ inline void store(const Q8Epilogue& e, int m, int n, int32_t acc) {
     const float s = e.a_scale * e.w_scale[n];
     float y = static_cast<float>(v) * s;
     if (e.bias) y += e.bias[n];
-    e.out[static_cast<size_t>(m) * e.ldo + n] = y;
+    e.out[static_cast<size_t>(m) * e.ldo + (n - e.out_col0)] = y;
   }
 }
 

@@ -48,6 +48,7 @@ struct Q8Epilogue {
   // bias[n].
   float* out = nullptr;
   int ldo = 0;
+  int out_col0 = 0;  // out's first column: n is written at out[m·ldo + n − out_col0]
   float a_scale = 1.0f;
   int a_zero_point = 0;
   const float* w_scale = nullptr;

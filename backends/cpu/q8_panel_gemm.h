@@ -55,7 +55,7 @@ void panel_gemm(int M, int n0, int n1, int K, const typename Kern::AType* A, int
           for (int j = 0; j < nr; ++j) c[j] = r[j];
         }
         if (e.out) {
-          float* o = e.out + static_cast<size_t>(m + i) * e.ldo + n;
+          float* o = e.out + static_cast<size_t>(m + i) * e.ldo + (n - e.out_col0);
           if (e.bias) {
             for (int j = 0; j < nr; ++j)
               o[j] = static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(r[j]) -

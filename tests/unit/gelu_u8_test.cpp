@@ -58,8 +58,8 @@ std::vector<uint8_t> reference(const std::vector<float>& x, float inv, int zp) {
 
 std::vector<uint8_t> fused(cpu::F32Kernel k, const std::vector<float>& x, float inv, int zp) {
   std::vector<uint8_t> q(x.size());
-  cpu::gelu_erf_quantize_u8(k, q.data(), x.data(), 1, static_cast<int>(x.size()), x.size(), inv,
-                            zp);
+  cpu::gelu_erf_quantize_u8(k, q.data(), x.data(), 1, static_cast<int>(x.size()), x.size(),
+                            x.size(), inv, zp);
   return q;
 }
 
@@ -206,26 +206,29 @@ TEST(GeluU8, SameIntegersAsTheExactKernelsOnASweepAndSpecialValues) {
     }
 }
 
-// A block of a wider matrix, as the int8 Linear's post-op passes it: only the block is written.
+// A block of a wider matrix, as the int8 Linear's post-op passes it (x: its scratch block, rows
+// ldx apart; q: the output, rows ldq apart): only the block is written.
 TEST(GeluU8, BlocksOfAWiderMatrixOddSizes) {
   const std::vector<float> all = float_sweep(9.0f, 1 << 16);
-  for (auto [rows, cols, ld] : {std::tuple{1, 1, 1}, std::tuple{3, 37, 40}, std::tuple{2, 16, 16},
-                                std::tuple{5, 64, 3072}, std::tuple{7, 95, 100}}) {
-    const size_t n = static_cast<size_t>(rows) * ld;
-    std::vector<float> x(n);
-    for (size_t i = 0; i < n; ++i) x[i] = all[(i * 7919) % all.size()];
+  for (auto [rows, cols, ldq, ldx] :
+       {std::tuple{1, 1, 1, 1}, std::tuple{3, 37, 40, 37}, std::tuple{2, 16, 16, 64},
+        std::tuple{5, 64, 3072, 64}, std::tuple{7, 95, 100, 96}, std::tuple{4, 33, 33, 300}}) {
+    std::vector<float> x(static_cast<size_t>(rows) * ldx), block;
+    for (size_t i = 0; i < x.size(); ++i) x[i] = all[(i * 7919) % all.size()];
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < cols; ++c) block.push_back(x[static_cast<size_t>(r) * ldx + c]);
     const float inv = 1.0f / 0.03f;
-    const auto want = reference(x, inv, 6);
+    const auto want = reference(block, inv, 6);
     for (cpu::F32Kernel k : cpu::kAllF32Kernels) {
       if (!cpu::f32_kernel_available(k)) continue;
-      std::vector<uint8_t> got(n, 77);
-      cpu::gelu_erf_quantize_u8(k, got.data(), x.data(), rows, cols, ld, inv, 6);
+      std::vector<uint8_t> got(static_cast<size_t>(rows) * ldq, 77);
+      cpu::gelu_erf_quantize_u8(k, got.data(), x.data(), rows, cols, ldq, ldx, inv, 6);
       for (int r = 0; r < rows; ++r)
-        for (int c = 0; c < ld; ++c) {
-          const size_t i = static_cast<size_t>(r) * ld + c;
-          ASSERT_EQ(int(got[i]), c < cols ? int(want[i]) : 77)
-              << cpu::f32_kernel_name(k) << " " << rows << "x" << cols << " ld " << ld << " at ("
-              << r << ", " << c << ")";
+        for (int c = 0; c < ldq; ++c) {
+          const int expect = c < cols ? int(want[static_cast<size_t>(r) * cols + c]) : 77;
+          ASSERT_EQ(int(got[static_cast<size_t>(r) * ldq + c]), expect)
+              << cpu::f32_kernel_name(k) << " " << rows << "x" << cols << " ldq " << ldq << " ldx "
+              << ldx << " at (" << r << ", " << c << ")";
         }
     }
   }
