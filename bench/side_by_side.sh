@@ -20,7 +20,8 @@
 #                       with fp32 on fma3 too (BERTRT_F32_KERNEL=fma3: attention, the GELU table)
 #   bertrt-int8-avxvnni the same forced to the AVX-VNNI kernel (ymm, no AVX-512), where it differs
 #   bertrt-fp32-fma3    the fp32 file forced to the AVX2/FMA kernel (BERTRT_F32_KERNEL=fma3), where
-#                       it differs: what an AVX2-only (or AVX-VNNI-only) CPU runs for fp32
+#                       it differs: what an AVX2-only (or AVX-VNNI-only) CPU runs for fp32 (auto
+#                       then leaves XNNPACK, which would pick its AVX-512 kernels by CPUID here)
 # then the ratios bertrt / ORT (below 1: bertrt faster) and bertrt int8 / bertrt fp32, and a second
 # table of the narrower paths: int8 avx2 and avxvnni against fp32 fma3, the speed-ups a CPU
 # without AVX-512 would see (the same core, so a proxy, not that CPU's figures).
