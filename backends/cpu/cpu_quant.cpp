@@ -28,7 +28,6 @@ constexpr int kPostCols = 64, kPostRows = 64;
 // No work after the GEMM.
 struct NoPost {
   static constexpr bool kActive = false;
-  static constexpr bool kScratch = false;
   void operator()(int, int, int, int, const float*, size_t) const {}
 };
 
@@ -36,9 +35,8 @@ struct NoPost {
 // int16 once (AVX2 path), then each task computes whole columns [n0, n1) (whole tiles of the
 // kernel's width) for every row. w_packed: W packed for that kernel (q8_pack_w) or null.
 // post(m0, m1, c0, c1, x, ldx), when active, runs on the task's thread right after the block of
-// rows [m0, m1) × columns [c0, c1) is written (kPostRows × about kPostCols), while it is in L1: x
-// is its first float, ldx its row stride. With Post::kScratch the dequantized block goes to a
-// block-sized buffer of the thread, not to epi.out (which post then writes, or nothing does).
+// rows [m0, m1) × columns [c0, c1) is dequantized (kPostRows × about kPostCols) into a buffer of
+// the thread, while it is in L1 (x: its first float, ldx: its row stride); epi.out is not written.
 template <class Post = NoPost>
 void run_q8(cpu::ThreadPool& pool, cpu::Q8Kernel kernel, int M, int N, int K, const uint8_t* A,
             int lda, const int8_t* W, int ldw, const int8_t* w_packed, const cpu::Q8Epilogue& epi,
@@ -48,7 +46,7 @@ void run_q8(cpu::ThreadPool& pool, cpu::Q8Kernel kernel, int M, int N, int K, co
   const bool panels = cpu::q8_kernel_tile_n(kernel) != cpu::q8_kernel_tile_n(Q8Kernel::kScalar);
   // The NEON tiles need K ≥ 16; the panel kernels' epilogue needs a quint8 zero point (q8_gemm.h).
   if ((!panels && K < 16) ||
-      (panels && (epi.out || Post::kScratch) &&
+      (panels && (epi.out || Post::kActive) &&
        (epi.a_zero_point < 0 || epi.a_zero_point > 255)))
     kernel = Q8Kernel::kScalar, w_packed = nullptr;
   // Reused between calls on this thread: inference calls this per Linear with the same shapes.
@@ -72,26 +70,19 @@ void run_q8(cpu::ThreadPool& pool, cpu::Q8Kernel kernel, int M, int N, int K, co
     } else {
       const int step = std::max(1, kPostCols / tile) * tile;
       thread_local std::vector<float> block;
-      if constexpr (Post::kScratch) block.resize(static_cast<size_t>(kPostRows) * step);
+      block.resize(static_cast<size_t>(kPostRows) * step);
       for (int c0 = n0; c0 < n1; c0 += step) {
         const int c1 = std::min(n1, c0 + step);
         for (int m0 = 0; m0 < M; m0 += kPostRows) {
           const int mr = std::min(kPostRows, M - m0);
           cpu::Q8Epilogue e = epi;
-          if constexpr (Post::kScratch) {
-            e.out = block.data(), e.ldo = step, e.out_col0 = c0;
-          } else if (e.out) {
-            e.out += static_cast<size_t>(m0) * e.ldo;
-          }
+          e.out = block.data(), e.ldo = step, e.out_col0 = c0;
           if (e.c) e.c += static_cast<size_t>(m0) * e.ldc;
           cpu::Q8PackedA pm = pa;
           if (pm.a16) pm.a16 += static_cast<size_t>(m0) * pm.stride;
           cpu::qu8s8_gemm(kernel, mr, c0, c1, K, A + static_cast<size_t>(m0) * lda, lda, pm, W, ldw,
                           w_packed, e);
-          if constexpr (Post::kScratch)
-            post(m0, m0 + mr, c0, c1, block.data(), static_cast<size_t>(step));
-          else
-            post(m0, m0 + mr, c0, c1, e.out + c0, static_cast<size_t>(e.ldo));
+          post(m0, m0 + mr, c0, c1, block.data(), static_cast<size_t>(step));
         }
       }
     }
@@ -117,7 +108,6 @@ cpu::Q8Epilogue dequant_epilogue(float* out, int ldo, float a_scale, int a_zero_
 // writing it out ([M, N], 4 MB a layer at BERT-mini B8) cost a pass through memory.
 struct GeluQuantize {
   static constexpr bool kActive = true;
-  static constexpr bool kScratch = true;
   uint8_t* q;
   int N;
   Gelu kind;
@@ -250,10 +240,11 @@ void CpuBackend::linear_u8s8_packed(float* out, int ldo, const uint8_t* A, int l
          dequant_epilogue(out, ldo, a_scale, a_zero_point, w_scale, w_sum, bias));
 }
 
-// The GEMM's epilogue writes `pre`; the task then runs GELU and the quantization on each block
-// of it while the block is in L1: erf GELU by gelu_u8.h (a table where it provably gives the exact
-// kernels' integer, those kernels elsewhere), tanh GELU by CpuBackend::gelu_forward's kernel, then
-// quantize_u8's; either way the integers are those two ops'. `act` is not used.
+// The GEMM's epilogue dequantizes each block into the task's L1 buffer (run_q8); the task then
+// runs GELU and the quantization on it: erf GELU by gelu_u8.h (a table where it provably gives the
+// exact kernels' integer, those kernels elsewhere), tanh GELU by CpuBackend::gelu_forward's
+// kernel, then quantize_u8's; either way the integers are those two ops'. `pre` and `act` are not
+// used (scratch in Backend's contract).
 void CpuBackend::linear_u8s8_gelu_u8(uint8_t* q, float*, float*, const uint8_t* A, int lda,
                                      float a_scale, int a_zero_point, const int8_t* W,
                                      const int8_t* w_packed, const float* w_scale,
