@@ -377,7 +377,8 @@ void add_layernorm_cases(std::vector<OpCase>& cases) {
       const std::string tag = std::to_string(rows) + "x" + std::to_string(C) +
                               (skip ? "_skip" : "") + (quantize ? "_u8" : "");
       cases.push_back({Op::kSkipLayerNormForward, "skip_layernorm_forward_" + tag,
-                       [rows = rows, C = C, skip = skip, quantize = quantize](Backend& r, Backend& c) {
+                       [rows = rows, C = C, skip = skip, quantize = quantize](Backend& r,
+                                                                              Backend& c) {
                          return check_skip_layernorm_forward(r, c, rows, C, skip, quantize);
                        }});
     }
