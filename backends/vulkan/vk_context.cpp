@@ -172,8 +172,15 @@ Context::Context(int device) : api_(loader()) {
         "vulkan: the loader found no Vulkan device (no driver installed? Debian: "
         "mesa-vulkan-drivers)");
   if (device < 0) {
-    const char* env = std::getenv("BERTRT_VULKAN_DEVICE");
-    device = env && *env ? std::atoi(env) : 0;
+    device = 0;
+    if (const char* env = std::getenv("BERTRT_VULKAN_DEVICE"); env && *env) {
+      char* end = nullptr;
+      const long v = std::strtol(env, &end, 10);
+      if (*end != '\0' || v < 0 || v > 1024)
+        fail("BERTRT_VULKAN_DEVICE: '{}' is not a device index (expected an integer from 0; "
+             "bertrt info --devices lists them)", env);
+      device = int(v);
+    }
   }
   if (device >= int(devices.size()))
     fail(

@@ -64,6 +64,11 @@ else
 fi
 expect_error "device index out of range" "" "device 7 asked for.*has 1|this machine has" -- \
   "$BIN" eval --backend vulkan --device 7 --model "$T/cpu/sst2.brt" --task sst2 --data "$T/dev.tsv"
+# The variable is read strictly: -1 indexed the device list before it was checked (a crash).
+for v in -1 abc 0abc; do
+  expect_error "BERTRT_VULKAN_DEVICE=$v" "" "BERTRT_VULKAN_DEVICE: '$v' is not a device index" -- \
+    env BERTRT_VULKAN_DEVICE=$v "$BIN" eval --backend vulkan --model "$T/cpu/sst2.brt" --task sst2 --data "$T/dev.tsv"
+done
 expect_error "no driver" "" "no Vulkan driver|found no Vulkan device" -- \
   env VK_ICD_FILENAMES=/nonexistent.json "$BIN" eval --backend vulkan --model "$T/cpu/sst2.brt" --task sst2 --data "$T/dev.tsv"
 echo "$pass passed, $fail failed"

@@ -135,8 +135,13 @@ std::string render_panel(const Panel& panel, double x_max, double x0, double y0,
   double lo = INFINITY, hi = -INFINITY;
   for (const Series& s : panel.series)
     for (const auto& [x, y] : s.points) lo = std::min(lo, y), hi = std::max(hi, y);
-  if (!std::isfinite(lo)) lo = 0, hi = 1;
-  if (hi - lo < 1e-9) lo -= 0.5, hi += 0.5;
+  if (!std::isfinite(lo) || !std::isfinite(hi)) lo = 0, hi = 1;
+  // A flat panel gets a band around its value, relative to it: ±0.5 next to 1e20 (a diverged
+  // loss) vanishes in double, and the ticks below would never advance.
+  if (hi - lo < 1e-9 * std::max(1.0, std::fabs(lo))) {
+    const double pad = std::max(0.5, 0.05 * std::fabs(lo));
+    lo -= pad, hi += pad;
+  }
   const double ystep = nice_step(lo, hi, 5);
   lo = std::floor(lo / ystep) * ystep, hi = std::ceil(hi / ystep) * ystep;
   const double xstep = nice_step(0, x_max, 6);
@@ -148,7 +153,10 @@ std::string render_panel(const Panel& panel, double x_max, double x0, double y0,
   svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"15\" font-weight=\"bold\">{}</text>\n",
                      x0, y0 - 10, escape(panel.title));
   // Grid, ticks and their labels.
-  for (double y = lo; y <= hi + ystep / 2; y += ystep) {
+  // Ticks counted, not accumulated: y += ystep may not move a large y.
+  const long ny = std::lround((hi - lo) / ystep), nx = std::lround(xhi / xstep);
+  for (long i = 0; i <= ny; ++i) {
+    const double y = lo + double(i) * ystep;
     svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>\n",
                        x0, Y(y), x0 + w, Y(y));
     svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"black\"/>\n",
@@ -156,7 +164,8 @@ std::string render_panel(const Panel& panel, double x_max, double x0, double y0,
     svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"end\">{}</text>\n",
                        x0 - 8, Y(y) + 4, tick_label(y, ystep));
   }
-  for (double x = 0; x <= xhi + xstep / 2; x += xstep) {
+  for (long i = 0; i <= nx; ++i) {
+    const double x = double(i) * xstep;
     svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#eee\"/>\n",
                        X(x), y0, X(x), y0 + h);
     svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"black\"/>\n",
