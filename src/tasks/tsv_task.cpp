@@ -18,6 +18,20 @@ namespace bertrt {
 
 namespace {
 
+// The start of a line for an error message, bytes outside printable ASCII as \xNN: a wrong file
+// (a JSON document on one line, a binary model) must not print megabytes or stop at a NUL byte.
+std::string line_excerpt(const std::string& line) {
+  constexpr size_t kMax = 80;
+  const size_t end = std::min(line.size(), kMax);
+  std::string out;
+  for (size_t i = 0; i < end; ++i) {
+    const unsigned char c = static_cast<unsigned char>(line[i]);
+    out += c >= 0x20 && c < 0x7f ? std::string(1, char(c)) : fmt::format("\\x{:02x}", c);
+  }
+  if (end < line.size()) out += fmt::format("... ({} bytes)", line.size());
+  return out;
+}
+
 std::vector<std::string> split_tabs(const std::string& line) {
   std::vector<std::string> fields;
   size_t start = 0;
@@ -230,7 +244,7 @@ std::vector<TextExample> read_glue_tsv(const std::string& path, const TaskSpec& 
     if (line_no == 1 && spec.has_header) {
       if (line != expected_header)
         fail("{}: line 1: expected the {} header '{}', got '{}'", path, spec.name,
-             fmt::join(spec.header, "<TAB>"), line);
+             fmt::join(spec.header, "<TAB>"), line_excerpt(line));
       continue;
     }
     if (line.empty()) continue;  // no data on it (e.g. a trailing blank line)

@@ -118,6 +118,28 @@ expect_error "unwritable output folder, before training" "" "cannot write" -- "$
 expect_error "diverged run writes nothing" "$T/o7.brt" "non-finite" -- "$BIN" pretrain --model "$T/init.brt" --corpus "$T/corpus.txt" --max-steps 3 --batch-size 2 --max-seq-length 32 --learning-rate 1e30 --warmup-ratio 0 -o "$T/o7.brt"
 expect_error "predict --max-seq-length above 512" "" "max-seq-length.*512" -- "$BIN" predict --model "$T/sst2.brt" --max-seq-length 600
 expect_error "--eval-steps without --valid" "$T/o8.brt" "eval-steps.*--valid" -- "$BIN" pretrain --model "$T/init.brt" --corpus "$T/corpus.txt" --max-steps 1 --eval-steps 5 -o "$T/o8.brt"
+# Integer flags: 0 or a negative value was taken as "the default" (or ignored) with exit 0.
+expect_error "predict --max-seq-length -5" "" "max-seq-length: must be ≥ 1, got -5" -- "$BIN" predict --model "$T/sst2.brt" --max-seq-length -5
+expect_error "finetune --max-steps 0" "$T/o9.brt" "max-steps: must be ≥ 1, got 0" -- "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/train.tsv" --max-steps 0 -o "$T/o9.brt"
+expect_error "--device -7" "" "device: must be ≥ 0, got -7" -- "$BIN" eval --model "$T/sst2.brt" --task sst2 --data "$T/dev.tsv" --device -7
+# An output that is also an input would overwrite it (--metrics over --train emptied the data).
+cp "$T/train.tsv" "$T/train_copy.tsv"
+expect_error "--metrics is --train" "$T/o10.brt" "metrics.*is also --train" -- "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/train_copy.tsv" --max-steps 1 --metrics "$T/train_copy.tsv" -o "$T/o10.brt"
+cmp -s "$T/train.tsv" "$T/train_copy.tsv" && ok || bad "--metrics clobbered --train"
+expect_error "--metrics is -o" "" "metrics.*is also -o" -- "$BIN" pretrain --model "$T/init.brt" --corpus "$T/corpus.txt" --max-steps 1 --metrics "$T/o11.brt" -o "$T/o11.brt"
+cp "$T/init.brt" "$T/init_copy.brt"
+expect_error "--metrics is --model" "$T/o12.brt" "metrics.*is also --model" -- "$BIN" pretrain --model "$T/init_copy.brt" --corpus "$T/corpus.txt" --max-steps 1 --metrics "$T/init_copy.brt" -o "$T/o12.brt"
+cmp -s "$T/init.brt" "$T/init_copy.brt" && ok || bad "--metrics clobbered --model"
+# A file of the wrong kind: the header error quotes at most 80 bytes, escaped (a .brt has NULs;
+# a SQuAD JSON file is one 4 MB line).
+expect_error "eval of a .brt as tsv" "" "expected the sst2 header.*BRT1.*\\\\x00" -- "$BIN" eval --model "$T/sst2.brt" --task sst2 --data "$T/sst2.brt"
+[ "$(wc -c < "$T/stderr")" -lt 600 ] && ok || bad "header error of $(wc -c < "$T/stderr") bytes"
+{ head -c 5000 /dev/zero | tr '\0' 'a'; echo; } > "$T/long.tsv"
+expect_error "eval of one long line" "" "got 'a{80}\\.\\.\\. \\(5000 bytes\\)'" -- "$BIN" eval --model "$T/sst2.brt" --task sst2 --data "$T/long.tsv"
+# A diverged loss (1e20) in the metrics: the flat panel's ticks never advanced (a hang).
+printf '{"step":1,"loss":1e20}\n{"step":2,"loss":1e20}\n' > "$T/big.jsonl"
+expect_ok "plot a flat 1e20 curve" timeout 20 "$BIN" plot "$T/big.jsonl" -o "$T/big.svg"
+[ "$(wc -c < "$T/big.svg")" -lt 100000 ] && ok || bad "plot of a flat curve: $(wc -c < "$T/big.svg") bytes"
 # A failed run never destroys the last good file.
 cp "$T/pt.brt" "$T/keep.brt"
 expect_error "failed run keeps old output" "" "empty.txt" -- "$BIN" pretrain --model "$T/init.brt" --corpus "$T/empty.txt" --max-steps 1 -o "$T/keep.brt"

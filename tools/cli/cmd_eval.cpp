@@ -36,7 +36,9 @@ void add_eval(CLI::App& app) {
   c->add_option("--data", o->data, "labelled data: TSV, CoNLL file or SQuAD JSON")->required();
   c->add_option("--articles", o->articles, "SQuAD: articles of --data, e.g. 30-39 (inclusive; default all)");
   c->add_option("--batch-size", o->batch_size, "rows per forward pass")->capture_default_str();
-  c->add_option("--max-seq-length", o->max_seq_length, "default: the value the model was fine-tuned with");
+  c->add_option("--max-seq-length", o->max_seq_length,
+                "default: the value the model was fine-tuned with")
+      ->check(at_least(1));
   c->add_flag("--json", o->json, "one JSON object: {\"task\", metrics..., \"loss\", \"examples\"}");
   o->backend.add_to(c);
   c->callback([o] {
@@ -224,7 +226,9 @@ void add_predict(CLI::App& app) {
       "--json: {\"label\", \"probabilities\"} | {\"score\"} | {\"words\", \"tags\"} |\n"
       "  {\"answer\", \"score\" (start + end logit), \"probability\", \"start\", \"end\" (characters)}");
   c->add_option("--model", o->model, "fine-tuned model (.brt)")->required();
-  c->add_option("--max-seq-length", o->max_seq_length, "default: the value the model was fine-tuned with");
+  c->add_option("--max-seq-length", o->max_seq_length,
+                "default: the value the model was fine-tuned with")
+      ->check(at_least(1));
   c->add_flag("--json", o->json, "one JSON object a line");
   o->backend.add_to(c);
   c->callback([o] {

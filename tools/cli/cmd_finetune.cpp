@@ -101,13 +101,16 @@ void add_finetune(CLI::App& app) {
   c->add_option("--dev-articles", o->dev_articles, "SQuAD: articles of --dev, e.g. 30-39")
       ->group("SQuAD (--task squad)");
   auto* ep = c->add_option("--epochs", o->epochs, "passes over --train")->capture_default_str();
-  c->add_option("--max-steps", o->max_steps, "optimizer steps (instead of --epochs)")->excludes(ep);
+  c->add_option("--max-steps", o->max_steps, "optimizer steps (instead of --epochs)")
+      ->excludes(ep)
+      ->check(at_least(1));
   c->add_option("--batch-size", o->batch_size, "examples (windows) per optimizer step")->capture_default_str();
   c->add_option("--eval-batch-size", o->eval_batch_size, "rows per forward pass on --dev")->capture_default_str();
   c->add_option("--max-seq-length", o->max_seq_length,
                 "pieces per input (default 128; squad 384): longer sentences are truncated, "
                 "longer CoNLL sentences and SQuAD contexts split into windows; batches are padded "
-                "to their longest");
+                "to their longest")
+      ->check(at_least(1));
   c->add_option("--learning-rate", o->lr, "peak AdamW learning rate")->capture_default_str();
   c->add_option("--warmup-ratio", o->warmup_ratio, "share of steps with linear warm-up")->capture_default_str();
   c->add_option("--weight-decay", o->weight_decay, "AdamW decay (not on LayerNorm/bias)")->capture_default_str();
@@ -146,6 +149,10 @@ void add_finetune(CLI::App& app) {
     check_input_file("--train", o->train);
     if (!o->dev.empty()) check_input_file("--dev", o->dev);
     if (!o->metrics.empty()) check_output_path("--metrics", o->metrics);
+    check_distinct_files({{"-o", o->out}, {"--metrics", o->metrics}},
+                         {{"--train", o->train}, {"--dev", o->dev}});
+    check_distinct_files({{"--metrics", o->metrics}},
+                         {{resuming ? "--resume" : "--model", model_path}});
     if (o->batch_size < 1) fail("--batch-size must be ≥ 1, got {}", o->batch_size);
     if (o->eval_batch_size < 1) fail("--eval-batch-size must be ≥ 1, got {}", o->eval_batch_size);
     if (o->epochs < 1 && o->max_steps <= 0) fail("--epochs must be ≥ 1, got {}", o->epochs);

@@ -143,6 +143,15 @@ void validate(const Flags& o) {
   if (!d.valid.empty()) check_input_file("--valid", d.valid);
   if (!o.metrics.empty()) check_output_path("--metrics", o.metrics);
   if (!o.dump_instances.empty()) check_output_path("--dump-instances", o.dump_instances);
+  {
+    FlagPaths data{{"--valid", d.valid}};
+    for (const std::string& c : d.corpus) data.push_back({"--corpus", c});
+    const FlagPaths logs{{"--metrics", o.metrics}, {"--dump-instances", o.dump_instances}};
+    FlagPaths outputs = logs;
+    if (!o.data_only) outputs.push_back({"-o", o.out});
+    check_distinct_files(outputs, data);
+    check_distinct_files(logs, {{"--model", o.model}, {"--resume", o.resume}});
+  }
   if (o.max_steps < 0) fail("--max-steps must be ≥ 0, got {}", o.max_steps);
   if (o.batch_size < 1) fail("--batch-size must be ≥ 1, got {}", o.batch_size);
   if (o.save_steps < 0) fail("--save-steps must be ≥ 0, got {}", o.save_steps);

@@ -49,6 +49,8 @@ void add_quantize(CLI::App& app) {
     if (!o->save_fake_quant.empty()) check_output_path("--save-fake-quant", o->save_fake_quant);
     check_input_file("--model", o->model);
     check_input_file("--calibration", o->calibration);
+    check_distinct_files({{"-o", o->out}, {"--save-fake-quant", o->save_fake_quant}},
+                         {{"--calibration", o->calibration}});
     if (o->examples < 1) fail("--calibration-examples must be ≥ 1, got {}", o->examples);
     if (o->batch_size < 1) fail("--batch-size must be ≥ 1, got {}", o->batch_size);
     const TaskSpec& spec = glue_task(o->task);

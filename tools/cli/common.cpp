@@ -33,6 +33,45 @@ void check_output_path(const std::string& flag, const std::string& path) {
   std::remove(probe.c_str());
 }
 
+namespace {
+
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code e1, e2;
+  if (fs::equivalent(a, b, e1) && !e1) return true;  // both exist: same inode
+  const fs::path ca = fs::weakly_canonical(a, e1), cb = fs::weakly_canonical(b, e2);
+  return !e1 && !e2 && ca == cb;
+}
+
+}  // namespace
+
+void check_distinct_files(const FlagPaths& outputs, const FlagPaths& inputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const auto& [flag, path] = outputs[i];
+    if (path.empty()) continue;
+    for (const auto& [in_flag, in_path] : inputs)
+      if (!in_path.empty() && same_file(path, in_path))
+        fail("{} {}: is also {}: the output would overwrite that input", flag, path, in_flag);
+    for (size_t j = i + 1; j < outputs.size(); ++j)
+      if (!outputs[j].second.empty() && same_file(path, outputs[j].second))
+        fail("{} {}: is also {}: give the two outputs different files", flag, path,
+             outputs[j].first);
+  }
+}
+
+CLI::Validator at_least(long long lo) {
+  return CLI::Validator(
+      [lo](std::string& s) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const long long v = std::strtoll(s.c_str(), &end, 10);
+        if (end == s.c_str() || *end != '\0' || errno != 0)
+          return fmt::format("expected an integer ≥ {}, got '{}'", lo, s);
+        if (v < lo) return fmt::format("must be ≥ {}, got {}", lo, v);
+        return {};
+      },
+      "", "at least " + std::to_string(lo));
+}
+
 void check_positive(const std::string& flag, double value, bool allow_zero) {
   if (!std::isfinite(value) || value < 0 || (!allow_zero && value == 0))
     fail("{} must be a finite number {} 0, got {}", flag, allow_zero ? "≥" : ">", value);
@@ -80,7 +119,8 @@ void BackendChoice::add_to(CLI::App* app) {
       ->capture_default_str();
   app->add_option("--device", device,
                   "Vulkan device index for --backend vulkan (bertrt info --devices; default "
-                  "BERTRT_VULKAN_DEVICE or 0)");
+                  "BERTRT_VULKAN_DEVICE or 0)")
+      ->check(at_least(0));
 }
 
 std::unique_ptr<Backend> BackendChoice::make_inference() const {

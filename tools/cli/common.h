@@ -6,6 +6,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "backends/backend.h"
 #include "model/config.h"
@@ -15,6 +17,14 @@ namespace bertrt::cli {
 // Fails (naming the flag) unless the folder that would hold `path` exists; run before long work
 // so that a bad -o is reported at once, not after an hour of training.
 void check_output_path(const std::string& flag, const std::string& path);
+// Fails (naming both flags) where an output would write over an input or another output: the same
+// path, or the same file (hard links). Pairs of {flag, path}; empty paths are skipped. A model
+// that -o rewrites in place is fine (written atomically), so callers leave it out of `inputs`.
+using FlagPaths = std::vector<std::pair<std::string, std::string>>;
+void check_distinct_files(const FlagPaths& outputs, const FlagPaths& inputs);
+// A CLI11 check that an integer option is ≥ lo, with a short message (CLI11's own number checks
+// print ranges up to DBL_MAX in full).
+CLI::Validator at_least(long long lo);
 // Fails (naming the flag) unless `value` is finite and > 0 (or ≥ 0 when allow_zero).
 void check_positive(const std::string& flag, double value, bool allow_zero = false);
 // Fails (naming the flag) unless 3 ≤ value ≤ max_position_embeddings.
