@@ -122,6 +122,8 @@ expect_error "--eval-steps without --valid" "$T/o8.brt" "eval-steps.*--valid" --
 expect_error "predict --max-seq-length -5" "" "max-seq-length: must be ≥ 1, got -5" -- "$BIN" predict --model "$T/sst2.brt" --max-seq-length -5
 expect_error "finetune --max-steps 0" "$T/o9.brt" "max-steps: must be ≥ 1, got 0" -- "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/train.tsv" --max-steps 0 -o "$T/o9.brt"
 expect_error "--device -7" "" "device: must be ≥ 0, got -7" -- "$BIN" eval --model "$T/sst2.brt" --task sst2 --data "$T/dev.tsv" --device -7
+expect_error "init --seed -1" "$T/o13.brt" "seed: expected an integer from 0 to 18446744073709551615, got '-1'" -- "$BIN" init --preset tiny --vocab "$VOCAB" --seed -1 -o "$T/o13.brt"
+expect_error "bertrt convert" "" "'convert' is not a subcommand.*bertrt-convert" -- "$BIN" convert x
 # An output that is also an input would overwrite it (--metrics over --train emptied the data).
 cp "$T/train.tsv" "$T/train_copy.tsv"
 expect_error "--metrics is --train" "$T/o10.brt" "metrics.*is also --train" -- "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/train_copy.tsv" --max-steps 1 --metrics "$T/train_copy.tsv" -o "$T/o10.brt"

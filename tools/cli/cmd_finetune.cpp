@@ -124,7 +124,8 @@ void add_finetune(CLI::App& app) {
                 "dropout on every layer's attention probabilities while training (Hugging Face's "
                 "attention_probs_dropout_prob; its configs say 0.1); cpu and reference backends")
       ->capture_default_str();
-  c->add_option("--seed", o->seed, "head init, shuffling and dropout masks")->capture_default_str();
+  c->add_option("--seed", o->seed, "head init, shuffling and dropout masks")->capture_default_str()
+      ->check(seed_value());
   c->add_flag("--group-by-length", o->group_by_length,
               "batch rows of similar length (sorted within runs of 50 shuffled batches, as Hugging "
               "Face group_by_length): less padding, faster steps");

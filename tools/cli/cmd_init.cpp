@@ -27,7 +27,8 @@ void add_init(CLI::App& app) {
   c->add_option("--max-input-chars-per-word", o->max_chars,
                 "longer words become [UNK] (Hugging Face default 100)")
       ->capture_default_str();
-  c->add_option("--seed", o->seed, "weight initialisation seed")->capture_default_str();
+  c->add_option("--seed", o->seed, "weight initialisation seed")->capture_default_str()
+      ->check(seed_value());
   c->add_option("--initializer-range", o->initializer_range,
                 "standard deviation of the normal initialisation of every weight matrix and "
                 "embedding (Hugging Face config initializer_range)")

@@ -95,7 +95,8 @@ void add_data_flags(CLI::App* c, DataFlags& d) {
   c->add_option("--masked-lm-prob", d.masked_lm_prob, "share of tokens chosen for MLM (80% [MASK], 10% random, 10% kept)")->capture_default_str();
   c->add_option("--valid-examples", d.valid_examples, "evaluate on at most this many held-out examples")
       ->capture_default_str();
-  c->add_option("--seed", d.seed, "data order and masking")->capture_default_str();
+  c->add_option("--seed", d.seed, "data order and masking")->capture_default_str()
+      ->check(seed_value());
   c->add_flag("--no-sentence-split", d.no_sentence_split,
               "treat each line as one sentence (default: split paragraph lines into sentences, "
               "which keeps NSP pairs 50/50 on paragraph-a-line corpora)");

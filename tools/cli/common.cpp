@@ -72,6 +72,19 @@ CLI::Validator at_least(long long lo) {
       "", "at least " + std::to_string(lo));
 }
 
+CLI::Validator seed_value() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        const bool digits = !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+        errno = 0;
+        if (digits) std::strtoull(s.c_str(), nullptr, 10);
+        if (!digits || errno == ERANGE)
+          return fmt::format("expected an integer from 0 to 18446744073709551615, got '{}'", s);
+        return {};
+      },
+      "", "seed");
+}
+
 void check_positive(const std::string& flag, double value, bool allow_zero) {
   if (!std::isfinite(value) || value < 0 || (!allow_zero && value == 0))
     fail("{} must be a finite number {} 0, got {}", flag, allow_zero ? "≥" : ">", value);

@@ -31,6 +31,17 @@ int main(int argc, char** argv) {
   bertrt::cli::add_quantize(app);
   bertrt::cli::add_bench(app);
   bertrt::cli::add_checksum_flag(app);
+  // A word that is no subcommand: CLI11 would only say "A subcommand is required".
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->check_name(argv[1]);
+    if (!known) {
+      const bool convert = std::string(argv[1]) == "convert";
+      fmt::print(stderr, "bertrt: '{}' is not a subcommand (bertrt --help lists them){}\n", argv[1],
+                 convert ? "; checkpoints convert with the separate program bertrt-convert" : "");
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
