@@ -117,6 +117,9 @@ class ModelFile {
   size_t checksummed_segments() const;
   size_t segments() const;
   bool checksums_verified() const { return checksums_verified_; }
+  // The header (config, vocabulary, heads, metadata) carries its own checksum (schema
+  // Model.buffer_crc32c; files written before it have none).
+  bool header_checksummed() const { return buffer_checksummed_; }
   // Gives back the mapping's pages of the optimizer moments (MappedFile::release_pages) once they
   // were copied (restore_training_state): a model using its parameters in place keeps the mapping
   // alive, and these pages would stay resident with it. Reading them again maps them again.
@@ -127,6 +130,7 @@ class ModelFile {
   ModelContents contents_;
   std::unordered_map<std::string, size_t> index_;
   bool checksums_verified_ = false;
+  bool buffer_checksummed_ = false;
 };
 
 // f32/f16/bf16 -> f32; i8/i32 with scales -> dequantized f32 (per tensor or per `axis`).

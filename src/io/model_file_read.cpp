@@ -5,6 +5,7 @@
 
 #include "bertrt_generated.h"
 #include "core/crc32c.h"
+#include "io/buffer_crc.h"
 #include "core/error.h"
 #include "io/model_file.h"
 
@@ -227,6 +228,17 @@ ModelFile ModelFile::open(const std::string& path, const OpenOptions& options) {
   const fb::Model* model = verify_buffer(path, base, f.file_->size());
   uint32_t buffer_size = 0;
   std::memcpy(&buffer_size, base, 4);
+  if (const flatbuffers::Optional<uint32_t> stored = model->buffer_crc32c()) {
+    f.buffer_checksummed_ = true;
+    if (options.verify_checksums) {
+      const uint32_t actual =
+          buffer_crc(base, buffer_size + size_t(4), buffer_crc_field_offset(base));
+      if (actual != *stored)
+        fail("{}: checksum mismatch in the model's header (config, vocabulary, heads, metadata): "
+             "CRC-32C {:08x}, the file says {:08x} (corrupted file; --no-verify-checksums loads it "
+             "as it is)", path, actual, *stored);
+    }
+  }
   const Layout layout{path, base, f.file_->size(), buffer_size + uint64_t(4),
                       options.verify_checksums};
 

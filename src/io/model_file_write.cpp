@@ -5,6 +5,7 @@
 #include "bertrt_generated.h"
 #include "core/atomic_file.h"
 #include "core/crc32c.h"
+#include "io/buffer_crc.h"
 #include "core/error.h"
 #include "io/model_file.h"
 #include "model/params.h"
@@ -149,7 +150,9 @@ flatbuffers::DetachedBuffer build_buffer(const ModelContents& m, const SegmentPl
   Offset<fb::TrainingState> state = 0;
   if (m.training_state) state = build_training_state(b, *m.training_state, plan, m.tensors.size());
   const auto metadata = build_pairs(b, m.metadata);
-  const auto root = fb::CreateModelDirect(b, kModelFormatVersion, config, tokenizer, &tensors, heads, state, &metadata);
+  // buffer_crc32c: 0 here, the checksum patched in by the caller (io/buffer_crc.h).
+  const auto root = fb::CreateModelDirect(b, kModelFormatVersion, config, tokenizer, &tensors,
+                                          heads, state, &metadata, 0u);
   fb::FinishSizePrefixedModelBuffer(b, root);
   return b.Release();
 }
@@ -213,6 +216,11 @@ void write_model_file(const std::string& path, const ModelContents& m) {
     if (stable) break;
     if (pass == 3) fail("{}: internal error: model file layout did not converge", path);
   }
+
+  // The buffer's own checksum: the config, vocabulary and metadata the segments' CRCs miss.
+  const size_t field = buffer_crc_field_offset(buf.data());
+  if (field == 0) fail("{}: internal error: the model buffer has no buffer_crc32c field", path);
+  flatbuffers::WriteScalar(buf.data() + field, buffer_crc(buf.data(), buf.size(), field));
 
   AtomicFile out(path);
   out.write(buf.data(), buf.size());

@@ -179,7 +179,8 @@ TEST(ModelFileChecksum, OldFilesWithoutChecksumsLoadAndSaySo) {
     EXPECT_NE(read_bytes(out).find("checksums  none"), std::string::npos) << read_bytes(out);
     ASSERT_EQ(std::system((cli + " info " + dir.file("new.brt") + " > " + out + " 2>&1").c_str()),
               0);
-    EXPECT_NE(read_bytes(out).find("checksums  CRC-32C on 1 of 1 segments, all verified"),
+    EXPECT_NE(read_bytes(out).find("checksums  CRC-32C on 1 of 1 segments and the header, all "
+                                   "verified"),
               std::string::npos)
         << read_bytes(out);
   }
@@ -209,6 +210,58 @@ TEST(ModelFileChecksum, CliRefusesACorruptFileUnlessTold) {
   EXPECT_EQ(run(cli + " info --no-verify-checksums " + path), 0) << read_bytes(out);
   EXPECT_NE(read_bytes(out).find("not verified (checks skipped)"), std::string::npos);
   EXPECT_EQ(run("BERTRT_VERIFY_CHECKSUMS=0 " + cli + " info " + path), 0) << read_bytes(out);
+}
+
+// The header (config, vocabulary, heads, metadata) has its own CRC (Model.buffer_crc32c): a
+// flipped bit in a vocabulary token, which the tensors' CRCs do not cover, fails the load; the
+// stored value is the CRC of the buffer with the field read as zero, from the bitwise definition.
+TEST(ModelFileChecksum, AFlippedHeaderBitIsCaughtByTheHeaderChecksum) {
+  TempDir dir;
+  Small s;
+  s.c.tokenizer.vocab.back() = "zebra";  // a token found once in the file
+  const std::string path = dir.file("m.brt");
+  write_model_file(path, s.c);
+  std::string bytes = read_bytes(path);
+  uint32_t size = 0;
+  std::memcpy(&size, bytes.data(), 4);
+  {
+    const ModelFile f = ModelFile::open(path);
+    EXPECT_TRUE(f.header_checksummed());
+    // Stored = CRC of [0, 4 + size) with the 4 bytes of the field zeroed: find them as the only
+    // place where zeroing 4 aligned bytes gives the stored value.
+    const auto* root = fb::GetSizePrefixedModel(bytes.data());
+    ASSERT_TRUE(root->buffer_crc32c().has_value());
+    const uint32_t stored = *root->buffer_crc32c();
+    int matches = 0;
+    for (size_t at = 4; at + 4 <= size + size_t(4); at += 4) {
+      uint32_t v;
+      std::memcpy(&v, bytes.data() + at, 4);
+      if (v != stored) continue;
+      std::string zeroed = bytes.substr(0, size + 4);
+      std::memset(zeroed.data() + at, 0, 4);
+      matches += crc32c_bitwise(reinterpret_cast<const uint8_t*>(zeroed.data()), zeroed.size()) ==
+                 stored;
+    }
+    EXPECT_EQ(matches, 1);
+  }
+  const size_t at = bytes.find("zebra");
+  ASSERT_NE(at, std::string::npos);
+  ASSERT_LT(at, size_t(size) + 4);
+  bytes[at + 2] = static_cast<char>(bytes[at + 2] ^ 0x04);  // "zefra": still a valid vocab
+  write_bytes(path + ".bad", bytes);
+  expect_error([&] { ModelFile::open(path + ".bad"); },
+               {path + ".bad", "checksum mismatch in the model's header"});
+  const ModelFile g = ModelFile::open(path + ".bad", OpenOptions{false});
+  EXPECT_EQ(g.contents().tokenizer.vocab.back(), "zefra");  // loaded as it is, when told
+}
+
+TEST(ModelFileChecksum, OldFilesWithoutAHeaderChecksumLoad) {
+  TempDir dir;
+  const std::string path = write_file_without_checksums(dir.file("old.brt"), {1, 2, 3});
+  const ModelFile f = ModelFile::open(path);
+  EXPECT_FALSE(f.header_checksummed());
+  write_model_file(dir.file("new.brt"), f.contents());  // re-written, it gains one
+  EXPECT_TRUE(ModelFile::open(dir.file("new.brt")).header_checksummed());
 }
 
 }  // namespace

@@ -20,6 +20,7 @@ namespace bertrt {
 namespace {
 
 using test::read_bytes;
+using test::restamped_header_crc;
 using test::write_bytes;
 
 namespace fs = std::filesystem;
@@ -313,13 +314,15 @@ TEST(ModelFileDamaged, CorruptedRootOffsetFailsVerification) {
   expect_open_error(g.bytes, "FlatBuffer failed verification");
 }
 
-// Finds the unique little-endian u64 `value` in the FlatBuffer part of the file.
+// Finds the unique little-endian u64 field `value` in the FlatBuffer part of the file: at a
+// multiple of 8 (the builder aligns 8-byte scalars so, the whole size-prefixed buffer being a
+// multiple of 8), where unaligned coincidences (the CRC's bytes, strings) cannot match.
 size_t find_u64(const GoodFile& g, uint64_t value) {
-  const std::string needle(reinterpret_cast<const char*>(&value), 8);
-  const size_t at = g.bytes.find(needle);
-  EXPECT_NE(at, std::string::npos);
-  EXPECT_EQ(g.bytes.find(needle, at + 1), std::string::npos) << "value not unique";
-  EXPECT_LT(at, g.buffer_size + 4u);
+  size_t at = std::string::npos;
+  int found = 0;
+  for (size_t i = 0; i + 8 <= g.buffer_size + size_t(4); i += 8)
+    if (std::memcmp(g.bytes.data() + i, &value, 8) == 0) at = i, ++found;
+  EXPECT_EQ(found, 1) << "value " << value << " found " << found << " times";
   return at;
 }
 
@@ -330,26 +333,27 @@ TEST(ModelFileDamaged, SegmentOffsetsPastEndOrMisaligned) {
     GoodFile g;
     const uint64_t past = (g.bytes.size() + 63) / 64 * 64 + 64 * 1024;  // aligned, beyond the end
     std::memcpy(&g.bytes[find_u64(g, first)], &past, 8);
-    expect_open_error(g.bytes, "tensor 'bert.embeddings.word_embeddings.weight': segment");
-    expect_open_error(g.bytes, "runs past the end of the file");
+    expect_open_error(restamped_header_crc(g.bytes),
+                      "tensor 'bert.embeddings.word_embeddings.weight': segment");
+    expect_open_error(restamped_header_crc(g.bytes), "runs past the end of the file");
   }
   {
     GoodFile g;
     const uint64_t huge = ~uint64_t(0) - 63;  // offset + size would wrap around
     std::memcpy(&g.bytes[find_u64(g, first)], &huge, 8);
-    expect_open_error(g.bytes, "runs past the end of the file");
+    expect_open_error(restamped_header_crc(g.bytes), "runs past the end of the file");
   }
   {
     GoodFile g;
     const uint64_t odd = first + 4;
     std::memcpy(&g.bytes[find_u64(g, first)], &odd, 8);
-    expect_open_error(g.bytes, "not 64-byte aligned");
+    expect_open_error(restamped_header_crc(g.bytes), "not 64-byte aligned");
   }
   {
     GoodFile g;
     const uint64_t inside = 0;
     std::memcpy(&g.bytes[find_u64(g, first)], &inside, 8);
-    expect_open_error(g.bytes, "inside the FlatBuffer");
+    expect_open_error(restamped_header_crc(g.bytes), "inside the FlatBuffer");
   }
   {
     GoodFile g;  // the record's size no longer matches its shape
@@ -357,34 +361,41 @@ TEST(ModelFileDamaged, SegmentOffsetsPastEndOrMisaligned) {
     const size_t at = find_u64(g, size);
     const uint64_t wrong = size - 4;
     std::memcpy(&g.bytes[at], &wrong, 8);
-    expect_open_error(g.bytes, "needs 320 bytes, the record holds 316");
+    expect_open_error(restamped_header_crc(g.bytes), "needs 320 bytes, the record holds 316");
   }
 }
 
-// Flip every byte of the FlatBuffer (vtables, offsets, lengths, strings) in turn: each damaged file
-// must either still open or throw bertrt::Error; under ASan this also proves no out-of-bounds read.
+// Flip every byte of the FlatBuffer (vtables, offsets, lengths, strings) in turn. With the checks
+// (the default) every damaged file is an error: the header's CRC-32C catches any burst of up to
+// 32 bits. Without them (--no-verify-checksums) each must still either open or throw
+// bertrt::Error; under ASan this also proves no out-of-bounds read.
 TEST(ModelFileDamaged, EveryFlippedFlatBufferByteIsAnErrorOrHarmless) {
   const GoodFile g;
   TempDir dir;
   const std::string path = dir.file("flip.brt");
-  int errors = 0, opened = 0;
-  for (size_t i = 0; i < g.buffer_size + 4u; ++i) {
-    for (uint8_t mask : {0xffu, 0x80u, 0x01u}) {
-      std::string bytes = g.bytes;
-      bytes[i] = static_cast<char>(bytes[i] ^ mask);
-      write_bytes(path, bytes);
-      try {
-        const ModelFile f = ModelFile::open(path);
-        for (const TensorRecord& t : f.contents().tensors)
-          if (t.dtype == DType::f32 || !t.scales.empty()) (void)tensor_to_f32(t);
-        ++opened;
-      } catch (const Error&) {
-        ++errors;
+  for (const bool verify : {true, false}) {
+    int errors = 0, opened = 0;
+    for (size_t i = 0; i < g.buffer_size + 4u; ++i) {
+      for (uint8_t mask : {0xffu, 0x80u, 0x01u}) {
+        std::string bytes = g.bytes;
+        bytes[i] = static_cast<char>(bytes[i] ^ mask);
+        write_bytes(path, bytes);
+        try {
+          const ModelFile f = ModelFile::open(path, OpenOptions{verify});
+          for (const TensorRecord& t : f.contents().tensors)
+            if (t.dtype == DType::f32 || !t.scales.empty()) (void)tensor_to_f32(t);
+          ++opened;
+        } catch (const Error&) {
+          ++errors;
+        }
       }
     }
+    EXPECT_GT(errors, 0);
+    if (verify)
+      EXPECT_EQ(opened, 0) << "damaged headers that loaded with the checks on";
+    else
+      EXPECT_GT(opened, 0);  // flipped vocab characters, float values etc. are readable
   }
-  EXPECT_GT(errors, 0);
-  EXPECT_GT(opened, 0);  // flipped vocab characters, float values etc. are legitimately readable
 }
 
 TEST(ModelFileForeign, PngSafetensorsEmptyDirectoryMissing) {

@@ -148,7 +148,7 @@ TEST(ModelInPlace, AnotherLayoutLoadsByCopy) {
   std::string q_bytes = bytes.substr(q_off, n);
   bytes.replace(q_off, n, bytes.substr(k_off, n));
   bytes.replace(k_off, n, q_bytes);
-  test::write_bytes(dir.file("swapped.brt"), bytes);
+  test::write_bytes(dir.file("swapped.brt"), test::restamped_header_crc(bytes));
 
   LoadedModel l = load_model(dir.file("swapped.brt"));
   EXPECT_FALSE(l.model->params_in_place());

@@ -5,11 +5,24 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
+#include "io/buffer_crc.h"
+
 namespace bertrt::test {
+
+std::string restamped_header_crc(std::string bytes) {
+  uint32_t size = 0;
+  std::memcpy(&size, bytes.data(), 4);
+  auto* base = reinterpret_cast<uint8_t*>(bytes.data());
+  const size_t field = buffer_crc_field_offset(base);
+  if (field == 0) throw std::runtime_error("restamped_header_crc: no buffer_crc32c field");
+  flatbuffers::WriteScalar(base + field, buffer_crc(base, size + size_t(4), field));
+  return bytes;
+}
 
 static std::string env_or(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);

@@ -111,6 +111,11 @@ inline void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
 }
 
+// A .brt's bytes with the header's CRC-32C stamped again after an edit of the FlatBuffer
+// (io/buffer_crc.h): a consistent file laid out otherwise (another tool, a crafted file) reaches
+// the checks behind that CRC.
+std::string restamped_header_crc(std::string brt_bytes);
+
 // CRC-32C (Castagnoli, reflected polynomial 0x82F63B78) bit by bit, as RFC 3720 B.4 defines it:
 // the oracle of the table-driven and SSE4.2 implementations.
 inline uint32_t crc32c_bitwise(const uint8_t* p, size_t n) {

@@ -109,6 +109,7 @@ void add_info(CLI::App& app) {
     nlohmann::json checksums = {{"algorithm", "crc32c"},
                                 {"segments", segs},
                                 {"checksummed", summed},
+                                {"header", f.header_checksummed()},
                                 {"verified", verified}};
     if (o->json) {
       nlohmann::json j = {{"config", config_json(m.config)},
@@ -133,7 +134,8 @@ void add_info(CLI::App& app) {
       fmt::print(
           "checksums  none (written before bertrt stored checksums): tensor bytes not verified\n");
     else
-      fmt::print("checksums  CRC-32C on {} of {} segments, {}\n", summed, segs,
+      fmt::print("checksums  CRC-32C on {} of {} segments{}, {}\n", summed, segs,
+                 f.header_checksummed() ? " and the header" : "",
                  verified ? "all verified" : "not verified (checks skipped)");
     for (const auto& [k, v] : m.metadata) fmt::print("metadata   {} = {}\n", k, v);
     if (m.training_state) fmt::print("training   step {}\n", m.training_state->step);
