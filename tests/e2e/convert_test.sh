@@ -103,6 +103,16 @@ cmp -s "$T/a.brt" "$T/keep.brt" || bad "failed conversion changed an existing -o
 expect_error o-missing-folder 1 "" "-o $T/no/such/x.brt: folder .* does not exist" -- "$CONV" "$M/st_pretraining_f32" -o "$T/no/such/x.brt"
 expect_error o-is-folder 1 "" "is a folder" -- "$CONV" "$M/st_pretraining_f32" -o "$T"
 expect_error hf-o-parent 1 "" "does not exist" -- "$CONV" --to hf "$T/a.brt" -o "$T/no/such/dir"
+# -o naming a file of the input (a shell slip) overwrote the checkpoint and exited 0.
+cp -r "$M/st_pretraining_f32" "$T/own"
+expect_error o-is-the-input 1 "" "-o $T/own/model.safetensors: exists and is not a .brt model file" -- "$CONV" "$T/own/model.safetensors" -o "$T/own/model.safetensors"
+expect_error o-is-its-config 1 "" "own/config.json: exists and is not a .brt" -- "$CONV" "$T/own" -o "$T/own/config.json"
+cmp -s "$M/st_pretraining_f32/model.safetensors" "$T/own/model.safetensors" && cmp -s "$M/st_pretraining_f32/config.json" "$T/own/config.json" && ok || bad "the input checkpoint changed"
+# --to hf into a folder with files transformers reads but the export does not write (a stale
+# tokenizer.json would win over the new vocab.txt): refused, nothing deleted.
+mkdir -p "$T/hfstale" && echo '{}' > "$T/hfstale/tokenizer.json"
+expect_error hf-stale-tokenizer 1 "" "hfstale: holds tokenizer.json, which this export does not write" -- "$CONV" --to hf "$T/a.brt" -o "$T/hfstale"
+[ -f "$T/hfstale/tokenizer.json" ] && [ ! -e "$T/hfstale/config.json" ] && ok || bad "--to hf touched a refused folder"
 
 # --- usage errors: exit 2 ---------------------------------------------------------------------------
 expect_error no-o 2 "" "-o is required" -- "$CONV" "$M/st_pretraining_f32"

@@ -176,6 +176,15 @@ std::vector<std::string> export_hf(const std::string& brt_path, const std::strin
   if (c.training_state) warnings.push_back(brt_path + ": optimizer state is not exported (Hugging Face has no place for it)");
 
   if (fs::exists(dir) && !fs::is_directory(dir)) fail("{}: exists and is not a folder", dir);
+  // Files transformers reads that this export does not write: left beside the new ones they would
+  // win (a stale tokenizer.json over the new vocab.txt, an old index over model.safetensors).
+  // Nothing is deleted: the user decides.
+  for (const char* stale : {"tokenizer.json", "added_tokens.json",
+                            "model.safetensors.index.json", "pytorch_model.bin",
+                            "pytorch_model.bin.index.json", "tf_model.h5", "flax_model.msgpack"})
+    if (fs::exists(fs::path(dir) / stale))
+      fail("{}: holds {}, which this export does not write and transformers would read beside "
+           "the new files: remove it, or export to a new folder", dir, stale);
   bool created = false;
   if (!fs::exists(dir)) {
     const fs::path parent = fs::absolute(dir).parent_path();

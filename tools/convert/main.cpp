@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "convert/export_hf.h"
 #include "convert/hf_import.h"
@@ -41,6 +43,15 @@ void check_output_folder(const std::string& path) {
   if (!fs::is_directory(parent)) fail("-o {}: folder {} does not exist", path, parent.string());
   if (access(parent.c_str(), W_OK) != 0) fail("-o {}: folder {} is not writable", path, parent.string());
   if (fs::is_directory(path)) fail("-o {}: is a folder (expected the .brt file to write)", path);
+  // Replace only a model file: -o naming the input's safetensors, config.json or TF index (a slip
+  // of the shell) overwrote the checkpoint and exited 0.
+  if (fs::is_regular_file(path)) {
+    char head[12] = {};
+    std::ifstream(path, std::ios::binary).read(head, sizeof head);
+    if (std::memcmp(head + 8, "BRT1", 4) != 0)
+      fail("-o {}: exists and is not a .brt model file (an input of the conversion?); it would be "
+           "replaced: remove it or choose another name", path);
+  }
 }
 
 // Progress on a terminal for inputs worth waiting for.
@@ -79,7 +90,9 @@ int to_brt(const Options& o) {
 int to_hf(const Options& o) {
   if (o.dtype != "f32") throw UsageError("--dtype applies to conversions into .brt, not --to hf");
   warn(export_hf(o.input, o.output));
-  if (!o.quiet) fmt::print("wrote {}/: config.json, model.safetensors, vocab.txt, tokenizer_config.json\n", o.output);
+  if (!o.quiet)
+    fmt::print("wrote {}/: config.json, model.safetensors, vocab.txt, tokenizer_config.json, "
+               "special_tokens_map.json\n", o.output);
   return 0;
 }
 
