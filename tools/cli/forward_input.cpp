@@ -34,6 +34,12 @@ std::vector<int32_t> int_list(const nlohmann::json& j, const char* key, size_t l
 ForwardInput parse_forward_line(const std::string& line, size_t n) {
   nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
   if (j.is_discarded() || !j.is_object()) fail("stdin line {}: not a JSON object", n);
+  // A misspelt key ("atention_mask") would otherwise run the line unmasked without a word.
+  for (const auto& item : j.items())
+    if (item.key() != "input_ids" && item.key() != "token_type_ids" &&
+        item.key() != "attention_mask")
+      fail("stdin line {}: unknown key \"{}\" (expected input_ids, token_type_ids, "
+           "attention_mask)", n, item.key());
   ForwardInput in;
   in.input_ids = int_list(j, "input_ids", n, true, 0);
   if (in.input_ids.empty()) fail("stdin line {}: input_ids is empty", n);
