@@ -1,6 +1,9 @@
 """Model, finetune and convert over the C API (the _lib declarations)."""
+import contextlib
 import ctypes
 import json
+import os
+import threading
 
 import numpy as np
 
@@ -24,8 +27,46 @@ def _check(status):
         raise Error(status, lib.bertrt_last_error().decode())
 
 
-def _bytes(s):
-    return None if s is None else str(s).encode()
+def _bytes(s, name="text"):
+    """A str (UTF-8) or bytes argument for the C API, None passed through. Anything else, or a
+    NUL inside (C would end the string there), is an error naming the argument."""
+    if s is None:
+        return None
+    if isinstance(s, str):
+        b = s.encode()
+    elif isinstance(s, (bytes, bytearray)):
+        b = bytes(s)
+    else:
+        raise TypeError(f"{name}: expected str or bytes, got {type(s).__name__}")
+    if b"\0" in b:
+        raise ValueError(f"{name}: contains a NUL character")
+    return b
+
+
+def _path(p, name="path"):
+    """A file path (str, bytes or os.PathLike) for the C API."""
+    if isinstance(p, os.PathLike):
+        p = os.fspath(p)
+    return _bytes(p, name)
+
+
+def _int_range(v, name, lo, hi):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{name}: expected an int, got {type(v).__name__}")
+    if not lo <= int(v) <= hi:
+        raise ValueError(f"{name}: {int(v)} is outside [{lo}, {hi}]")
+    return int(v)
+
+
+def _int32_array(a, name):
+    """a as a contiguous 2-D int32 array; integers only, each within int32 (a cast would wrap
+    2**32 + 2054 to 2054 and cut 2054.7 to 2054 without a word)."""
+    x = np.atleast_2d(np.asarray(a))
+    if x.size and x.dtype.kind not in "iub":
+        raise TypeError(f"{name}: expected integers, got dtype {x.dtype}")
+    if x.size and x.dtype.kind in "iu" and (x.min() < -2**31 or x.max() > 2**31 - 1):
+        raise ValueError(f"{name}: values outside int32 (min {x.min()}, max {x.max()})")
+    return np.ascontiguousarray(x, dtype=np.int32)
 
 
 def version():
@@ -42,14 +83,18 @@ class Model:
     def __init__(self, path=None, *, buffer=None, backend="cpu", num_threads=0, device=-1,
                  verify_checksums=True):
         if (path is None) == (buffer is None):
-            raise ValueError("Model: give a path or buffer=, not both")
+            raise ValueError("Model: give either a path or buffer=" +
+                             (", not both" if path is not None else ""))
+        # Calls in flight: close() waits for them (freeing the handle under a running forward
+        # on another thread crashed the process).
+        self._cv, self._busy = threading.Condition(), 0
         o = _lib.ModelOptions()
         lib.bertrt_model_options_init(ctypes.byref(o))
         o.backend, o.num_threads, o.device = backend.encode(), num_threads, device
         o.verify_checksums = int(bool(verify_checksums))
         self._h = ctypes.c_void_p()
         if path is not None:
-            _check(lib.bertrt_model_load(str(path).encode(), ctypes.byref(o), ctypes.byref(self._h)))
+            _check(lib.bertrt_model_load(_path(path), ctypes.byref(o), ctypes.byref(self._h)))
         else:
             data = bytes(buffer)
             _check(lib.bertrt_model_load_buffer(data, len(data), ctypes.byref(o),
@@ -71,9 +116,29 @@ class Model:
         self.task = t.value.decode()
 
     def close(self):
-        if getattr(self, "_h", None):
-            lib.bertrt_model_free(self._h)
-            self._h = None
+        """Frees the model once the calls running on other threads have returned."""
+        cv = getattr(self, "_cv", None)
+        if cv is None:
+            return
+        with cv:
+            cv.wait_for(lambda: self._busy == 0)
+            if self._h:
+                lib.bertrt_model_free(self._h)
+                self._h = None
+
+    @contextlib.contextmanager
+    def _use(self):
+        """The handle, held open for the duration of a call."""
+        with self._cv:
+            if not self._h:
+                raise Error(4, "the model is closed")
+            self._busy += 1
+        try:
+            yield self._h
+        finally:
+            with self._cv:
+                self._busy -= 1
+                self._cv.notify_all()
 
     def __del__(self):
         self.close()
@@ -85,9 +150,10 @@ class Model:
         self.close()
 
     def token(self, token_id):
-        s = ctypes.c_char_p()
-        _check(lib.bertrt_model_token(self._h, int(token_id), ctypes.byref(s)))
-        return s.value.decode()
+        with self._use():
+            s = ctypes.c_char_p()
+            _check(lib.bertrt_model_token(self._h, int(token_id), ctypes.byref(s)))
+            return s.value.decode()
 
     # ---- tokenization ------------------------------------------------------------------------
 
@@ -95,25 +161,33 @@ class Model:
         """[CLS] A [SEP] (B [SEP]): dict of int32 arrays input_ids, token_type_ids,
         attention_mask, int64 offsets [n, 2] (byte ranges in the piece's own text; -1 for
         [CLS]/[SEP]) and the pieces as strings (tokens)."""
-        a, b = _bytes(text), _bytes(text_pair)
-        n = ctypes.c_size_t()
-        lib.bertrt_tokenize(self._h, a, b, max_seq_length, None, None, None, None, 0,
-                            ctypes.byref(n))  # sizing call (fails with the length set)
-        if n.value == 0:
-            _check(lib.bertrt_tokenize(self._h, a, b, max_seq_length, None, None, None, None, 0,
-                                       ctypes.byref(n)))
-        ids, types, mask = (np.zeros(n.value, np.int32) for _ in range(3))
-        offsets = np.zeros((n.value, 2), np.int64)
-        _check(lib.bertrt_tokenize(self._h, a, b, max_seq_length, _ptr(ids, ctypes.c_int32),
-                                   _ptr(types, ctypes.c_int32), _ptr(mask, ctypes.c_int32),
-                                   _ptr(offsets, ctypes.c_int64), n.value, ctypes.byref(n)))
-        return {"input_ids": ids, "token_type_ids": types, "attention_mask": mask,
-                "offsets": offsets, "tokens": [self.token(i) for i in ids]}
+        a, b = _bytes(text, "text"), _bytes(text_pair, "text_pair")
+        max_seq_length = _int_range(max_seq_length, "max_seq_length", 0, 2**31 - 1)
+        with self._use():
+            n = ctypes.c_size_t()
+            lib.bertrt_tokenize(self._h, a, b, max_seq_length, None, None, None, None, 0,
+                                ctypes.byref(n))  # sizing call (fails with the length set)
+            if n.value == 0:
+                _check(lib.bertrt_tokenize(self._h, a, b, max_seq_length, None, None, None, None, 0,
+                                           ctypes.byref(n)))
+            ids, types, mask = (np.zeros(n.value, np.int32) for _ in range(3))
+            offsets = np.zeros((n.value, 2), np.int64)
+            _check(lib.bertrt_tokenize(self._h, a, b, max_seq_length, _ptr(ids, ctypes.c_int32),
+                                       _ptr(types, ctypes.c_int32), _ptr(mask, ctypes.c_int32),
+                                       _ptr(offsets, ctypes.c_int64), n.value, ctypes.byref(n)))
+            return {"input_ids": ids, "token_type_ids": types, "attention_mask": mask,
+                    "offsets": offsets, "tokens": [self.token(i) for i in ids]}
 
     def encode(self, texts, text_pairs=None, max_seq_length=0):
         """A padded batch of texts (or pairs): input_ids, token_type_ids, attention_mask [B, T]."""
-        if isinstance(texts, str):
+        if isinstance(texts, (str, bytes)):
             texts = [texts]
+        if isinstance(text_pairs, (str, bytes)):
+            text_pairs = [text_pairs]
+        if len(texts) == 0:
+            raise ValueError("texts: empty (give at least one text)")
+        if text_pairs is not None and len(text_pairs) != len(texts):
+            raise ValueError(f"text_pairs: {len(text_pairs)} for {len(texts)} texts")
         pairs = text_pairs if text_pairs is not None else [None] * len(texts)
         encs = [self.tokenize(t, p, max_seq_length) for t, p in zip(texts, pairs)]
         T = max(len(e["input_ids"]) for e in encs)
@@ -127,14 +201,14 @@ class Model:
     # ---- inference ---------------------------------------------------------------------------
 
     def _batch(self, input_ids, token_type_ids, attention_mask):
-        ids = np.ascontiguousarray(np.atleast_2d(input_ids), dtype=np.int32)
+        ids = _int32_array(input_ids, "input_ids")
         if ids.ndim != 2:
             raise ValueError(f"input_ids: expected [B, T], got shape {ids.shape}")
 
         def same(a, name):
             if a is None:
                 return None
-            a = np.ascontiguousarray(np.atleast_2d(a), dtype=np.int32)
+            a = _int32_array(a, name)
             if a.shape != ids.shape:
                 raise ValueError(f"{name}: shape {a.shape}, input_ids has {ids.shape}")
             return a
@@ -148,34 +222,39 @@ class Model:
         """The encoder and the fine-tuning head: last_hidden_state [B, T, H], pooler_output
         [B, H], and logits (classification [B, K], regression [B], tagging [B, T, K]) or
         start_logits/end_logits [B, T], as the model has."""
-        b, keep = self._batch(input_ids, token_type_ids, attention_mask)
-        B, T, H = b.batch_size, b.seq_len, self.config["hidden_size"]
-        hidden, pooled = np.zeros((B, T, H), np.float32), np.zeros((B, H), np.float32)
-        _check(lib.bertrt_encode(self._h, ctypes.byref(b), _ptr(hidden, ctypes.c_float),
-                                 hidden.size, _ptr(pooled, ctypes.c_float), pooled.size))
-        out = {"last_hidden_state": hidden, "pooler_output": pooled}
-        kind, K = self.heads["kind"], self.heads["num_labels"]
-        if kind in ("sequence_classification", "regression"):
-            z = np.zeros((B, K) if K else (B,), np.float32)
-            _check(lib.bertrt_classify(self._h, ctypes.byref(b), _ptr(z, ctypes.c_float), z.size))
-            out["logits"] = z
-        elif kind == "token_classification":
-            z = np.zeros((B, T, K), np.float32)
-            _check(lib.bertrt_tag_tokens(self._h, ctypes.byref(b), _ptr(z, ctypes.c_float), z.size))
-            out["logits"] = z
-        elif kind == "question_answering":
-            s, e = np.zeros((B, T), np.float32), np.zeros((B, T), np.float32)
-            _check(lib.bertrt_spans(self._h, ctypes.byref(b), _ptr(s, ctypes.c_float),
-                                    _ptr(e, ctypes.c_float), s.size))
-            out["start_logits"], out["end_logits"] = s, e
-        return out
+        with self._use():
+            b, keep = self._batch(input_ids, token_type_ids, attention_mask)
+            B, T, H = b.batch_size, b.seq_len, self.config["hidden_size"]
+            hidden, pooled = np.zeros((B, T, H), np.float32), np.zeros((B, H), np.float32)
+            _check(lib.bertrt_encode(self._h, ctypes.byref(b), _ptr(hidden, ctypes.c_float),
+                                     hidden.size, _ptr(pooled, ctypes.c_float), pooled.size))
+            out = {"last_hidden_state": hidden, "pooler_output": pooled}
+            kind, K = self.heads["kind"], self.heads["num_labels"]
+            if kind in ("sequence_classification", "regression"):
+                z = np.zeros((B, K) if K else (B,), np.float32)
+                _check(lib.bertrt_classify(self._h, ctypes.byref(b), _ptr(z, ctypes.c_float),
+                                           z.size))
+                out["logits"] = z
+            elif kind == "token_classification":
+                z = np.zeros((B, T, K), np.float32)
+                _check(lib.bertrt_tag_tokens(self._h, ctypes.byref(b), _ptr(z, ctypes.c_float),
+                                             z.size))
+                out["logits"] = z
+            elif kind == "question_answering":
+                s, e = np.zeros((B, T), np.float32), np.zeros((B, T), np.float32)
+                _check(lib.bertrt_spans(self._h, ctypes.byref(b), _ptr(s, ctypes.c_float),
+                                        _ptr(e, ctypes.c_float), s.size))
+                out["start_logits"], out["end_logits"] = s, e
+            return out
 
     def predict(self, texts, text_pairs=None, max_seq_length=None):
         """Per text (pair): classification {label, probabilities}, regression {score}, tagging
         {tokens, tags} (per piece), QA (text = question, pair = context) {answer, start, end}
         (byte offsets into the context; the best span with start <= end, at most 30 pieces)."""
-        if isinstance(texts, str):
+        if isinstance(texts, (str, bytes)):
             texts = [texts]
+        if isinstance(text_pairs, (str, bytes)):
+            text_pairs = [text_pairs]
         kind = self.heads["kind"]
         if kind == "none":
             raise Error(4, "predict: the model has no fine-tuning head")
@@ -217,19 +296,23 @@ class Model:
 
     def fill_mask(self, text, top_k=5):
         """Per [MASK]: {position, candidates: [{token, token_id, probability}]}, best first."""
-        n = ctypes.c_size_t()
-        lib.bertrt_fill_mask(self._h, _bytes(text), top_k, None, 0, ctypes.byref(n))
-        if n.value == 0:
-            _check(lib.bertrt_fill_mask(self._h, _bytes(text), top_k, None, 0, ctypes.byref(n)))
-        c = (_lib.FillCandidate * n.value)()
-        _check(lib.bertrt_fill_mask(self._h, _bytes(text), top_k, c, n.value, ctypes.byref(n)))
-        out = []
-        for x in c:
-            if not out or out[-1]["position"] != x.position:
-                out.append({"position": x.position, "candidates": []})
-            out[-1]["candidates"].append({"token": self.token(x.token_id), "token_id": x.token_id,
-                                          "probability": x.probability})
-        return out
+        text = _bytes(text, "text")
+        top_k = _int_range(top_k, "top_k", 1, 2**31 - 1)
+        with self._use():
+            n = ctypes.c_size_t()
+            lib.bertrt_fill_mask(self._h, text, top_k, None, 0, ctypes.byref(n))
+            if n.value == 0:
+                _check(lib.bertrt_fill_mask(self._h, text, top_k, None, 0, ctypes.byref(n)))
+            c = (_lib.FillCandidate * n.value)()
+            _check(lib.bertrt_fill_mask(self._h, text, top_k, c, n.value, ctypes.byref(n)))
+            out = []
+            for x in c:
+                if not out or out[-1]["position"] != x.position:
+                    out.append({"position": x.position, "candidates": []})
+                out[-1]["candidates"].append({"token": self.token(x.token_id),
+                                              "token_id": x.token_id,
+                                              "probability": x.probability})
+            return out
 
 
 def _option_value(name, ctype, v):
@@ -262,7 +345,8 @@ def finetune(model, task, train, output, dev=None, progress=None, backend="cpu",
     attention_probs_dropout_prob; memory: freeze_embeddings, freeze_layers, recompute; and for
     task "tsv"
     text_column, text_pair_column, label_column, labels, regression, no_header).
-    progress(metrics dict) after every step; return True to stop (raises bertrt.Error)."""
+    progress(metrics dict) after every step; return True to stop (raises bertrt.Error). An
+    exception raised by progress stops the run and is raised again here (nothing is written)."""
     m = Model(model, backend=backend, num_threads=num_threads)
     o = _lib.FinetuneOptions()
     lib.bertrt_finetune_options_init(ctypes.byref(o))
@@ -277,25 +361,36 @@ def finetune(model, task, train, output, dev=None, progress=None, backend="cpu",
             keep.append(v)
         setattr(o, k, v)
     t = ctypes.c_void_p()
-    _check(lib.bertrt_trainer_create(m._h, ctypes.byref(o), str(train).encode(), ctypes.byref(t)))
+    train_b, dev_b, out_b = _path(train, "train"), _path(dev, "dev"), _path(output, "output")
+    _check(lib.bertrt_trainer_create(m._h, ctypes.byref(o), train_b, ctypes.byref(t)))
     try:
-        cb = None
+        cb, raised = None, []
         if progress is not None:
             def trampoline(p, _user):
-                s = p.contents
-                return int(bool(progress({n: getattr(s, n) for n, _ in _lib.StepMetrics._fields_})))
+                # ctypes prints and drops an exception raised in a callback: keep it, stop the
+                # run, and raise it once the C call has returned.
+                try:
+                    s = p.contents
+                    return int(bool(progress({n: getattr(s, n)
+                                              for n, _ in _lib.StepMetrics._fields_})))
+                except BaseException as e:  # noqa: B902 (KeyboardInterrupt too)
+                    raised.append(e)
+                    return 1
             cb = _lib.PROGRESS(trampoline)
             _check(lib.bertrt_trainer_set_progress(t, cb, None))
         total = ctypes.c_int64()
         _check(lib.bertrt_trainer_total_steps(t, ctypes.byref(total)))
-        _check(lib.bertrt_trainer_step(t, total.value, None))
+        status = lib.bertrt_trainer_step(t, total.value, None)
+        if raised:
+            raise raised[0]
+        _check(status)
         metrics = {}
         if dev is not None:
             n = ctypes.c_size_t()
             buf = ctypes.create_string_buffer(1 << 16)
-            _check(lib.bertrt_trainer_evaluate(t, str(dev).encode(), buf, len(buf), ctypes.byref(n)))
+            _check(lib.bertrt_trainer_evaluate(t, dev_b, buf, len(buf), ctypes.byref(n)))
             metrics = json.loads(buf.value.decode())
-        _check(lib.bertrt_trainer_save(t, str(output).encode()))
+        _check(lib.bertrt_trainer_save(t, out_b))
         return metrics
     finally:
         lib.bertrt_trainer_free(t)
@@ -305,5 +400,5 @@ def finetune(model, task, train, output, dev=None, progress=None, backend="cpu",
 def convert(input, output, to="brt", dtype="f32", vocab=None):
     """`bertrt-convert`: a Hugging Face folder, torch.save / safetensors file or TF checkpoint
     to a .brt file (to="brt"), or a .brt to a Hugging Face folder (to="hf")."""
-    _check(lib.bertrt_convert(str(input).encode(), str(output).encode(), to.encode(),
-                              _bytes(dtype), _bytes(vocab)))
+    _check(lib.bertrt_convert(_path(input, "input"), _path(output, "output"), _bytes(to, "to"),
+                              _bytes(dtype, "dtype"), _path(vocab, "vocab")))

@@ -141,6 +141,53 @@ def test_errors_name_the_argument(hf, tmp_path):
     assert not (tmp_path / "x.brt").exists()
     with pytest.raises(bertrt.Error, match="MLM head"):
         m.fill_mask("a [MASK]")
+    # Inputs the C API cannot take are refused, not changed: bytes are the text (not its repr),
+    # ids past int32 or fractional are errors (a cast wrapped 2**32 + 5 to 5), pairs must match.
+    assert m.tokenize(b"hello")["tokens"] == m.tokenize("hello")["tokens"]
+    with pytest.raises(TypeError, match="text: expected str or bytes, got int"):
+        m.tokenize(5)
+    with pytest.raises(ValueError, match="text: contains a NUL"):
+        m.tokenize("a\0b")
+    with pytest.raises(ValueError, match="path: contains a NUL"):
+        bertrt.Model(str(brt) + "\0junk")
+    with pytest.raises(ValueError, match="input_ids: values outside int32"):
+        m.forward([[101, 2**32 + 5, 102]])
+    with pytest.raises(TypeError, match="attention_mask: expected integers, got dtype float64"):
+        m.forward([[101, 5, 102]], attention_mask=[[1, 1.5, 1]])
+    with pytest.raises(ValueError, match="text_pairs: 1 for 2 texts"):
+        m.encode(["a", "b"], text_pairs=["x"])
+    with pytest.raises(ValueError, match="texts: empty"):
+        m.predict([])
+    with pytest.raises(ValueError, match="Model: give either a path or buffer=$"):
+        bertrt.Model(None)
+    m.close()
+    with pytest.raises(bertrt.Error, match="the model is closed"):
+        m.forward([[101, 102]])
+
+
+def test_close_waits_for_a_forward_on_another_thread(hf, tmp_path):
+    """close() on one thread while another runs forward freed the handle under it (a segfault or
+    a hang); it now waits for the call to return."""
+    import threading
+    out, _ = hf
+    brt = tmp_path / "m.brt"
+    bertrt.convert(out / "st_seqcls", brt)
+    m = bertrt.Model(brt)
+    T = m.config["max_position_embeddings"]
+    ids = np.full((64, T), 5, np.int32)
+    want = m.forward(ids)["logits"]
+    got, started = [], threading.Event()
+
+    def run():
+        started.set()
+        got.append(m.forward(ids)["logits"])
+    t = threading.Thread(target=run)
+    t.start()
+    started.wait()
+    m.close()
+    t.join(60)
+    assert not t.is_alive()
+    assert len(got) == 1 and np.array_equal(got[0], want)
 
 
 def head(src, dst, n):
@@ -200,6 +247,12 @@ def test_finetune_then_predict(tmp_path):
         bertrt.finetune(init, "sst2", tmp_path / "train.tsv", tmp_path / "bad.brt", recompute="yes")
     with pytest.raises(TypeError, match="'labels' must be a str, got int"):
         bertrt.finetune(init, "sst2", tmp_path / "train.tsv", tmp_path / "bad.brt", labels=3)
+    assert not (tmp_path / "bad.brt").exists()
+    # An exception in progress stops the run and comes back to the caller (ctypes printed and
+    # dropped it; the run went on and wrote its file).
+    with pytest.raises(ZeroDivisionError):
+        bertrt.finetune(init, "sst2", tmp_path / "train.tsv", tmp_path / "bad.brt", epochs=1,
+                        batch_size=16, max_seq_length=64, progress=lambda s: 1 / 0)
     assert not (tmp_path / "bad.brt").exists()
 
 
