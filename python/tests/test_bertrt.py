@@ -139,6 +139,13 @@ def test_errors_name_the_argument(hf, tmp_path):
     with pytest.raises(bertrt.Error, match="no such file or folder"):
         bertrt.convert(tmp_path / "nothing", tmp_path / "x.brt")
     assert not (tmp_path / "x.brt").exists()
+    with pytest.raises(bertrt.Error, match="vocab /nope/vocab.txt: no such file"):
+        bertrt.convert(out / "st_seqcls", tmp_path / "x.brt", vocab="/nope/vocab.txt")
+    st = out / "st_seqcls" / "model.safetensors"
+    before = st.read_bytes()
+    with pytest.raises(bertrt.Error, match="exists and is not a .brt model file"):
+        bertrt.convert(st, st)
+    assert st.read_bytes() == before
     with pytest.raises(bertrt.Error, match="MLM head"):
         m.fill_mask("a [MASK]")
     # Inputs the C API cannot take are refused, not changed: bytes are the text (not its repr),

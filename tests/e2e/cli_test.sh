@@ -124,6 +124,7 @@ expect_error "finetune --max-steps 0" "$T/o9.brt" "max-steps: must be ≥ 1, got
 expect_error "--device -7" "" "device: must be ≥ 0, got -7" -- "$BIN" eval --model "$T/sst2.brt" --task sst2 --data "$T/dev.tsv" --device -7
 expect_error "init --seed -1" "$T/o13.brt" "seed: expected an integer from 0 to 18446744073709551615, got '-1'" -- "$BIN" init --preset tiny --vocab "$VOCAB" --seed -1 -o "$T/o13.brt"
 expect_error "forward with a misspelt key" "" "line 1: unknown key \"atention_mask\"" -- sh -c "echo '{\"input_ids\":[101,102],\"atention_mask\":[1,0]}' | '$BIN' forward --model '$T/init.brt'"
+expect_error "bench --iters 0" "" "^bertrt: error: --iters must be ≥ 1, got 0$" -- "$BIN" bench --model "$T/init.brt" --iters 0
 expect_error "bertrt convert" "" "'convert' is not a subcommand.*bertrt-convert" -- "$BIN" convert x
 # An output that is also an input would overwrite it (--metrics over --train emptied the data).
 cp "$T/train.tsv" "$T/train_copy.tsv"

@@ -86,6 +86,13 @@ expect_error missing-config 1 "$T/x.brt" "noconfig: config.json is missing" -- "
 cp -r "$M/st_pretraining_f32" "$T/nohidden"
 /usr/bin/python3 -c "import json; p='$T/nohidden/config.json'; c=json.load(open(p)); del c['hidden_size']; json.dump(c, open(p,'w'))"
 expect_error no-hidden-size 1 "$T/x.brt" "config.json: field 'hidden_size' is missing" -- "$CONV" "$T/nohidden" -o "$T/x.brt"
+for kv in "hidden_size=2**40:field 'hidden_size' = 1099511627776 is outside the 32-bit range" \
+          "initializer_range=-1:field 'initializer_range' must be a positive number, got -1"; do
+  key=${kv%%=*}; rest=${kv#*=}; val=${rest%%:*}; msg=${rest#*:}
+  rm -rf "$T/cfg_$key"; cp -r "$M/st_pretraining_f32" "$T/cfg_$key"
+  /usr/bin/python3 -c "import json; p='$T/cfg_$key/config.json'; c=json.load(open(p)); c['$key']=$val; json.dump(c, open(p,'w'))"
+  expect_error "config-$key" 1 "$T/x.brt" "config.json: $msg" -- "$CONV" "$T/cfg_$key" -o "$T/x.brt"
+done
 cp -r "$M/st_pretraining_f32" "$T/shape"
 /usr/bin/python3 -c "import json; p='$T/shape/config.json'; c=json.load(open(p)); c['vocab_size']=50; json.dump(c, open(p,'w'))"
 expect_error shape-mismatch 1 "$T/x.brt" "word_embeddings.weight' has shape \[43, 36\], but .*config.json implies \[50, 36\]" -- "$CONV" "$T/shape" -o "$T/x.brt"

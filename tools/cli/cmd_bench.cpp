@@ -38,8 +38,9 @@ void add_bench(CLI::App& app) {
   o->backend.add_to(c);
   c->callback([o] {
     check_input_file("--model", o->model);
-    if (o->batch_size < 1 || o->iters < 1 || o->warmup < 0)
-      fail("--batch-size and --iters must be ≥ 1, --warmup ≥ 0");
+    if (o->batch_size < 1) fail("--batch-size must be ≥ 1, got {}", o->batch_size);
+    if (o->iters < 1) fail("--iters must be ≥ 1, got {}", o->iters);
+    if (o->warmup < 0) fail("--warmup must be ≥ 0, got {}", o->warmup);
     LoadedModel m = load_model(o->model);
     BertModel& model = *m.model;
     if (o->fp32) model.disable_quantization();

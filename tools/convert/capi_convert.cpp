@@ -7,6 +7,7 @@
 
 #include "bertrt/bertrt.h"
 #include "capi/api_error.h"
+#include "convert/convert_input.h"
 #include "convert/export_hf.h"
 #include "convert/hf_import.h"
 #include "convert/tensor_encode.h"
@@ -35,6 +36,9 @@ extern "C" bertrt_status bertrt_convert(const char* input, const char* output, c
       const auto parsed = convert::parse_float_dtype(type);
       if (!parsed)
         api_fail(BERTRT_E_INVALID_ARGUMENT, "{}: dtype must be f32, f16 or bf16, got {}", fn, type);
+      convert::check_replaceable_brt("output", output);
+      if (vocab && !std::filesystem::is_regular_file(vocab, ec))
+        api_fail(BERTRT_E_IO, "{}: vocab {}: no such file", fn, vocab);
       convert::ConvertOptions opts;
       opts.dtype = *parsed;
       opts.vocab = vocab ? vocab : "";

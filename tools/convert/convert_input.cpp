@@ -1,6 +1,8 @@
 #include "convert/convert_input.h"
 
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <vector>
 
 #include "convert/hf_shards.h"
@@ -104,6 +106,15 @@ std::unique_ptr<CheckpointReader> open_checkpoint(const std::string& path) {
   if (!fs::exists(path)) fail("{}: no such file", path);
   fail("{}: unknown checkpoint format (expected .safetensors, .bin/.pt/.pth, *.index.json or a TF "
        "checkpoint .index)", path);
+}
+
+void check_replaceable_brt(const std::string& what, const std::string& path) {
+  if (!std::filesystem::is_regular_file(path)) return;
+  char head[12] = {};
+  std::ifstream(path, std::ios::binary).read(head, sizeof head);
+  if (std::memcmp(head + 8, "BRT1", 4) != 0)
+    fail("{} {}: exists and is not a .brt model file (an input of the conversion?); it would be "
+         "replaced: remove it or choose another name", what, path);
 }
 
 }  // namespace bertrt::convert

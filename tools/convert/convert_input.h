@@ -28,4 +28,9 @@ InputPaths find_input(const std::string& path);
 // path when it is none of these.
 std::unique_ptr<CheckpointReader> open_checkpoint(const std::string& path);
 
+// Fails (naming `what` and the path) where the .brt output `path` exists and is not a .brt model
+// file: an -o naming the input's safetensors, config.json or TF index (a slip of the shell) would
+// replace the checkpoint.
+void check_replaceable_brt(const std::string& what, const std::string& path);
+
 }  // namespace bertrt::convert

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -34,8 +35,9 @@ int get_int(const std::string& path, const json& j, const char* key, std::option
     fail("{}: field '{}' is missing (it fixes the tensor shapes)", path, key);
   }
   const json& v = j[key];
-  if (!v.is_number_integer() || v.get<long long>() < INT32_MIN || v.get<long long>() > INT32_MAX)
-    fail("{}: field '{}' must be an integer, got {}", path, key, v.dump());
+  if (!v.is_number_integer()) fail("{}: field '{}' must be an integer, got {}", path, key, v.dump());
+  if (v.get<long long>() < INT32_MIN || v.get<long long>() > INT32_MAX)
+    fail("{}: field '{}' = {} is outside the 32-bit range", path, key, v.dump());
   return v.get<int>();
 }
 
@@ -115,6 +117,10 @@ HfConfig read_hf_config(const std::string& path) {
   c.layer_norm_eps = get_float(path, j, "layer_norm_eps", d.layer_norm_eps);
   c.pad_token_id = get_int(path, j, "pad_token_id", d.pad_token_id);
   c.initializer_range = get_float(path, j, "initializer_range", d.initializer_range);
+  // It sets the std of the weights the checkpoint lacks (the pooler): N(0, -1²) is no init.
+  if (!(c.initializer_range > 0.0f) || !std::isfinite(c.initializer_range))
+    fail("{}: field 'initializer_range' must be a positive number, got {}", path,
+         j["initializer_range"].dump());
   c.hidden_dropout_prob = get_float(path, j, "hidden_dropout_prob", d.hidden_dropout_prob);
   c.attention_probs_dropout_prob =
       get_float(path, j, "attention_probs_dropout_prob", d.attention_probs_dropout_prob);

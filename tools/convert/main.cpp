@@ -6,10 +6,9 @@
 #include <unistd.h>
 
 #include <csignal>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 
+#include "convert/convert_input.h"
 #include "convert/export_hf.h"
 #include "convert/hf_import.h"
 #include "convert/inspect.h"
@@ -43,15 +42,7 @@ void check_output_folder(const std::string& path) {
   if (!fs::is_directory(parent)) fail("-o {}: folder {} does not exist", path, parent.string());
   if (access(parent.c_str(), W_OK) != 0) fail("-o {}: folder {} is not writable", path, parent.string());
   if (fs::is_directory(path)) fail("-o {}: is a folder (expected the .brt file to write)", path);
-  // Replace only a model file: -o naming the input's safetensors, config.json or TF index (a slip
-  // of the shell) overwrote the checkpoint and exited 0.
-  if (fs::is_regular_file(path)) {
-    char head[12] = {};
-    std::ifstream(path, std::ios::binary).read(head, sizeof head);
-    if (std::memcmp(head + 8, "BRT1", 4) != 0)
-      fail("-o {}: exists and is not a .brt model file (an input of the conversion?); it would be "
-           "replaced: remove it or choose another name", path);
-  }
+  check_replaceable_brt("-o", path);  // -o sp/model.safetensors replaced the checkpoint
 }
 
 // Progress on a terminal for inputs worth waiting for.
