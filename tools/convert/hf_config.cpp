@@ -35,7 +35,8 @@ int get_int(const std::string& path, const json& j, const char* key, std::option
     fail("{}: field '{}' is missing (it fixes the tensor shapes)", path, key);
   }
   const json& v = j[key];
-  if (!v.is_number_integer()) fail("{}: field '{}' must be an integer, got {}", path, key, v.dump());
+  if (!v.is_number_integer())
+    fail("{}: field '{}' must be an integer, got {}", path, key, v.dump());
   if (v.get<long long>() < INT32_MIN || v.get<long long>() > INT32_MAX)
     fail("{}: field '{}' = {} is outside the 32-bit range", path, key, v.dump());
   return v.get<int>();
