@@ -5,8 +5,8 @@
 
 #include "bertrt_generated.h"
 #include "core/crc32c.h"
-#include "io/buffer_crc.h"
 #include "core/error.h"
+#include "io/buffer_crc.h"
 #include "io/model_file.h"
 
 namespace bertrt {

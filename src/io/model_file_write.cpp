@@ -5,8 +5,8 @@
 #include "bertrt_generated.h"
 #include "core/atomic_file.h"
 #include "core/crc32c.h"
-#include "io/buffer_crc.h"
 #include "core/error.h"
+#include "io/buffer_crc.h"
 #include "io/model_file.h"
 #include "model/params.h"
 
