@@ -79,16 +79,17 @@ void carve(EncoderActs& a, Carver& cv, const BertConfig& c, int B, int T, bool t
   a.mask_add = cv.take(N);
   a.pooled_pre = cv.take(size_t(B) * C);
   a.pooled = cv.take(size_t(B) * C);
-  a.recompute_out = nullptr;
   if (training) {
-    a.dhidden = cv.take(N * C), a.dnext = cv.take(N * C), a.demb_sum = cv.take(N * C);
+    a.dhidden = cv.take(N * C), a.dnext = cv.take(N * C);
+    a.demb_sum = plan.embeddings ? cv.take(N * C) : nullptr;
     a.dpooled = cv.take(size_t(B) * C), a.dpooled_pre = cv.take(size_t(B) * C);
-    if (plan.recompute) a.recompute_out = cv.take(N * C);
     LayerGradScratch& s = a.scratch;
     s.dres = cv.take(N * C), s.dln1 = cv.take(N * C), s.dctx = cv.take(N * C);
     s.dq = cv.take(N * C), s.dk = cv.take(N * C), s.dv = cv.take(N * C);
-    s.dinter = cv.take(N * I), s.dinter_pre = cv.take(N * I);
-    s.dprobs = cv.take(P), s.dscores = cv.take(P);
+    s.dinter = cv.take(N * I);
+    // The forward's score scratch is free during a layer's backward (a recomputed forward runs
+    // before it, never inside it).
+    s.dprobs = cv.take(P), s.dscores = a.scores;
   }
 }
 
@@ -171,13 +172,12 @@ void encoder_backward(Backend& be, const BertConfig& c, const BertParams& dw, En
     const float* inp = l > 0 ? a.layers[l - 1].out : a.emb.out;
     const LayerDims d = layer_dims(c, B, T, a, l);
     // Recompute: the shared work buffers still hold the last layer's forward; the others run
-    // again on their kept input, with the same ops on the same values (so the same bits).
+    // again on their kept input, with the same ops on the same values (so the same bits, and
+    // the kept output is written over with what it holds).
     if (plan.recompute && l != c.num_hidden_layers - 1) {
       // A second forward would update the QAT observers twice a step.
       if (q) fail("activation recomputation (--recompute) is not supported with QAT");
-      LayerActs redo = a.layers[l];
-      redo.out = a.recompute_out;
-      encoder_layer_forward(be, redo, a.scores, inp, a.mask_add, w.layers[l], d);
+      encoder_layer_forward(be, a.layers[l], a.scores, inp, a.mask_add, w.layers[l], d);
     }
     be.fill(dinp, 0.0f, NC);
     encoder_layer_backward(be, dinp, dw.layers[l], a.scratch, dout, inp, a.layers[l], w.layers[l],

@@ -79,8 +79,7 @@ class EncoderActs {
   const float* hidden = nullptr; // [B, T, C] last_hidden_state (points into a layer's out)
   // Backward: heads accumulate into dhidden / dpooled (zeroed by the forward in training mode).
   float *dhidden = nullptr, *dpooled = nullptr, *dpooled_pre = nullptr, *dnext = nullptr;
-  float* demb_sum = nullptr;
-  float* recompute_out = nullptr;  // [N, C] where a recomputed layer writes its (unused) output
+  float* demb_sum = nullptr;  // null when the plan has no embeddings backward
   LayerGradScratch scratch{};
   Dropout dropout;  // of the next training forward (and its backward); ignored at inference
 

@@ -90,9 +90,12 @@ void encoder_layer_backward(Backend& be, float* dinp, const LayerParams& dw,
   if (d.dropout > 0.0f) be.dropout(s.dres, NC, d.dropout, d.ffn_seed);  // the same mask
   be.fill(s.dinter, 0.0f, NI);
   linear_backward(be, s.dinter, dw.out_w, dw.out_b, s.dres, a.inter, w.out_w, N, I, C, 0, 0, Q.out);
-  be.fill(s.dinter_pre, 0.0f, NI);
-  be.gelu_backward(s.dinter_pre, a.inter_pre, s.dinter, NI, d.gelu);
-  linear_backward(be, s.dln1, dw.inter_w, dw.inter_b, s.dinter_pre, a.ln1, w.inter_w, N, C, I, 0, 0,
+  // The GELU's output has had its last reader (the weight gradient above): its [N, I] buffer
+  // takes the gradient of the GELU's input (4 MB less at BERT-mini B8 S128).
+  float* dinter_pre = a.inter;
+  be.fill(dinter_pre, 0.0f, NI);
+  be.gelu_backward(dinter_pre, a.inter_pre, s.dinter, NI, d.gelu);
+  linear_backward(be, s.dln1, dw.inter_w, dw.inter_b, dinter_pre, a.ln1, w.inter_w, N, C, I, 0, 0,
                   Q.inter);
   // Attention block, from LayerNorm 1 back to the layer input.
   be.fill(s.dres, 0.0f, NC);

@@ -20,7 +20,7 @@ struct LayerActs {
   float* ln1;                  // [N, C]
   float *ln1_mean, *ln1_rstd;  // [N]
   float* inter_pre;            // [N, I] before GELU
-  float* inter;                // [N, I] after GELU
+  float* inter;                // [N, I] after GELU; the backward overwrites it with a gradient
   float* res2;                 // [N, C] ln1 + FFN output (LayerNorm 2 input)
   float* out;                  // [N, C]
   float *ln2_mean, *ln2_rstd;  // [N]
@@ -36,7 +36,7 @@ struct LayerActs {
 // Gradient scratch shared by all layers (the backward visits one layer at a time).
 struct LayerGradScratch {
   float *dres, *dln1, *dctx, *dq, *dk, *dv;  // [N, C]
-  float *dinter, *dinter_pre;                // [N, I]
+  float* dinter;                             // [N, I] (the GELU input's gradient: LayerActs::inter)
   float *dprobs, *dscores;                   // [B, NH, T, T]
 };
 
