@@ -107,6 +107,10 @@ class Backend {
   // Returns once every op called so far has run and every download() has landed. Errors an op
   // raised while it ran (a bad id, an invalid scale) surface here at the latest.
   virtual void sync() = 0;
+  // Training's memory options ask for a smaller peak at some cost in speed (--recompute). A
+  // backend may ignore it; it never changes a float. The cpu backend then runs its training GEMMs
+  // in blocks that bound their copies (cpu_backend.h).
+  virtual void prefer_memory(bool on) { (void)on; }
   // dst (backend) ← src (host), `bytes`; src may be reused as soon as upload returns.
   virtual void upload(void* dst, const void* src, size_t bytes) = 0;
   // dst (host) ← src (backend), `bytes`; dst holds the data after the next sync().

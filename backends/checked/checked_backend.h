@@ -39,6 +39,7 @@ class CheckedBackend : public Backend {
   bool host_visible() const override { return true; }
   bool accepts_host_pointers() const override { return false; }
   void sync() override;
+  void prefer_memory(bool on) override { inner_->prefer_memory(on); }
   void upload(void* dst, const void* src, size_t bytes) override;
   void download(void* dst, const void* src, size_t bytes) override;
 

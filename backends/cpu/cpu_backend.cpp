@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "backends/cpu/blas_core.h"
@@ -257,6 +258,35 @@ namespace {
 constexpr double kGemmSplitFlops = 1 << 18;
 // The largest copy f32_gemm makes (floats): BERT-base's FFN activations (1024 × 3072) and weights.
 constexpr size_t kF32GemmCopyFloats = size_t{1} << 22;
+// With bounded copies (Backend::prefer_memory: training's --recompute), training's GEMMs on
+// bertrt's kernel run in blocks whose copies (op(A)'s packed panels, op(B)'s packed tiles, the
+// product before alpha and beta, the kernel's partial sums) stay near this many floats each,
+// whatever the batch: whole, they were 4 MB each at BERT-mini B8 S128 (1024 × 1024), a tenth of
+// its pre-training's peak RSS with the memory options. Each output is still the kernel's one fma
+// chain over all of K, so blocking changes no float (f32_gemm.h). It is not the default: the
+// kernel packs W again for each block of rows, and the blocks cost BERT-base's step about 7 %.
+constexpr size_t kF32BoundedCopyFloats = size_t{1} << 18;
+// Blocks never go below 8 panels of rows (a full task for each of 2 threads at 4 panels: fewer
+// leave the kernel's W tiles less reuse than the copies save) or 8 tiles of columns.
+constexpr int kMinBlockPanels = 8, kMinBlockTiles = 8;
+
+// The length of equal blocks of `len` (multiples of `unit`, the last one shorter) of at most
+// `most`, or `least` where `most` is smaller.
+int block_len(int len, size_t most, int unit, int least) {
+  const size_t u = static_cast<size_t>(unit), n = static_cast<size_t>(len);
+  const size_t cap = std::max(most / u * u, static_cast<size_t>(least));
+  if (n <= cap) return len;
+  const size_t blocks = (n + cap - 1) / cap;
+  return static_cast<int>(((n + blocks - 1) / blocks + u - 1) / u * u);
+}
+
+// Rows of op(A) per block of a training GEMM on kernel k with K-long rows, copies of at most
+// `copy` floats.
+int train_block_rows(cpu::F32Kernel k, int M, int K, size_t copy) {
+  const int pr = cpu::f32_kernel_panel_rows(k);
+  return block_len(M, copy / static_cast<size_t>(K), pr, kMinBlockPanels * pr);
+}
+
 // Rows (or columns) of C per block: about kGemmBlock, never below kGemmMinBlock (OpenBLAS's
 // packing must pay off), a multiple of 16 (its kernel's width).
 constexpr int kGemmBlock = 256;
@@ -396,8 +426,13 @@ void CpuBackend::linear_forward_inference(float* out, float* pre, const float* x
   if (!constant_weights_ && use_f32_gemm(true, M, N, K, 1.0f, 0.0f)) {
     // gemm's kernel for changing weights: an inference forward of a model in training (frozen
     // layers, evaluation, QAT calibration) computes the training forward's floats.
-    const LinearEpilogue ep{residual, gelu};
-    f32_xwt(out, N, x, ldx, false, w, K, M, N, K, bias, &ep);
+    const int mb = train_block_rows(f32_kernel_, M, K, copy_floats());
+    for (int r0 = 0; r0 < M; r0 += mb) {
+      const int rows = std::min(mb, M - r0);
+      const LinearEpilogue ep{residual ? residual + static_cast<size_t>(r0) * N : nullptr, gelu};
+      f32_xwt(out + static_cast<size_t>(r0) * N, N, x + static_cast<size_t>(r0) * ldx, ldx, false,
+              w, K, rows, N, K, bias, &ep);
+    }
     return;
   }
   for_gemm_blocks(M, N, K, [&](int r0, int r1, int c0, int c1) {
@@ -482,6 +517,10 @@ void CpuBackend::f32_xwt(float* Y, int ldy, const float* X, int ldx, bool x_t, c
 // (docs/performance.md, "Training's GEMMs on bertrt's kernel"). From a full panel of rows and a
 // tile of columns on; smaller GEMMs (the pooler's few rows) stay on OpenBLAS. The split changes
 // no float (f32_gemm.h), so training stays bit-identical across thread counts.
+size_t CpuBackend::copy_floats() const {
+  return bounded_copies_ ? kF32BoundedCopyFloats : std::numeric_limits<size_t>::max();
+}
+
 bool CpuBackend::use_f32_gemm(bool trans_b, int M, int N, int K, float alpha, float beta) const {
   // alpha = 0: BLAS does not read A and B (an Inf there must not become NaN in C): OpenBLAS.
   if (f32_kernel_ == cpu::F32Kernel::kScalar || K <= 0 || alpha == 0.0f) return false;
@@ -504,37 +543,53 @@ void CpuBackend::f32_gemm(bool trans_a, bool trans_b, int M, int N, int K, float
                           const float* A, int lda, const float* B, int ldb, float beta, float* C,
                           int ldc) {
   const cpu::F32Kernel k = f32_kernel_;
-  const float* W = B;
-  int ldw = ldb;
-  if (!trans_b) {  // W = Bᵀ: packed per call, N·K copies against M·N·K multiply-adds
-    f32_gemm_w_.resize(std::max(f32_gemm_w_.size(), cpu::f32_packed_w_floats(k, N, K)));
-    float* wp = f32_gemm_w_.data();
-    const int tn = cpu::f32_kernel_tile_n(k);
-    const size_t tiles = static_cast<size_t>((N + tn - 1) / tn);
-    pool_.parallel_for(tiles, gemm_splits(M, N, K) ? 1 : tiles, [&](size_t t0, size_t t1) {
-      cpu::f32_pack_w_t(k, wp, B, ldb, N, K, static_cast<int>(t0), static_cast<int>(t1));
-    });
-    W = wp, ldw = 0;
-  }
+  const int tn = cpu::f32_kernel_tile_n(k);
   const bool direct = alpha == 1.0f && beta == 0.0f;
-  float* Y = C;
-  int ldy = ldc;
-  if (!direct) {
-    f32_gemm_y_.resize(std::max(f32_gemm_y_.size(), static_cast<size_t>(M) * N));
-    Y = f32_gemm_y_.data(), ldy = N;
-  }
-  f32_xwt(Y, ldy, A, lda, trans_a, W, ldw, M, N, K, nullptr, nullptr);
-  if (direct) return;
-  pool_.parallel_for(static_cast<size_t>(M), row_grain(N), [&](size_t r0, size_t r1) {
-    for (size_t r = r0; r < r1; ++r) {
-      const float* t = Y + r * N;
-      float* c = C + r * ldc;
-      if (beta == 0.0f)  // C is not read (it may hold anything, NaN included), as in BLAS
-        for (int j = 0; j < N; ++j) c[j] = alpha * t[j];
-      else
-        for (int j = 0; j < N; ++j) c[j] = alpha * t[j] + beta * c[j];
+  // Blocks of columns when B is packed (each block's tiles at most about copy_floats()), then of
+  // rows (op(A)'s panels and, unless direct, the product's block, each at most about as much).
+  const size_t copy = copy_floats();
+  const int nb = trans_b ? N : block_len(N, copy / static_cast<size_t>(K), tn, kMinBlockTiles * tn);
+  const int pr = cpu::f32_kernel_panel_rows(k);
+  int mb = train_block_rows(k, M, K, copy);
+  if (!direct) mb = std::min(mb, block_len(M, copy / nb, pr, kMinBlockPanels * pr));
+  for (int c0 = 0; c0 < N; c0 += nb) {
+    const int cols = std::min(nb, N - c0);
+    const float* W = B + static_cast<size_t>(c0) * ldb;
+    int ldw = ldb;
+    if (!trans_b) {  // W = Bᵀ: packed per call, N·K copies against M·N·K multiply-adds
+      const size_t need = cpu::f32_packed_w_floats(k, cols, K);
+      if (f32_gemm_w_.size() < need) f32_gemm_w_.resize(need);
+      float* wp = f32_gemm_w_.data();
+      const size_t tiles = static_cast<size_t>((cols + tn - 1) / tn);
+      pool_.parallel_for(tiles, gemm_splits(M, cols, K) ? 1 : tiles, [&](size_t t0, size_t t1) {
+        cpu::f32_pack_w_t(k, wp, B + c0, ldb, cols, K, static_cast<int>(t0), static_cast<int>(t1));
+      });
+      W = wp, ldw = 0;
     }
-  });
+    for (int r0 = 0; r0 < M; r0 += mb) {
+      const int rows = std::min(mb, M - r0);
+      const float* X = trans_a ? A + r0 : A + static_cast<size_t>(r0) * lda;
+      float* c = C + static_cast<size_t>(r0) * ldc + c0;
+      if (direct) {
+        f32_xwt(c, ldc, X, lda, trans_a, W, ldw, rows, cols, K, nullptr, nullptr);
+        continue;
+      }
+      const size_t need = static_cast<size_t>(rows) * cols;
+      if (f32_gemm_y_.size() < need) f32_gemm_y_.resize(need);
+      float* Y = f32_gemm_y_.data();
+      f32_xwt(Y, cols, X, lda, trans_a, W, ldw, rows, cols, K, nullptr, nullptr);
+      pool_.parallel_for(static_cast<size_t>(rows), row_grain(cols), [&](size_t i0, size_t i1) {
+        for (size_t i = i0; i < i1; ++i) {
+          const float* t = Y + i * cols;
+          float* ci = c + i * ldc;
+          if (beta == 0.0f)  // C is not read (it may hold anything, NaN included), as in BLAS
+            for (int j = 0; j < cols; ++j) ci[j] = alpha * t[j];
+          else
+            for (int j = 0; j < cols; ++j) ci[j] = alpha * t[j] + beta * ci[j];
+        }
+      });
+    }
+  }
 }
 
 // OpenBLAS 0.3.21 (Debian 12) has no cblas_sgemm_batch: the batch (attention's per-head GEMMs)

@@ -59,6 +59,10 @@ class CpuBackend : public ReferenceBackend {
   // false (an explicit request is not silently ignored).
   void set_constant_weights(bool constant);
   bool constant_weights() const { return constant_weights_; }
+  // On: training's GEMMs on bertrt's kernel run in blocks whose copies stay near 1 MB each
+  // (cpu_backend.cpp, kF32BoundedCopyFloats); off (the default): whole, as fast as they go.
+  void prefer_memory(bool on) override { bounded_copies_ = on; }
+  bool prefers_memory() const { return bounded_copies_; }
   // The fully-connected provider (fc_provider_from_env() at construction) and what ran.
   cpu::FcProvider fc_provider() const { return fc_provider_; }
   // Throws bertrt::Error for kXnnpack when cpu::xnnpack_available() is false and the weights are
@@ -185,7 +189,7 @@ class CpuBackend : public ReferenceBackend {
   bool streamed_attention_;              // f32_attention_streamed_from_env() at construction
   std::unique_ptr<cpu::XnnpackFc> xnn_;  // created at the first XNNPACK call
   FloatBuffer f32_packed_x_;             // X packed for f32_kernel_ (grown, never shrunk)
-  FloatBuffer f32_gemm_w_, f32_gemm_y_;  // f32_gemm's per-call packed B and product (grown)
+  FloatBuffer f32_gemm_w_, f32_gemm_y_;  // f32_gemm's packed block of B and of the product
   // Weights packed once for f32_kernel_ (f32_pack_w), by address: provider bertrt, constant
   // weights only (a weight's address then always holds the same values).
   struct PackedW {
@@ -198,6 +202,9 @@ class CpuBackend : public ReferenceBackend {
   // W packed for f32_kernel_ (packed at its first use), or nullptr for the scalar kernel.
   const float* f32_packed_w(const float* W, int N, int K);
   bool constant_weights_ = false;
+  bool bounded_copies_ = false;  // prefer_memory
+  // The floats a training GEMM's copy may take: kF32BoundedCopyFloats, or no bound.
+  size_t copy_floats() const;
   size_t fc_xnnpack_calls_ = 0, fc_openblas_calls_ = 0, fc_bertrt_calls_ = 0;
   bool use_xnnpack(int M, int N, int K) const;
   bool use_f32_kernel(const float* W, int M, int N, int K, int lda, int ldc) const;
@@ -218,7 +225,8 @@ class CpuBackend : public ReferenceBackend {
   bool use_f32_gemm(bool trans_b, int M, int N, int K, float alpha, float beta) const;
   // gemm on f32_kernel_: op(B) as the kernel's W (B's rows when trans_b, else B [K, N] packed
   // per call by f32_pack_w_t), op(A) packed into panels (f32_pack_x_t when trans_a), the product
-  // written to C when alpha = 1 and beta = 0, else to a scratch then C = alpha·T + beta·C.
+  // written to C when alpha = 1 and beta = 0, else to a scratch then C = alpha·T + beta·C; in
+  // blocks of columns and rows that bound each of these copies, whatever the batch.
   void f32_gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                 int lda, const float* B, int ldb, float beta, float* C, int ldc);
   // f(r0, r1, c0, c1) for the blocks of an M × N × K GEMM's C, over the pool where it splits.

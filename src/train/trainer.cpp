@@ -61,7 +61,9 @@ static const BertModel& with_plan(BertModel& model, const MemoryOptions& m) {
 Trainer::Trainer(BertModel& model, Backend& backend, const OptimOptions& options,
                  const MemoryOptions& memory)
     : model_(model), backend_(backend), memory_(memory),
-      rule_(with_plan(model, memory).layout(), options, trainable_params(model, memory)) {}
+      rule_(with_plan(model, memory).layout(), options, trainable_params(model, memory)) {
+  backend_.prefer_memory(memory.recompute);  // --recompute trades speed for memory
+}
 
 void Trainer::set_dropout(float prob, uint64_t seed, float attention_probs) {
   if (!(prob >= 0.0f && prob < 1.0f)) fail("hidden dropout probability {} is outside [0, 1)", prob);

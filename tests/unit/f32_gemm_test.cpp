@@ -3,7 +3,7 @@
 // the scalar reference, swept over odd sizes (M, N, K around the 32×12 / 16×6 tiles and the
 // 256-deep blocks of k), strides, bias, column splits, panel subsets and W packed once; the cpu
 // backend's provider `bertrt` (counted, thread-count independent); training's GEMMs on it for every
-// transpose case (the transposed packings, alpha and beta); the
+// transpose case (the transposed packings, alpha and beta, blocks of rows and columns); the
 // kernel choice by BERTRT_F32_KERNEL; and a BERT forward on it against the PyTorch reference.
 #include "backends/cpu/f32_gemm.h"
 
@@ -233,12 +233,15 @@ TEST(F32Gemm, TransposedPackingsEqualThePackingOfTheTranspose) {
 // provider counts nothing.
 TEST(F32Gemm, TrainingGemmsRunOnTheKernelForEveryTransposeCase) {
   if (cpu::f32_best_kernel() == F32Kernel::kScalar) GTEST_SKIP() << "no SIMD fp32 kernel here";
+  // The last in blocks of rows and (B packed) of columns where the backend prefers memory
+  // (cpu_backend.cpp, kF32BoundedCopyFloats).
   const Shape shapes[] = {{32, 12, 1},   {33, 37, 513}, {100, 17, 300},
-                          {257, 30, 64}, {520, 24, 40}, {64, 300, 257}};
+                          {257, 30, 64}, {520, 24, 40}, {64, 300, 257}, {600, 530, 1100}};
   for (const F32Kernel k : cpu::kAllF32Kernels) {
     if (k == F32Kernel::kScalar || !cpu::f32_kernel_available(k)) continue;
-    CpuBackend one(1), two(2);
-    for (CpuBackend* be : {&one, &two}) {
+    CpuBackend one(1), two(2), lean(2);
+    lean.prefer_memory(true);
+    for (CpuBackend* be : {&one, &two, &lean}) {
       be->set_f32_kernel(k);
       be->set_fc_provider(cpu::FcProvider::kBertrt);  // auto: avx512f only (cpu_backend.cpp)
     }
@@ -265,14 +268,15 @@ TEST(F32Gemm, TrainingGemmsRunOnTheKernelForEveryTransposeCase) {
                                    " ta=" + std::to_string(ta) + " tb=" + std::to_string(tb) +
                                    " M=" + std::to_string(s.M) + " N=" + std::to_string(s.N) +
                                    " K=" + std::to_string(s.K);
-          for (CpuBackend* be : {&one, &two}) {
+          for (CpuBackend* be : {&one, &two, &lean}) {
             std::vector<float> C(C0.size(), std::numeric_limits<float>::quiet_NaN());
             be->gemm(ta, tb, s.M, s.N, s.K, 1.0f, A.data(), lda, B.data(), ldb, 0.0f, C.data(),
                      ldc);
             for (int m = 0; m < s.M; ++m)
               ASSERT_EQ(0,
                         std::memcmp(&T[size_t(m) * s.N], &C[size_t(m) * ldc], s.N * sizeof(float)))
-                  << what << " row " << m << ", " << be->num_threads() << " threads";
+                  << what << " row " << m << ", " << be->num_threads() << " threads"
+                  << (be == &lean ? ", bounded copies" : "");
             for (auto [alpha, beta] : {std::pair{0.5f, 1.0f}, std::pair{-2.0f, 0.0f}}) {
               C = C0;
               if (beta == 0.0f)  // C is not read where beta is 0 (BLAS)

@@ -24,9 +24,10 @@ struct Shape {
   int M, N, K;
 };
 
-// Small (run on the caller), split by columns (M < N: BERT at B1) and by rows, odd everywhere.
-constexpr Shape kShapes[] = {{1, 1, 1},    {3, 13, 7},    {33, 50, 17},  {5, 300, 64},
-                             {128, 257, 96}, {200, 130, 45}, {97, 768, 33}};
+// Small (run on the caller), split by columns (M < N: BERT at B1) and by rows, odd everywhere;
+// the last in three blocks of rows for a training backend that prefers memory (cpu_backend.cpp).
+constexpr Shape kShapes[] = {{1, 1, 1},      {3, 13, 7},     {33, 50, 17},  {5, 300, 64},
+                             {128, 257, 96}, {200, 130, 45}, {97, 768, 33}, {600, 40, 1100}};
 
 struct Epilogue {
   bool bias, residual;
@@ -40,7 +41,8 @@ std::string describe(const Shape& s, const Epilogue& e) {
 }
 
 // Every (provider, kernel, threads) backend to test: OpenBLAS always; bertrt's kernel for each
-// f32 kernel the CPU runs (the weights declared constant, as inference does).
+// f32 kernel the CPU runs, the weights declared constant (as inference does) or not (training's
+// forward, in blocks of rows).
 std::vector<std::pair<std::string, std::unique_ptr<CpuBackend>>> backends() {
   std::vector<std::pair<std::string, std::unique_ptr<CpuBackend>>> out;
   for (int threads : {1, 2}) {
@@ -50,16 +52,18 @@ std::vector<std::pair<std::string, std::unique_ptr<CpuBackend>>> backends() {
       be->set_constant_weights(true);
       out.emplace_back("openblas/" + std::to_string(threads), std::move(be));
     }
-    for (cpu::F32Kernel k : cpu::kAllF32Kernels) {
-      if (!cpu::f32_kernel_available(k)) continue;
-      test::ScopedEnv env("BERTRT_FC_PROVIDER", "bertrt");
-      auto be = std::make_unique<CpuBackend>(threads);
-      be->set_constant_weights(true);
-      be->set_f32_kernel(k);
-      out.emplace_back(std::string("bertrt-") + cpu::f32_kernel_name(k) + "/" +
-                           std::to_string(threads),
-                       std::move(be));
-    }
+    for (cpu::F32Kernel k : cpu::kAllF32Kernels)
+      for (bool constant : {true, false}) {
+        if (!cpu::f32_kernel_available(k)) continue;
+        test::ScopedEnv env("BERTRT_FC_PROVIDER", "bertrt");
+        auto be = std::make_unique<CpuBackend>(threads);
+        be->set_constant_weights(constant);
+        be->prefer_memory(!constant);  // training's blocks of rows
+        be->set_f32_kernel(k);
+        out.emplace_back(std::string("bertrt-") + cpu::f32_kernel_name(k) +
+                             (constant ? "" : "-training") + "/" + std::to_string(threads),
+                         std::move(be));
+      }
   }
   return out;
 }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <random>
 
+#include "backends/cpu/cpu_backend.h"
 #include "core/error.h"
 #include "io/model_io.h"
 #include "test_util.h"
@@ -293,6 +294,19 @@ TEST(Recompute, GradientsAreBitIdentical) {
     EXPECT_EQ(grads_with(backend, plain), grads_with(backend, redo));
     BackwardPlan frozen{1, false, false}, frozen_redo{1, false, true};
     EXPECT_EQ(grads_with(backend, frozen), grads_with(backend, frozen_redo));
+  }
+}
+
+// --recompute trades speed for memory on the backend too: the cpu backend then bounds its
+// training GEMMs' copies (blocks that change no float: f32_gemm_test.cpp).
+TEST(Recompute, AsksTheBackendToPreferMemory) {
+  for (bool recompute : {false, true}) {
+    auto model = tiny_model();
+    CpuBackend be(1);
+    MemoryOptions mem;
+    mem.recompute = recompute;
+    Trainer t(*model, be, optim(OptimizerKind::kAdamW, 2), mem);
+    EXPECT_EQ(be.prefers_memory(), recompute);
   }
 }
 
