@@ -49,7 +49,6 @@ void carve(EncoderActs& a, Carver& cv, const BertConfig& c, int B, int T, bool t
            const BackwardPlan& plan) {
   const size_t N = size_t(B) * T, C = c.hidden_size, I = c.intermediate_size;
   const size_t P = size_t(B) * c.num_attention_heads * T * T;
-  a.emb = EmbeddingActs{cv.take(N * C), cv.take(N * C), cv.take(N), cv.take(N)};
   a.layers.assign(c.num_hidden_layers, LayerActs{});
   // Layers below keep_from have no backward (inference, or frozen): one shared set of work
   // buffers and two outputs used alternately (a layer reads only the previous one's output).
@@ -57,13 +56,18 @@ void carve(EncoderActs& a, Carver& cv, const BertConfig& c, int B, int T, bool t
   LayerActs shared{};
   bool have_shared = false;
   float* alternate[2] = {nullptr, nullptr};
+  if (keep_from > 0) alternate[0] = cv.take(N * C), alternate[1] = cv.take(N * C);
+  // With such layers there is no embeddings backward (it needs every layer's), so the
+  // embeddings' LayerNorm input is dead once the LayerNorm ran: the second alternate output
+  // holds it (layer 1 is the first to write there).
+  float* emb_sum = keep_from > 0 ? alternate[1] : cv.take(N * C);
+  a.emb = EmbeddingActs{emb_sum, cv.take(N * C), cv.take(N), cv.take(N)};
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     LayerActs& L = a.layers[l];
     if (l < keep_from || plan.recompute) {
       if (!have_shared) take_work(shared, cv, N, C, I, P), have_shared = true;
       L = shared;
       if (l < keep_from) {
-        if (!alternate[0]) alternate[0] = cv.take(N * C), alternate[1] = cv.take(N * C);
         L.out = alternate[l % 2];
         L.no_backward = true;
         L.inference = !training;
