@@ -263,8 +263,9 @@ constexpr size_t kF32GemmCopyFloats = size_t{1} << 22;
 // product before alpha and beta, the kernel's partial sums) stay near this many floats each,
 // whatever the batch: whole, they were 4 MB each at BERT-mini B8 S128 (1024 × 1024), a tenth of
 // its pre-training's peak RSS with the memory options. Each output is still the kernel's one fma
-// chain over all of K, so blocking changes no float (f32_gemm.h). It is not the default: the
-// kernel packs W again for each block of rows, and the blocks cost BERT-base's step about 7 %.
+// chain over all of K, so blocking changes no float (f32_gemm.h). It is not the default: forced
+// on, BERT-base's step took 1.06× as long (1.01× with --recompute, whose recomputed forwards
+// hide it; docs/pretraining.md, "Memory options").
 constexpr size_t kF32BoundedCopyFloats = size_t{1} << 18;
 // Blocks never go below 8 panels of rows (a full task for each of 2 threads at 4 panels: fewer
 // leave the kernel's W tiles less reuse than the copies save) or 8 tiles of columns.
@@ -427,11 +428,12 @@ void CpuBackend::linear_forward_inference(float* out, float* pre, const float* x
     // gemm's kernel for changing weights: an inference forward of a model in training (frozen
     // layers, evaluation, QAT calibration) computes the training forward's floats.
     const int mb = train_block_rows(f32_kernel_, M, K, copy_floats());
+    const float* wp = mb < M ? pack_w_for_blocks(w, N, K) : w;
     for (int r0 = 0; r0 < M; r0 += mb) {
       const int rows = std::min(mb, M - r0);
       const LinearEpilogue ep{residual ? residual + static_cast<size_t>(r0) * N : nullptr, gelu};
       f32_xwt(out + static_cast<size_t>(r0) * N, N, x + static_cast<size_t>(r0) * ldx, ldx, false,
-              w, K, rows, N, K, bias, &ep);
+              wp, mb < M ? 0 : K, rows, N, K, bias, &ep);
     }
     return;
   }
@@ -510,6 +512,27 @@ void CpuBackend::f32_xwt(float* Y, int ldy, const float* X, int ldx, bool x_t, c
   });
 }
 
+// With several blocks of rows the kernel would pack W's tiles again for each (from 8 panels on:
+// f32_gemm_impl.h): packed here once, in parallel, a copy of the weight (the model's size, not
+// the batch's).
+const float* CpuBackend::pack_w_for_blocks(const float* W, int N, int K) {
+  const cpu::F32Kernel k = f32_kernel_;
+  const int tn = cpu::f32_kernel_tile_n(k);
+  const size_t need = cpu::f32_packed_w_floats(k, N, K);
+  if (f32_gemm_w_.size() < need) f32_gemm_w_.resize(need);
+  float* wp = f32_gemm_w_.data();
+  // Tile t lies at wp + t·tn·K whatever the columns packed with it, so ranges pack apart.
+  pool_.parallel_for(static_cast<size_t>((N + tn - 1) / tn), 1, [&](size_t t0, size_t t1) {
+    const size_t n0 = t0 * tn, n1 = std::min(t1 * tn, static_cast<size_t>(N));
+    cpu::f32_pack_w(k, wp + n0 * K, W + n0 * K, static_cast<int>(n1 - n0), K);
+  });
+  return wp;
+}
+
+size_t CpuBackend::copy_floats() const {
+  return bounded_copies_ ? kF32BoundedCopyFloats : std::numeric_limits<size_t>::max();
+}
+
 // Training's GEMMs (weights that change: the Linears' forward, dX = dY·W and dW = dYᵀ·X, the
 // tied decoder) on bertrt's kernel: provider bertrt, or auto with the avx512f kernel:
 // OpenBLAS's packing and kernel were 80 % of a BERT-base pre-training step (Haswell core, the
@@ -517,10 +540,6 @@ void CpuBackend::f32_xwt(float* Y, int ldy, const float* X, int ldx, bool x_t, c
 // (docs/performance.md, "Training's GEMMs on bertrt's kernel"). From a full panel of rows and a
 // tile of columns on; smaller GEMMs (the pooler's few rows) stay on OpenBLAS. The split changes
 // no float (f32_gemm.h), so training stays bit-identical across thread counts.
-size_t CpuBackend::copy_floats() const {
-  return bounded_copies_ ? kF32BoundedCopyFloats : std::numeric_limits<size_t>::max();
-}
-
 bool CpuBackend::use_f32_gemm(bool trans_b, int M, int N, int K, float alpha, float beta) const {
   // alpha = 0: BLAS does not read A and B (an Inf there must not become NaN in C): OpenBLAS.
   if (f32_kernel_ == cpu::F32Kernel::kScalar || K <= 0 || alpha == 0.0f) return false;
@@ -533,8 +552,8 @@ bool CpuBackend::use_f32_gemm(bool trans_b, int M, int N, int K, float alpha, fl
     return false;
   // Its copies (X packed, B packed unless trans_b, the product unless written in place) are
   // memory a training run did not hold before (+14 MB at BERT-mini, +47 MB at base; none with
-  // BERTRT_FC_PROVIDER=openblas): each at most kF32GemmCopyFloats, so the MLM decoder's
-  // vocabulary-sized operands stay on OpenBLAS.
+  // BERTRT_FC_PROVIDER=openblas; bounded with prefer_memory): each at most kF32GemmCopyFloats,
+  // so the MLM decoder's vocabulary-sized operands stay on OpenBLAS.
   const auto fits = [](size_t a, size_t b) { return a * b <= kF32GemmCopyFloats; };
   return fits(M, K) && (trans_b || fits(N, K)) && ((alpha == 1.0f && beta == 0.0f) || fits(M, N));
 }
@@ -552,6 +571,7 @@ void CpuBackend::f32_gemm(bool trans_a, bool trans_b, int M, int N, int K, float
   const int pr = cpu::f32_kernel_panel_rows(k);
   int mb = train_block_rows(k, M, K, copy);
   if (!direct) mb = std::min(mb, block_len(M, copy / nb, pr, kMinBlockPanels * pr));
+  if (trans_b && mb < M && ldb == K) B = pack_w_for_blocks(B, N, K), ldb = 0;
   for (int c0 = 0; c0 < N; c0 += nb) {
     const int cols = std::min(nb, N - c0);
     const float* W = B + static_cast<size_t>(c0) * ldb;

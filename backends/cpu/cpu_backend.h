@@ -205,6 +205,8 @@ class CpuBackend : public ReferenceBackend {
   bool bounded_copies_ = false;  // prefer_memory
   // The floats a training GEMM's copy may take: kF32BoundedCopyFloats, or no bound.
   size_t copy_floats() const;
+  // W [N, K] (row stride K) packed once (f32_pack_w's layout) into f32_gemm_w_, for blocks of rows.
+  const float* pack_w_for_blocks(const float* W, int N, int K);
   size_t fc_xnnpack_calls_ = 0, fc_openblas_calls_ = 0, fc_bertrt_calls_ = 0;
   bool use_xnnpack(int M, int N, int K) const;
   bool use_f32_kernel(const float* W, int M, int N, int K, int lda, int ldc) const;
