@@ -428,12 +428,13 @@ void CpuBackend::linear_forward_inference(float* out, float* pre, const float* x
     // gemm's kernel for changing weights: an inference forward of a model in training (frozen
     // layers, evaluation, QAT calibration) computes the training forward's floats.
     const int mb = train_block_rows(f32_kernel_, M, K, copy_floats());
-    const float* wp = mb < M ? pack_w_for_blocks(w, N, K) : w;
+    const bool packed = mb < M;  // W packed once for the blocks (ldw 0), else read in place
+    const float* wp = packed ? pack_w_for_blocks(w, N, K) : w;
     for (int r0 = 0; r0 < M; r0 += mb) {
       const int rows = std::min(mb, M - r0);
       const LinearEpilogue ep{residual ? residual + static_cast<size_t>(r0) * N : nullptr, gelu};
       f32_xwt(out + static_cast<size_t>(r0) * N, N, x + static_cast<size_t>(r0) * ldx, ldx, false,
-              wp, mb < M ? 0 : K, rows, N, K, bias, &ep);
+              wp, packed ? 0 : K, rows, N, K, bias, &ep);
     }
     return;
   }

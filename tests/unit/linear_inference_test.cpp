@@ -52,9 +52,9 @@ std::vector<std::pair<std::string, std::unique_ptr<CpuBackend>>> backends() {
       be->set_constant_weights(true);
       out.emplace_back("openblas/" + std::to_string(threads), std::move(be));
     }
-    for (cpu::F32Kernel k : cpu::kAllF32Kernels)
+    for (cpu::F32Kernel k : cpu::kAllF32Kernels) {
+      if (!cpu::f32_kernel_available(k)) continue;
       for (bool constant : {true, false}) {
-        if (!cpu::f32_kernel_available(k)) continue;
         test::ScopedEnv env("BERTRT_FC_PROVIDER", "bertrt");
         auto be = std::make_unique<CpuBackend>(threads);
         be->set_constant_weights(constant);
@@ -64,6 +64,7 @@ std::vector<std::pair<std::string, std::unique_ptr<CpuBackend>>> backends() {
                              (constant ? "" : "-training") + "/" + std::to_string(threads),
                          std::move(be));
       }
+    }
   }
   return out;
 }
