@@ -113,14 +113,19 @@ void CpuBackend::set_f32_kernel(cpu::F32Kernel k) {
 }
 
 const float* CpuBackend::f32_packed_w(const float* W, int N, int K) {
-  const size_t floats = cpu::f32_packed_w_floats(f32_kernel_, N, K);
+  const cpu::F32Kernel k = f32_kernel_;
+  const size_t floats = cpu::f32_packed_wb_floats(k, N, K);
   if (floats == 0) return nullptr;
   PackedW& p = f32_packed_w_[W];
   if (p.N != N || p.K != K || p.data.size() != floats) {
     f32_packed_w_bytes_ -= p.data.size() * sizeof(float);
     p.data.resize(floats);
     p.N = N, p.K = K;
-    cpu::f32_pack_w(f32_kernel_, p.data.data(), W, N, K);
+    const int tn = cpu::f32_bcast_tile_n(k);
+    float* wp = p.data.data();
+    pool_.parallel_for(static_cast<size_t>((N + tn - 1) / tn), 1, [&](size_t t0, size_t t1) {
+      cpu::f32_pack_wb(k, wp, W, N, K, static_cast<int>(t0), static_cast<int>(t1));
+    });
     f32_packed_w_bytes_ += floats * sizeof(float);
     // The packed copy is the one the GEMMs read now: where W is a model file's mapped pages,
     // never written, they go back (a later reader maps them again), so the weights stay
@@ -447,16 +452,35 @@ void CpuBackend::linear_forward_inference(float* out, float* pre, const float* x
   ++fc_openblas_calls_;
 }
 
-// Each task packs its own panels of X and computes all N columns for them (one fork-join, W read
-// once per task); with fewer than 8 panels a thread, X is packed once and the columns are split,
-// so that each thread streams only its share of W (BERT-base B1 and B2, 2 threads: −12 % and −5 %
-// a forward; from B4 on, the panel split is as fast or faster: docs/performance.md, stop 32).
-// Either way every output is the kernel's one fma chain: the split never changes a float.
+// The broadcast form (f32_gemm.h) on W packed once, X read in place: one fork-join a Linear.
+// From 8 row tiles of 32 rows a thread, each thread takes a share of the rows and all columns
+// (W read once per task); below, each takes a share of the column tiles, so that it streams only
+// its share of W (BERT-base B1 and B2, 2 threads: docs/performance.md, stop 32). Either way every
+// output is the kernel's one fma chain: the split never changes a float.
 void CpuBackend::f32_linear(float* Y, int ldy, const float* X, int ldx, const float* W, int M,
                             int N, int K, const float* bias, const LinearEpilogue* ep) {
+  const cpu::F32Kernel k = f32_kernel_;
   const float* Wp = f32_packed_w(W, N, K);
-  // f32_gemm_xwt reads packed tiles where ldw == 0
-  f32_xwt(Y, ldy, X, ldx, false, Wp ? Wp : W, Wp ? 0 : K, M, N, K, bias, ep);
+  if (!Wp) return f32_xwt(Y, ldy, X, ldx, false, W, K, M, N, K, bias, ep);  // the scalar kernel
+  const int tm = cpu::f32_bcast_tile_m(k), tn = cpu::f32_bcast_tile_n(k);
+  const int threads = gemm_splits(M, N, K) ? pool_.threads() : 1;
+  if (threads > 1 && M >= 8 * 32 * threads) {
+    const size_t tiles = static_cast<size_t>((M + tm - 1) / tm);
+    pool_.parallel_for(tiles, (tiles + threads - 1) / threads, [&](size_t t0, size_t t1) {
+      const int m0 = static_cast<int>(t0) * tm, m1 = std::min(static_cast<int>(t1) * tm, M);
+      cpu::f32_gemm_xwt_bcast(k, m1 - m0, 0, N, K, X + static_cast<size_t>(m0) * ldx, ldx, Wp,
+                              bias, Y + static_cast<size_t>(m0) * ldy, ldy);
+      if (ep) finish_linear_block(Y, ldy, nullptr, ep->residual, ep->gelu, m0, m1, 0, N);
+    });
+    return;
+  }
+  const size_t tiles = static_cast<size_t>((N + tn - 1) / tn);
+  pool_.parallel_for(threads > 1 ? tiles : 1, 1, [&](size_t t0, size_t t1) {
+    const int n0 = static_cast<int>(t0) * tn;
+    const int n1 = threads > 1 ? std::min(static_cast<int>(t1) * tn, N) : N;
+    cpu::f32_gemm_xwt_bcast(k, M, n0, n1, K, X, ldx, Wp, bias, Y, ldy);
+    if (ep) finish_linear_block(Y, ldy, nullptr, ep->residual, ep->gelu, 0, M, n0, n1);
+  });
 }
 
 void CpuBackend::f32_xwt(float* Y, int ldy, const float* X, int ldx, bool x_t, const float* W,

@@ -225,4 +225,77 @@ void f32_gemm_xwt(F32Kernel k, int M, int n0, int n1, int K, const float* X, int
   }
 }
 
+int f32_bcast_tile_m(F32Kernel k) {
+  switch (k) {
+    case F32Kernel::kAvx512f:
+      return 12;
+    case F32Kernel::kFma3:
+      return 6;
+    case F32Kernel::kScalar:
+      break;
+  }
+  return 0;
+}
+
+int f32_bcast_tile_n(F32Kernel k) {
+  switch (k) {
+    case F32Kernel::kAvx512f:
+      return 32;
+    case F32Kernel::kFma3:
+      return 16;
+    case F32Kernel::kScalar:
+      break;
+  }
+  return 0;
+}
+
+size_t f32_packed_wb_floats(F32Kernel k, int N, int K) {
+  if (N <= 0 || K <= 0) return 0;
+  switch (k) {
+#ifdef BERTRT_F32_AVX512F
+    case F32Kernel::kAvx512f:
+      return f32_packed_wb_floats_avx512f(N, K);
+#endif
+#ifdef BERTRT_F32_FMA3
+    case F32Kernel::kFma3:
+      return f32_packed_wb_floats_fma3(N, K);
+#endif
+    default:
+      return 0;
+  }
+}
+
+void f32_pack_wb(F32Kernel k, float* Wp, const float* W, int N, int K, int t0, int t1) {
+  if (N <= 0 || K <= 0) return;
+  switch (k) {
+#ifdef BERTRT_F32_AVX512F
+    case F32Kernel::kAvx512f:
+      return f32_pack_wb_avx512f(Wp, W, N, K, t0, t1);
+#endif
+#ifdef BERTRT_F32_FMA3
+    case F32Kernel::kFma3:
+      return f32_pack_wb_fma3(Wp, W, N, K, t0, t1);
+#endif
+    default:
+      return;
+  }
+}
+
+void f32_gemm_xwt_bcast(F32Kernel k, int M, int n0, int n1, int K, const float* X, int ldx,
+                        const float* Wp, const float* bias, float* Y, int ldy) {
+  if (M <= 0 || n1 <= n0) return;
+  switch (k) {
+#ifdef BERTRT_F32_AVX512F
+    case F32Kernel::kAvx512f:
+      return f32_gemm_bcast_12x32_avx512f(M, n0, n1, K, X, ldx, Wp, bias, Y, ldy);
+#endif
+#ifdef BERTRT_F32_FMA3
+    case F32Kernel::kFma3:
+      return f32_gemm_bcast_6x16_fma3(M, n0, n1, K, X, ldx, Wp, bias, Y, ldy);
+#endif
+    default:
+      fail("f32_gemm_xwt_bcast: the {} kernel has no broadcast form", f32_kernel_name(k));
+  }
+}
+
 }  // namespace bertrt::cpu

@@ -84,4 +84,28 @@ void f32_gemm_xwt(F32Kernel k, int M, int n0, int n1, int K, const float* X, int
                   const float* P, const float* W, int ldw, const float* bias, float* Y, int ldy,
                   float* S);
 
+// --- The broadcast form, for static-weight inference (the cpu backend's provider `bertrt`) ---
+// X [M, K] read in place (no packing per call), W packed once in tiles of f32_bcast_tile_n
+// columns over all of K; each step of k broadcasts X[m, k] of the tile's rows into the columns'
+// vectors, and each accumulator is a piece of one row of Y. The same fma chains as
+// f32_gemm_xwt, so the same floats bit for bit.
+//   f32_gemm_bcast_12x32_avx512f  12 rows × 32 columns (2 zmm): 24 accumulators
+//   f32_gemm_bcast_6x16_fma3      6 rows × 16 columns (2 ymm): 12 accumulators
+// It replaced the panel form there: at BERT-mini B1 the packing transposes of X and of the
+// tiles' rows of Y were 8 % of the forward (docs/performance.md, stop 42).
+
+// Output rows and columns per tile (12 × 32, 6 × 16; 0 for the scalar kernel, which has none).
+int f32_bcast_tile_m(F32Kernel k);
+int f32_bcast_tile_n(F32Kernel k);
+// Floats of W [N, K] packed for the broadcast form (0 for the scalar kernel).
+size_t f32_packed_wb_floats(F32Kernel k, int N, int K);
+// Tiles [t0, t1) of f32_bcast_tile_n columns of W [N, K] (row stride K) into Wp: tile t at
+// Wp + t·tile_n·K, k-major, columns past N zero. Tiles are independent (packed on any thread).
+void f32_pack_wb(F32Kernel k, float* Wp, const float* W, int N, int K, int t0, int t1);
+// Y[m, n] = Σ_k X[m, k]·W[n, k] (+ bias[n]) for rows [0, M) and columns [n0, n1) (n0 a multiple
+// of f32_bcast_tile_n), X row stride ldx, Wp from f32_pack_wb, Y row stride ldy (Y must not
+// overlap X: it holds the partial sums between blocks of k). A SIMD kernel only.
+void f32_gemm_xwt_bcast(F32Kernel k, int M, int n0, int n1, int K, const float* X, int ldx,
+                        const float* Wp, const float* bias, float* Y, int ldy);
+
 }  // namespace bertrt::cpu

@@ -26,13 +26,17 @@ struct Zmm {
   static V bcast(float x) { return _mm512_set1_ps(x); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static void store(float* p, V v) { _mm512_store_ps(p, v); }
+  static V loadu(const float* p) { return _mm512_loadu_ps(p); }
+  static void storeu(float* p, V v) { _mm512_storeu_ps(p, v); }
   // f32_attention_impl.h's operations.
   static V add(V a, V b) { return _mm512_add_ps(a, b); }
   static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V div(V a, V b) { return _mm512_div_ps(a, b); }
   static V max(V a, V b) { return _mm512_max_ps(a, b); }
-  static V round(V x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static V round(V x) {
+    return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
   static V pow2(V n) {
     const __m512i e = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
     return _mm512_castsi512_ps(_mm512_slli_epi32(e, 23));
@@ -56,8 +60,8 @@ struct Zmm {
       r[g + 3] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
     }
     for (int c = 0; c < 4; ++c) {
-      t[c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88);       // lanes 0, 2 of rows 0–7
-      t[4 + c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xDD);   // lanes 1, 3 of rows 0–7
+      t[c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88);      // lanes 0, 2 of rows 0–7
+      t[4 + c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xDD);  // lanes 1, 3 of rows 0–7
       t[8 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
       t[12 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xDD);
     }
@@ -91,9 +95,20 @@ void f32_gemm_32x12_avx512f(int M, int n0, int n1, int K, const float* P, const 
   gemm_xwt<Zmm>(M, n0, n1, K, P, W, ldw, bias, Y, ldy, S);
 }
 
+size_t f32_packed_wb_floats_avx512f(int N, int K) { return packed_wb_floats<Zmm>(N, K); }
+
+void f32_pack_wb_avx512f(float* Wp, const float* W, int N, int K, int t0, int t1) {
+  pack_wb<Zmm>(Wp, W, N, K, t0, t1);
+}
+
+void f32_gemm_bcast_12x32_avx512f(int M, int n0, int n1, int K, const float* X, int ldx,
+                                  const float* Wp, const float* bias, float* Y, int ldy) {
+  gemm_xwt_bcast<Zmm, 12>(M, n0, n1, K, X, ldx, Wp, bias, Y, ldy);
+}
+
 void f32_attention_avx512f(float* ctx, int ldc, const float* q, const float* key, const float* v,
-                 int ld, const float* mask, int T, int HS, float scale, int r0, int r1,
-                 float* scratch) {
+                           int ld, const float* mask, int T, int HS, float scale, int r0, int r1,
+                           float* scratch) {
   attention_rows<Zmm>(ctx, ldc, q, key, v, ld, mask, T, HS, scale, r0, r1, scratch);
 }
 

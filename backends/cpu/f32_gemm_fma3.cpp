@@ -19,6 +19,8 @@ struct Ymm {
   static V bcast(float x) { return _mm256_set1_ps(x); }
   static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static void store(float* p, V v) { _mm256_store_ps(p, v); }
+  static V loadu(const float* p) { return _mm256_loadu_ps(p); }
+  static void storeu(float* p, V v) { _mm256_storeu_ps(p, v); }
   // f32_attention_impl.h's operations.
   static V add(V a, V b) { return _mm256_add_ps(a, b); }
   static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
@@ -30,7 +32,9 @@ struct Ymm {
     const __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
     return _mm256_castsi256_ps(_mm256_slli_epi32(e, 23));
   }
-  static V select_lt(V a, V b, V x, V y) { return _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, _CMP_LT_OQ)); }
+  static V select_lt(V a, V b, V x, V y) {
+    return _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, _CMP_LT_OQ));
+  }
   // 8 × 8: pairs of rows interleaved, 4 × 4 blocks within 128-bit lanes (u[4g + c] holds column
   // 4L + c of rows 4g..4g+3 in lane L), then the two lanes swapped across.
   static void transpose(float* dst, size_t ldd, const float* src, size_t lds) {
@@ -61,9 +65,7 @@ void f32_pack_x_fma3(float* P, const float* X, int ldx, int M, int K, int p0, in
 
 size_t f32_packed_w_floats_fma3(int N, int K) { return packed_w_floats<Ymm>(N, K); }
 
-void f32_pack_w_fma3(float* Wp, const float* W, int N, int K) {
-  pack_w<Ymm>(Wp, W, K, 0, N, 0, K);
-}
+void f32_pack_w_fma3(float* Wp, const float* W, int N, int K) { pack_w<Ymm>(Wp, W, K, 0, N, 0, K); }
 
 size_t f32_scratch_floats_fma3(int M, int n0, int n1, int K) {
   return scratch_floats<Ymm>(M, n0, n1, K);
@@ -74,9 +76,20 @@ void f32_gemm_16x6_fma3(int M, int n0, int n1, int K, const float* P, const floa
   gemm_xwt<Ymm>(M, n0, n1, K, P, W, ldw, bias, Y, ldy, S);
 }
 
+size_t f32_packed_wb_floats_fma3(int N, int K) { return packed_wb_floats<Ymm>(N, K); }
+
+void f32_pack_wb_fma3(float* Wp, const float* W, int N, int K, int t0, int t1) {
+  pack_wb<Ymm>(Wp, W, N, K, t0, t1);
+}
+
+void f32_gemm_bcast_6x16_fma3(int M, int n0, int n1, int K, const float* X, int ldx,
+                              const float* Wp, const float* bias, float* Y, int ldy) {
+  gemm_xwt_bcast<Ymm, 6>(M, n0, n1, K, X, ldx, Wp, bias, Y, ldy);
+}
+
 void f32_attention_fma3(float* ctx, int ldc, const float* q, const float* key, const float* v,
-                 int ld, const float* mask, int T, int HS, float scale, int r0, int r1,
-                 float* scratch) {
+                        int ld, const float* mask, int T, int HS, float scale, int r0, int r1,
+                        float* scratch) {
   attention_rows<Ymm>(ctx, ldc, q, key, v, ld, mask, T, HS, scale, r0, r1, scratch);
 }
 

@@ -250,5 +250,126 @@ void gemm_xwt(int M, int n0, int n1, int K, const float* P, const float* W, int 
   }
 }
 
+// --- The broadcast form (f32_gemm_xwt_bcast): X read in place, W packed once ------------------
+// The tile holds MR rows × kBR = 2·kLanes columns of Y in 2·MR accumulators. Each step of k loads
+// the two vectors of W's packed tile ([K][kBR], columns past N zero) and broadcasts X[i, k] of
+// its MR rows: no packing of X per call and no transposes on the way out (each accumulator is a
+// piece of one row of Y). Same chains as gemm_xwt: acc = fma(X[i, k], W[j, k], acc) over k in
+// order from +0, the partial sums of a block of k left in Y itself, then acc + bias[j].
+
+template <class Isa>
+constexpr int bcast_cols() {
+  return 2 * Isa::kLanes;
+}
+
+template <class Isa>
+size_t packed_wb_floats(int N, int K) {
+  constexpr size_t NR = bcast_cols<Isa>();
+  return (static_cast<size_t>(N) + NR - 1) / NR * NR * static_cast<size_t>(K);
+}
+
+// Tiles [t0, t1) of W [N, K] (row stride K): tile t at Wp + t·kBR·K, [K][kBR].
+template <class Isa>
+void pack_wb(float* Wp, const float* W, int N, int K, int t0, int t1) {
+  constexpr int NR = bcast_cols<Isa>();
+  for (int t = t0; t < t1; ++t) {
+    float* dst = Wp + static_cast<size_t>(t) * NR * K;
+    for (int j = 0; j < NR; ++j) {
+      const int n = t * NR + j;
+      const float* w = W + static_cast<size_t>(n) * K;
+      for (int k = 0; k < K; ++k) dst[static_cast<size_t>(k) * NR + j] = n < N ? w[k] : 0.0f;
+    }
+  }
+}
+
+// Rows [0, MR) × kBR columns of Y over k in [0, kc): from +0 (first) or the partial sums in Y,
+// + bias (last, when non-null). X points at the tile's first row and block of k. next: the
+// block the following tile reads, fetched into L2 meanwhile (see gemm_xwt), or null.
+template <class Isa, int MR>
+void bcast_tile(bool first, bool last, float* Y, int ldy, const float* X, int ldx, const float* W,
+                int kc, const float* bias, const float* next) {
+  using V = typename Isa::V;
+  constexpr int L = Isa::kLanes, NR = 2 * L;
+  V a0[MR], a1[MR];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    a0[i] = first ? Isa::zero() : Isa::loadu(Y + static_cast<size_t>(i) * ldy);
+    a1[i] = first ? Isa::zero() : Isa::loadu(Y + static_cast<size_t>(i) * ldy + L);
+  }
+  const int fetch = next ? (kc * NR + 31) / 32 : 0;  // steps of two cache lines
+  for (int k = 0; k < kc; ++k, W += NR) {
+    if (k < fetch) {
+      __builtin_prefetch(next + 32 * k, 0, 2);
+      __builtin_prefetch(next + 32 * k + 16, 0, 2);
+    }
+    const V w0 = Isa::loadu(W), w1 = Isa::loadu(W + L);  // Wp: any alignment
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      const V x = Isa::bcast(X[static_cast<size_t>(i) * ldx + k]);
+      a0[i] = Isa::fma(x, w0, a0[i]);
+      a1[i] = Isa::fma(x, w1, a1[i]);
+    }
+  }
+  if (last && bias) {
+    const V b0 = Isa::loadu(bias), b1 = Isa::loadu(bias + L);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) a0[i] = Isa::add(a0[i], b0), a1[i] = Isa::add(a1[i], b1);
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    Isa::storeu(Y + static_cast<size_t>(i) * ldy, a0[i]);
+    Isa::storeu(Y + static_cast<size_t>(i) * ldy + L, a1[i]);
+  }
+}
+
+// mr ≤ MR rows and nr ≤ kBR columns: a full tile in place, or (nr < kBR) through a local tile
+// whose columns past nr are padding, so that nothing past column nr of Y is read or written.
+template <class Isa, int MR>
+void bcast_tile_edge(int mr, int nr, bool first, bool last, float* Y, int ldy, const float* X,
+                     int ldx, const float* W, int kc, const float* bias, const float* next) {
+  if constexpr (MR > 1) {
+    if (mr < MR)
+      return bcast_tile_edge<Isa, MR - 1>(mr, nr, first, last, Y, ldy, X, ldx, W, kc, bias, next);
+  }
+  constexpr int NR = bcast_cols<Isa>();
+  if (nr == NR) return bcast_tile<Isa, MR>(first, last, Y, ldy, X, ldx, W, kc, bias, next);
+  alignas(64) float t[MR][NR] = {};
+  alignas(64) float b[NR] = {};
+  for (int i = 0; i < MR && !first; ++i)
+    std::memcpy(t[i], Y + static_cast<size_t>(i) * ldy, sizeof(float) * nr);
+  if (bias) std::memcpy(b, bias, sizeof(float) * nr);
+  bcast_tile<Isa, MR>(first, last, &t[0][0], NR, X, ldx, W, kc, bias ? b : nullptr, next);
+  for (int i = 0; i < MR; ++i)
+    std::memcpy(Y + static_cast<size_t>(i) * ldy, t[i], sizeof(float) * nr);
+}
+
+// Rows [0, M) × columns [n0, n1) (n0 a multiple of kBR) of Y = X·Wᵀ (+ bias), Wp from pack_wb.
+// Blocks of columns keep their block of W (≤ kWBlockBytes) in L2 while the rows pass it.
+template <class Isa, int MR>
+void gemm_xwt_bcast(int M, int n0, int n1, int K, const float* X, int ldx, const float* Wp,
+                    const float* bias, float* Y, int ldy) {
+  constexpr int NR = bcast_cols<Isa>();
+  constexpr int nc = static_cast<int>(kWBlockBytes / (sizeof(float) * kKC)) / NR * NR;
+  static_assert(nc >= NR);
+  for (int nb = n0; nb < n1; nb += nc) {
+    const int ne = fmin_i(n1, nb + nc);
+    for (int kb = 0; kb < K; kb += kKC) {
+      const int kc = fmin_i(kKC, K - kb);
+      const bool first = kb == 0, last = kb + kc == K;
+      for (int m = 0; m < M; m += MR) {
+        const float* x = X + static_cast<size_t>(m) * ldx + kb;
+        float* y = Y + static_cast<size_t>(m) * ldy;
+        for (int n = nb; n < ne; n += NR) {
+          const float* w = Wp + static_cast<size_t>(n) * K + static_cast<size_t>(kb) * NR;
+          // Only the first rows meet W's block in memory; later rows find it in L2.
+          const float* next = m == 0 && n + NR < ne ? w + static_cast<size_t>(NR) * K : nullptr;
+          bcast_tile_edge<Isa, MR>(fmin_i(MR, M - m), fmin_i(NR, ne - n), first, last, y + n, ldy,
+                                   x, ldx, w, kc, bias ? bias + n : nullptr, next);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace bertrt::cpu

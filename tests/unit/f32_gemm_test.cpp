@@ -148,6 +148,62 @@ TEST(F32Gemm, EverySimdKernelEqualsTheScalarReferenceBitForBit) {
   if (tested.empty()) GTEST_SKIP() << "no SIMD fp32 kernel runs on this CPU";
 }
 
+// The broadcast form (static-weight inference): the shapes above and more around its 12 × 32 /
+// 6 × 16 tiles, X and Y with longer strides, W packed in two halves, all columns and two parts
+// split at a tile boundary, bit for bit against the scalar reference; nothing past M rows or N
+// columns written.
+TEST(F32Gemm, EverySimdKernelsBroadcastFormEqualsTheScalarReferenceBitForBit) {
+  std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
+  shapes.insert(shapes.end(), {{5, 16, 7},
+                               {6, 17, 256},
+                               {7, 31, 512},
+                               {11, 32, 257},
+                               {12, 33, 100},
+                               {13, 64, 769},
+                               {25, 65, 255},
+                               {128, 96, 64},
+                               {2, 1100, 30}});
+  int tested = 0;
+  for (const F32Kernel k : cpu::kAllF32Kernels) {
+    if (k == F32Kernel::kScalar || !cpu::f32_kernel_available(k)) continue;
+    ++tested;
+    const int tn = cpu::f32_bcast_tile_n(k);
+    for (const Shape s : shapes)
+      for (int pad : {0, 3})
+        for (bool with_bias : {false, true}) {
+          const int ldx = s.K + pad, ldy = s.N + pad;
+          const uint32_t seed = 91 + s.M * 5 + s.N * 7 + s.K + pad;
+          const auto X = test::randn(size_t(s.M) * ldx, seed);
+          const auto W = test::randn(size_t(s.N) * s.K, seed + 1, 0.1f);
+          const auto b = test::randn(size_t(s.N), seed + 2);
+          const float* bias = with_bias ? b.data() : nullptr;
+          std::vector<float> want = nan_y(s.M, ldy);
+          run_kernel(F32Kernel::kScalar, s, X, ldx, W, s.K, bias, want, ldy, 0, s.N);
+          const int tiles = (s.N + tn - 1) / tn;
+          std::vector<float> Wp(cpu::f32_packed_wb_floats(k, s.N, s.K),
+                                std::numeric_limits<float>::quiet_NaN());
+          ASSERT_EQ(Wp.size(), size_t(tiles) * tn * s.K);
+          cpu::f32_pack_wb(k, Wp.data(), W.data(), s.N, s.K, 0, tiles / 2);
+          cpu::f32_pack_wb(k, Wp.data(), W.data(), s.N, s.K, tiles / 2, tiles);
+          std::vector<float> whole = nan_y(s.M, ldy), parts = nan_y(s.M, ldy);
+          cpu::f32_gemm_xwt_bcast(k, s.M, 0, s.N, s.K, X.data(), ldx, Wp.data(), bias,
+                                  whole.data(), ldy);
+          const int split = std::min(s.N, tiles / 2 * tn);
+          cpu::f32_gemm_xwt_bcast(k, s.M, 0, split, s.K, X.data(), ldx, Wp.data(), bias,
+                                  parts.data(), ldy);
+          cpu::f32_gemm_xwt_bcast(k, s.M, split, s.N, s.K, X.data(), ldx, Wp.data(), bias,
+                                  parts.data(), ldy);
+          ASSERT_EQ(0, std::memcmp(want.data(), whole.data(), want.size() * sizeof(float)))
+              << cpu::f32_kernel_name(k) << " M=" << s.M << " N=" << s.N << " K=" << s.K
+              << " pad=" << pad << " bias=" << with_bias;
+          ASSERT_EQ(0, std::memcmp(want.data(), parts.data(), want.size() * sizeof(float)))
+              << cpu::f32_kernel_name(k) << " split at column " << split << " M=" << s.M
+              << " N=" << s.N << " K=" << s.K;
+        }
+  }
+  if (tested == 0) GTEST_SKIP() << "no SIMD fp32 kernel runs on this CPU";
+}
+
 // gemm as linear_forward calls it: Y[M, N] = X[M, K] · W[N, K]ᵀ.
 std::vector<float> linear_gemm(CpuBackend& be, const std::vector<float>& X,
                                const std::vector<float>& W, int M, int N, int K) {
