@@ -1,7 +1,8 @@
 // bertrt's own fp32 Linear kernels (backends/cpu/f32_gemm.h): the scalar reference against a
 // float64 sum within the fp32 error bound; every SIMD kernel this CPU can run bit for bit equal to
 // the scalar reference, swept over odd sizes (M, N, K around the 32×12 / 16×6 tiles and the
-// 256-deep blocks of k), strides, bias, column splits, panel subsets and W packed once; the cpu
+// 256-deep blocks of k), strides, bias, column splits, panel subsets and W packed once, and the
+// inference broadcast form (X read in place) around its 12×32 / 6×16 tiles; the cpu
 // backend's provider `bertrt` (counted, thread-count independent); training's GEMMs on it for every
 // transpose case (the transposed packings, alpha and beta, blocks of rows and columns); the
 // kernel choice by BERTRT_F32_KERNEL; and a BERT forward on it against the PyTorch reference.
