@@ -86,29 +86,33 @@ F32Kernel f32_best_kernel() {
   return k;
 }
 
-int f32_kernel_tile_n(F32Kernel k) {
+
+
+namespace {
+
+// Each kernel's tiles: the panel form's columns and rows, the broadcast form's rows and columns.
+struct Tiles {
+  int tile_n, panel_rows, bcast_m, bcast_n;
+};
+
+Tiles tiles(F32Kernel k) {
   switch (k) {
     case F32Kernel::kAvx512f:
-      return 12;
+      return {12, 32, 12, 32};
     case F32Kernel::kFma3:
-      return 6;
+      return {6, 16, 6, 16};
     case F32Kernel::kScalar:
       break;
   }
-  return 1;
+  return {1, 1, 0, 0};
 }
 
-int f32_kernel_panel_rows(F32Kernel k) {
-  switch (k) {
-    case F32Kernel::kAvx512f:
-      return 32;
-    case F32Kernel::kFma3:
-      return 16;
-    case F32Kernel::kScalar:
-      break;
-  }
-  return 1;
-}
+}  // namespace
+
+int f32_kernel_tile_n(F32Kernel k) { return tiles(k).tile_n; }
+int f32_kernel_panel_rows(F32Kernel k) { return tiles(k).panel_rows; }
+int f32_bcast_tile_m(F32Kernel k) { return tiles(k).bcast_m; }
+int f32_bcast_tile_n(F32Kernel k) { return tiles(k).bcast_n; }
 
 size_t f32_packed_x_floats(F32Kernel k, int M, int K) {
   if (k == F32Kernel::kScalar || M <= 0 || K <= 0) return 0;
@@ -225,29 +229,7 @@ void f32_gemm_xwt(F32Kernel k, int M, int n0, int n1, int K, const float* X, int
   }
 }
 
-int f32_bcast_tile_m(F32Kernel k) {
-  switch (k) {
-    case F32Kernel::kAvx512f:
-      return 12;
-    case F32Kernel::kFma3:
-      return 6;
-    case F32Kernel::kScalar:
-      break;
-  }
-  return 0;
-}
 
-int f32_bcast_tile_n(F32Kernel k) {
-  switch (k) {
-    case F32Kernel::kAvx512f:
-      return 32;
-    case F32Kernel::kFma3:
-      return 16;
-    case F32Kernel::kScalar:
-      break;
-  }
-  return 0;
-}
 
 size_t f32_packed_wb_floats(F32Kernel k, int N, int K) {
   if (N <= 0 || K <= 0) return 0;
