@@ -140,11 +140,11 @@ const float* CpuBackend::f32_packed_w(const float* W, int N, int K) {
 // cost what they cost). auto takes it where packing costs no memory and the kernel was measured
 // faster: a SIMD kernel (avx512f against OpenBLAS's SkylakeX kernel, fma3 against its Haswell
 // one, the pair an AVX2-only host runs), a weight that is a model file's mapped pages never
-// written (given back once packed: release_clean_pages), from a full panel of rows on (a 32-row
-// panel for the pooler's one row would waste most of it), where XNNPACK's rule does not take
-// the shape; and, once a weight is packed, every later call of it (its pages are gone). Weights
-// loaded by copy (anonymous memory) stay on OpenBLAS. Figures: docs/performance.md, "W packed
-// once".
+// written (given back once packed: release_clean_pages), from a panel of rows on (32, 16 for
+// fma3: the pooler's few rows stay with XNNPACK or OpenBLAS); and, once a weight is packed, every
+// later call of it (its pages are gone). It comes before XNNPACK's rule: since its broadcast form
+// it is the faster of the two there (docs/performance.md, stop 42). Weights loaded by copy (anonymous memory) stay
+// with XNNPACK's rule, then OpenBLAS. Figures: docs/performance.md, "W packed once".
 bool CpuBackend::use_f32_kernel(const float* W, int M, int N, int K, int lda, int ldc) const {
   if (!constant_weights_) return false;
   if (fc_provider_ == cpu::FcProvider::kBertrt) return true;
@@ -152,9 +152,7 @@ bool CpuBackend::use_f32_kernel(const float* W, int M, int N, int K, int lda, in
     return false;
   const auto it = f32_packed_w_.find(W);
   if (it != f32_packed_w_.end() && it->second.N == N && it->second.K == K) return true;
-  if (M < cpu::f32_kernel_panel_rows(f32_kernel_) || f32_not_in_file_.count(W) ||
-      fc_on_xnnpack(W, M, N, K, lda, ldc))
-    return false;
+  if (M < cpu::f32_kernel_panel_rows(f32_kernel_) || f32_not_in_file_.count(W)) return false;
   if (MappedFile::pages_clean(W, static_cast<size_t>(N) * K * sizeof(float))) return true;
   f32_not_in_file_.insert(W);  // constant weights: its memory stays what it is
   return false;
@@ -453,7 +451,7 @@ void CpuBackend::linear_forward_inference(float* out, float* pre, const float* x
 }
 
 // The broadcast form (f32_gemm.h) on W packed once, X read in place: one fork-join a Linear.
-// From 8 row tiles of 32 rows a thread, each thread takes a share of the rows and all columns
+// From 256 rows a thread (the panel form's 8 panels of 32), each takes a share of the rows and all columns
 // (W read once per task); below, each takes a share of the column tiles, so that it streams only
 // its share of W (BERT-base B1 and B2, 2 threads: docs/performance.md, stop 32). Either way every
 // output is the kernel's one fma chain: the split never changes a float.

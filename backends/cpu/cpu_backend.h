@@ -190,8 +190,9 @@ class CpuBackend : public ReferenceBackend {
   std::unique_ptr<cpu::XnnpackFc> xnn_;  // created at the first XNNPACK call
   FloatBuffer f32_packed_x_;             // X packed for f32_kernel_ (grown, never shrunk)
   FloatBuffer f32_gemm_w_, f32_gemm_y_;  // f32_gemm's packed block of B and of the product
-  // Weights packed once for f32_kernel_ (f32_pack_w), by address: provider bertrt, constant
-  // weights only (a weight's address then always holds the same values).
+  // Weights packed once for f32_kernel_'s broadcast form (f32_pack_wb; not f32_gemm_xwt's
+  // layout), by address: constant weights only (a weight's address then always holds the same
+  // values).
   struct PackedW {
     int N = 0, K = 0;
     FloatBuffer data;
@@ -199,7 +200,7 @@ class CpuBackend : public ReferenceBackend {
   std::unordered_map<const float*, PackedW> f32_packed_w_;
   size_t f32_packed_w_bytes_ = 0, f32_released_bytes_ = 0;
   mutable std::unordered_set<const float*> f32_not_in_file_;  // auto: weights it will not pack
-  // W packed for f32_kernel_ (packed at its first use), or nullptr for the scalar kernel.
+  // W packed for f32_kernel_'s broadcast form (at its first use), or nullptr for the scalar kernel.
   const float* f32_packed_w(const float* W, int N, int K);
   bool constant_weights_ = false;
   bool bounded_copies_ = false;  // prefer_memory

@@ -86,8 +86,6 @@ F32Kernel f32_best_kernel() {
   return k;
 }
 
-
-
 namespace {
 
 // Each kernel's tiles: the panel form's columns and rows, the broadcast form's rows and columns.
@@ -228,8 +226,6 @@ void f32_gemm_xwt(F32Kernel k, int M, int n0, int n1, int K, const float* X, int
       return gemm_scalar(M, n0, n1, K, X, ldx, W, ldw, bias, Y, ldy);
   }
 }
-
-
 
 size_t f32_packed_wb_floats(F32Kernel k, int N, int K) {
   if (N <= 0 || K <= 0) return 0;

@@ -9,9 +9,9 @@
 // Packing X costs M·K moves per call against M·N·K multiply-adds: 1/N of the work (≤ 0.4 % for
 // BERT's N ≥ 256), where packing W per call (OpenBLAS) moved N·K floats per call and a packed
 // copy of W held at load (XNNPACK) doubled the weights' memory.
-// Or W is packed once (f32_pack_w, ldw == 0): the cpu backend's provider `bertrt` holds such a
-// copy per weight, trading the weights' memory again for tiles read in order (one stream, not NR
-// strided rows; bench_fc: 0.70–0.76× OpenBLAS's time at BERT-base B1, one thread).
+// Or W is packed once (f32_pack_w, ldw == 0), trading the weights' memory again for tiles read in
+// order (one stream, not NR strided rows): training packs a weight once for several blocks of
+// rows. The cpu backend's static weights use the broadcast form below, with its own layout.
 //
 //   f32_gemm_32x12_avx512f  32 rows (2 zmm) × 12 columns: 24 accumulators + 2 X vectors + 1
 //                           broadcast of the 32 zmm registers (x86-64-v4: AVX-512 F/BW/DQ/VL)

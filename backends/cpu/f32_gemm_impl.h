@@ -276,8 +276,8 @@ void pack_wb(float* Wp, const float* W, int N, int K, int t0, int t1) {
     float* dst = Wp + static_cast<size_t>(t) * NR * K;
     for (int j = 0; j < NR; ++j) {
       const int n = t * NR + j;
-      const float* w = W + static_cast<size_t>(n) * K;
-      for (int k = 0; k < K; ++k) dst[static_cast<size_t>(k) * NR + j] = n < N ? w[k] : 0.0f;
+      for (int k = 0; k < K; ++k)
+        dst[static_cast<size_t>(k) * NR + j] = n < N ? W[static_cast<size_t>(n) * K + k] : 0.0f;
     }
   }
 }

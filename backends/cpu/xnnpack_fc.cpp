@@ -88,11 +88,12 @@ bool xnnpack_fc_wins(int M, int N, int K) {
   // Stop 34: bertrt's own kernel, once it fetched its next packed block ahead, overtook XNNPACK
   // from 512 rows on (BERT-mini B4 / B8, 2 threads, alternated: 13.2–13.8 / 26.3–27.4 ms against
   // 14.8–15.4 / 28.2–29.3 ms); at B1 and B2 XNNPACK's split of small GEMMs over 2 threads still
-  // won (4.2–4.4 against 4.6 ms at B1), so it kept M < 512. Stop 42: the broadcast form of
+  // won (4.2–4.4 against 4.6 ms at B1), so it keeps M < 512. Stop 42: the broadcast form of
   // bertrt's kernel (X read in place, no transposes) overtook it at B1 and B2 too (3.8 against
-  // 3.9–4.9 ms, 6.4–7.2 against 7.1–8.0), so it keeps the rows below the kernel's (M < 32: the
-  // pooler at B8 and under).
-  return xnnpack_wins_here() && M >= 8 && M < 32 && N >= 256 && K >= 256 &&
+  // 3.9–4.9 ms, 6.4–7.2 against 7.1–8.0), so `auto` asks the kernel first (use_f32_kernel) and
+  // this rule takes what the kernel leaves: rows under 32 (the pooler from B8 on, short inputs)
+  // and weights loaded by copy, which `auto` does not pack for the kernel.
+  return xnnpack_wins_here() && M >= 8 && M < 512 && N >= 256 && K >= 256 &&
          static_cast<int64_t>(N) * K <= 768 * 768;
 }
 

@@ -150,16 +150,18 @@ TEST(F32Gemm, EverySimdKernelEqualsTheScalarReferenceBitForBit) {
 }
 
 // The broadcast form (static-weight inference): the shapes above and more around its 12 × 32 /
-// 6 × 16 tiles, X and Y with longer strides, W packed in two halves, all columns and two parts
-// split at a tile boundary, bit for bit against the scalar reference; nothing past M rows or N
-// columns written.
+// 6 × 16 tiles (every remainder of rows), X and Y with longer strides, W packed in two halves,
+// all columns and two parts split at a tile boundary, bit for bit against the scalar reference;
+// nothing written past N columns (a pad wider than a tile) or M rows (a guard row of NaN).
 TEST(F32Gemm, EverySimdKernelsBroadcastFormEqualsTheScalarReferenceBitForBit) {
   std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
   shapes.insert(shapes.end(), {{5, 16, 7},
                                {6, 17, 256},
                                {7, 31, 512},
                                {11, 32, 257},
+                               {10, 40, 33},
                                {12, 33, 100},
+                               {22, 70, 300},
                                {13, 64, 769},
                                {25, 65, 255},
                                {128, 96, 64},
@@ -170,7 +172,7 @@ TEST(F32Gemm, EverySimdKernelsBroadcastFormEqualsTheScalarReferenceBitForBit) {
     ++tested;
     const int tn = cpu::f32_bcast_tile_n(k);
     for (const Shape s : shapes)
-      for (int pad : {0, 3})
+      for (int pad : {0, 37})
         for (bool with_bias : {false, true}) {
           const int ldx = s.K + pad, ldy = s.N + pad;
           const uint32_t seed = 91 + s.M * 5 + s.N * 7 + s.K + pad;
@@ -178,7 +180,7 @@ TEST(F32Gemm, EverySimdKernelsBroadcastFormEqualsTheScalarReferenceBitForBit) {
           const auto W = test::randn(size_t(s.N) * s.K, seed + 1, 0.1f);
           const auto b = test::randn(size_t(s.N), seed + 2);
           const float* bias = with_bias ? b.data() : nullptr;
-          std::vector<float> want = nan_y(s.M, ldy);
+          std::vector<float> want = nan_y(s.M + 1, ldy);  // the last row: a guard
           run_kernel(F32Kernel::kScalar, s, X, ldx, W, s.K, bias, want, ldy, 0, s.N);
           const int tiles = (s.N + tn - 1) / tn;
           std::vector<float> Wp(cpu::f32_packed_wb_floats(k, s.N, s.K),
@@ -186,7 +188,7 @@ TEST(F32Gemm, EverySimdKernelsBroadcastFormEqualsTheScalarReferenceBitForBit) {
           ASSERT_EQ(Wp.size(), size_t(tiles) * tn * s.K);
           cpu::f32_pack_wb(k, Wp.data(), W.data(), s.N, s.K, 0, tiles / 2);
           cpu::f32_pack_wb(k, Wp.data(), W.data(), s.N, s.K, tiles / 2, tiles);
-          std::vector<float> whole = nan_y(s.M, ldy), parts = nan_y(s.M, ldy);
+          std::vector<float> whole = nan_y(s.M + 1, ldy), parts = nan_y(s.M + 1, ldy);
           cpu::f32_gemm_xwt_bcast(k, s.M, 0, s.N, s.K, X.data(), ldx, Wp.data(), bias,
                                   whole.data(), ldy);
           const int split = std::min(s.N, tiles / 2 * tn);

@@ -214,7 +214,6 @@ TEST(XnnpackFc, AutoLeavesTheMeasuredLosingShapesOnOpenBlas) {
   EXPECT_FALSE(cpu::xnnpack_fc_wins(1, 768, 768));
   EXPECT_FALSE(cpu::xnnpack_fc_wins(8, 2, 768));
   EXPECT_FALSE(cpu::xnnpack_fc_wins(128, 17, 5));
-  EXPECT_FALSE(cpu::xnnpack_fc_wins(128, 256, 256));  // BERT-mini B1: bertrt's kernel (stop 42)
   EXPECT_FALSE(cpu::xnnpack_fc_wins(512, 256, 256));
   EXPECT_FALSE(cpu::xnnpack_fc_wins(1024, 768, 768));
   CpuBackend be(1);
