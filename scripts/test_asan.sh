@@ -21,7 +21,8 @@ echo "test_asan.sh: built in $((SECONDS - start)) s" >&2
 # (BERTRT_VULKAN_VALIDATION=0; the release suite runs them under it).
 icd=$(sed -n 's/.*"library_path": *"\(.*\)".*/\1/p' /usr/share/vulkan/icd.d/lvp_icd.*.json 2>/dev/null | head -1)
 if [ -n "$icd" ] && [ -f "$icd" ]; then export LD_PRELOAD=$icd; fi
-# The device-memory variant of the past-the-binding-range test runs the host variant's ops on
-# arrays of 128 MB and more: 91 s under ASan (95 s the host one), the slowest test of the stage
-# at stop 40, whose CI run took 46 min. The release suite runs both variants.
-ctest --preset asan -j"$(nproc)" -E 'device_memory/Vulkan\.WholeArrayOpsRunPastTheBindingRange' "$@"
+# The past-the-binding-range test runs its ops on arrays of 128 MB and more: 91 s under ASan for
+# the device-memory variant (left out since stop 40, whose CI run took 46 min) and 92 s for the
+# host one (left out since stop 42, whose run took 45.3 min), each the slowest unit test of the
+# stage. Both run in the release suite; the smaller Vulkan tests run here.
+ctest --preset asan -j"$(nproc)" -E 'Vulkan\.WholeArrayOpsRunPastTheBindingRange' "$@"
