@@ -143,8 +143,9 @@ const float* CpuBackend::f32_packed_w(const float* W, int N, int K) {
 // written (given back once packed: release_clean_pages), from a panel of rows on (32, 16 for
 // fma3: the pooler's few rows stay with XNNPACK or OpenBLAS); and, once a weight is packed, every
 // later call of it (its pages are gone). It comes before XNNPACK's rule: since its broadcast form
-// it is the faster of the two there (docs/performance.md, stop 42). Weights loaded by copy (anonymous memory) stay
-// with XNNPACK's rule, then OpenBLAS. Figures: docs/performance.md, "W packed once".
+// it is the faster of the two there (docs/performance.md, stop 42). Weights loaded by copy
+// (anonymous memory) stay with XNNPACK's rule, then OpenBLAS. Figures: docs/performance.md,
+// "W packed once".
 bool CpuBackend::use_f32_kernel(const float* W, int M, int N, int K, int lda, int ldc) const {
   if (!constant_weights_) return false;
   if (fc_provider_ == cpu::FcProvider::kBertrt) return true;
@@ -451,10 +452,10 @@ void CpuBackend::linear_forward_inference(float* out, float* pre, const float* x
 }
 
 // The broadcast form (f32_gemm.h) on W packed once, X read in place: one fork-join a Linear.
-// From 256 rows a thread (the panel form's 8 panels of 32), each takes a share of the rows and all columns
-// (W read once per task); below, each takes a share of the column tiles, so that it streams only
-// its share of W (BERT-base B1 and B2, 2 threads: docs/performance.md, stop 32). Either way every
-// output is the kernel's one fma chain: the split never changes a float.
+// From 256 rows a thread (the panel form's 8 panels of 32), each takes a share of the rows and
+// all columns (W read once per task); below, each takes a share of the column tiles, so that it
+// streams only its share of W (BERT-base B1 and B2, 2 threads: docs/performance.md, stop 32).
+// Either way every output is the kernel's one fma chain: the split never changes a float.
 void CpuBackend::f32_linear(float* Y, int ldy, const float* X, int ldx, const float* W, int M,
                             int N, int K, const float* bias, const LinearEpilogue* ep) {
   const cpu::F32Kernel k = f32_kernel_;
