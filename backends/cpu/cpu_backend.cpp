@@ -108,7 +108,10 @@ void CpuBackend::set_q8_kernel(cpu::Q8Kernel k) {
 void CpuBackend::set_f32_kernel(cpu::F32Kernel k) {
   if (!cpu::f32_kernel_available(k))
     fail("cpu backend: fp32 kernel {} cannot run on this CPU", cpu::f32_kernel_name(k));
-  if (k != f32_kernel_) f32_packed_w_.clear(), f32_packed_w_bytes_ = 0;  // another tile layout
+  if (k != f32_kernel_) {  // another tile layout: packed again (and given back again) when used
+    f32_packed_w_.clear();
+    f32_packed_w_bytes_ = 0, f32_released_bytes_ = 0;
+  }
   f32_kernel_ = k;
 }
 

@@ -72,9 +72,9 @@ class CpuBackend : public ReferenceBackend {
     size_t xnnpack_calls = 0;       // Linear-form GEMMs XNNPACK ran
     size_t bertrt_calls = 0;        // Linear-form GEMMs bertrt's f32_gemm kernels ran
     size_t openblas_calls = 0;      // Linear-form GEMMs OpenBLAS ran
-    size_t packed_bytes = 0;        // XNNPACK's packed weights held now
+    size_t packed_bytes = 0;        // packed weights held now (XNNPACK's and bertrt's)
     bool constant_weights = false;  // declared: without it XNNPACK never runs
-    size_t released_bytes = 0;      // weights' file pages given back once packed (bertrt)
+    size_t released_bytes = 0;      // file pages given back for the packed copies held now
   };
   FcStats fc_stats() const;
   // One line for bench / verbose output, e.g. "fc provider auto (weights declared constant):

@@ -164,6 +164,32 @@ TEST(ReleaseCleanPages, ProviderBertrtGivesBackTheFilePagesOfWeightsItPacked) {
   EXPECT_EQ(test::mapped_pages(w_file, W.size() * sizeof(float) / kPage), 0);
 }
 
+// Another fp32 kernel drops the packed copies (another tile layout); the counts then describe the
+// copies packed since: a weight packed under two kernels in turn is counted once, not twice.
+TEST(ReleaseCleanPages, AnotherKernelCountsOnlyTheCopiesItPacked) {
+  if (test::emulated()) GTEST_SKIP() << "pagemap under emulation";
+  const int M = 64, N = 40, K = 1024;
+  test::TempDir dir;
+  const auto W = test::randn(size_t(N) * K, 9, 0.1f);
+  const MappedFile map = mapped_copy(dir, W);
+  const auto* w_file = reinterpret_cast<const float*>(map.data());
+  const auto X = test::randn(size_t(M) * K, 10);
+  std::vector<float> Y(size_t(M) * N);
+  CpuBackend be(2);
+  be.set_fc_provider(cpu::FcProvider::kBertrt);
+  be.set_constant_weights(true);
+  for (const cpu::F32Kernel k :
+       {cpu::F32Kernel::kAvx512f, cpu::F32Kernel::kFma3, cpu::F32Kernel::kScalar}) {
+    if (!cpu::f32_kernel_available(k)) continue;
+    be.set_f32_kernel(k);
+    be.gemm(false, true, M, N, K, 1.0f, X.data(), K, w_file, K, 0.0f, Y.data(), N);
+    const bool packs = k != cpu::F32Kernel::kScalar;  // the scalar kernel reads W in place
+    EXPECT_EQ(be.fc_stats().released_bytes, packs ? W.size() * sizeof(float) : 0u)
+        << cpu::f32_kernel_name(k);
+    EXPECT_EQ(be.fc_stats().packed_bytes == 0, !packs) << cpu::f32_kernel_name(k);
+  }
+}
+
 // auto, for each SIMD kernel this CPU runs (avx512f, fma3): the packed kernel for a weight in a
 // file mapping from one panel of rows on (32, 16), and for every call once packed; OpenBLAS
 // below it for a weight not packed yet. The floats are the kernel's either way: the packed
