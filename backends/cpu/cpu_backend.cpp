@@ -69,9 +69,15 @@ void check_xnnpack_available(cpu::FcProvider p) {
 
 void CpuBackend::set_constant_weights(bool constant) {
   if (constant) check_xnnpack_available(fc_provider_);
-  if (!constant) xnn_.reset(), f32_packed_w_.clear(), f32_packed_w_bytes_ = 0;
-  if (!constant) f32_released_bytes_ = 0, f32_not_in_file_.clear();
+  if (!constant) xnn_.reset(), drop_f32_packed_w(), f32_not_in_file_.clear();
   constant_weights_ = constant;
+}
+
+// The packed copies and their counts go together: a weight packed again (and its file pages given
+// back again) is counted once.
+void CpuBackend::drop_f32_packed_w() {
+  f32_packed_w_.clear();
+  f32_packed_w_bytes_ = 0, f32_released_bytes_ = 0;
 }
 
 void CpuBackend::set_fc_provider(cpu::FcProvider p) {
@@ -108,10 +114,7 @@ void CpuBackend::set_q8_kernel(cpu::Q8Kernel k) {
 void CpuBackend::set_f32_kernel(cpu::F32Kernel k) {
   if (!cpu::f32_kernel_available(k))
     fail("cpu backend: fp32 kernel {} cannot run on this CPU", cpu::f32_kernel_name(k));
-  if (k != f32_kernel_) {  // another tile layout: packed again (and given back again) when used
-    f32_packed_w_.clear();
-    f32_packed_w_bytes_ = 0, f32_released_bytes_ = 0;
-  }
+  if (k != f32_kernel_) drop_f32_packed_w();  // another tile layout: packed again when used
   f32_kernel_ = k;
 }
 

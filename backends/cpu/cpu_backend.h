@@ -202,6 +202,7 @@ class CpuBackend : public ReferenceBackend {
   mutable std::unordered_set<const float*> f32_not_in_file_;  // auto: weights it will not pack
   // W packed for f32_kernel_'s broadcast form (at its first use), or nullptr for the scalar kernel.
   const float* f32_packed_w(const float* W, int N, int K);
+  void drop_f32_packed_w();  // the packed copies and their counts
   bool constant_weights_ = false;
   bool bounded_copies_ = false;  // prefer_memory
   // The floats a training GEMM's copy may take: kF32BoundedCopyFloats, or no bound.
