@@ -129,6 +129,10 @@ int main(int argc, char** argv) {
 #else
   const auto& f = bertrt::cpu::x86_features();
   const bool avx2 = f.avx2 && f.fma;
+  if (!avx2) {  // every ratio is to the ymm FMA's rate
+    std::fprintf(stderr, "bench_isa_peaks: this CPU has no AVX2 + FMA; nothing to compare\n");
+    return 0;
+  }
   const std::vector<Form> forms = {
       {"fp32_fma_ymm", "vfmadd231ps ymm", 8, avx2, fma_ymm},
       {"int8_exact_avx2", "vpmaddwd + vpaddd (int16 operands)", 16, avx2, maddwd_ymm},
