@@ -10,6 +10,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/half.h"
+#include "core/json_excerpt.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "safetensors data is little-endian; a big-endian host needs byte swaps here");
@@ -74,7 +75,7 @@ std::map<std::string, std::string> parse_metadata(const std::string& path, const
   std::map<std::string, std::string> out;
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (!it.value().is_string())
-      fail("{}: __metadata__['{}'] must be a string, got {}", path, it.key(), it.value().dump());
+      fail("{}: __metadata__['{}'] must be a string, got {}", path, it.key(), json_excerpt(it.value()));
     out[it.key()] = it.value().get<std::string>();
   }
   return out;
@@ -87,12 +88,12 @@ struct Entry {
 
 uint64_t offset_value(const std::string& path, const std::string& name, const json& v) {
   if (!v.is_number_unsigned())
-    fail("{}: tensor '{}': data_offsets must be non-negative integers, got {}", path, name, v.dump());
+    fail("{}: tensor '{}': data_offsets must be non-negative integers, got {}", path, name, json_excerpt(v));
   return v.get<uint64_t>();
 }
 
 Entry parse_entry(const std::string& path, const std::string& name, const json& j) {
-  if (!j.is_object()) fail("{}: tensor '{}': expected an object, got {}", path, name, j.dump());
+  if (!j.is_object()) fail("{}: tensor '{}': expected an object, got {}", path, name, json_excerpt(j));
   Entry e;
   e.t.name = name;
   const auto dtype = j.find("dtype");
@@ -105,7 +106,7 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
   if (shape == j.end() || !shape->is_array()) fail("{}: tensor '{}': missing array 'shape'", path, name);
   for (const json& d : *shape) {
     if (!d.is_number_unsigned() || d.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
-      fail("{}: tensor '{}': shape entries must be non-negative integers, got {}", path, name, shape->dump());
+      fail("{}: tensor '{}': shape entries must be non-negative integers, got {}", path, name, json_excerpt(*shape));
     e.t.shape.push_back(d.get<int64_t>());
   }
 

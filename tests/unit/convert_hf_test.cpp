@@ -485,6 +485,21 @@ TEST_F(ConvertHfBad, ConfigWithoutHiddenSize) {
   EXPECT_NE(error_of([&] { convert(dir); }).find("field 'hidden_size' is missing"), std::string::npos);
 }
 
+// A value nested 200,000 deep is quoted by its kind (json_excerpt), not dumped: dumping it
+// overflowed the stack (exit 139 instead of an error).
+TEST_F(ConvertHfBad, DeeplyNestedConfigValueIsAnError) {
+  const std::string dir = copy();
+  json c = read_json(dir + "/config.json");
+  c.erase("hidden_size");
+  std::string text = c.dump();
+  text.insert(1, "\"hidden_size\":" + std::string(200000, '[') + std::string(200000, ']') + ",");
+  std::ofstream(dir + "/config.json") << text;
+  const std::string e = error_of([&] { convert(dir); });
+  EXPECT_NE(e.find("field 'hidden_size' must be an integer, got an array of 1 entries"),
+            std::string::npos)
+      << e.substr(0, 300);
+}
+
 TEST_F(ConvertHfBad, ShapeMismatchWithConfig) {
   const std::string dir = copy();
   json c = read_json(dir + "/config.json");

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/json_excerpt.h"
 #include "test_util.h"
 
 namespace bertrt {
@@ -230,7 +231,8 @@ TEST(SafetensorsWrite, RejectsBadInputAndLeavesNothing) {
 // --- malformed files: one per error class, each an Error whose message names the file and says
 // what is wrong. -----------------------------------------------------------------------------------
 
-void expect_open_error(const std::string& bytes, const std::string& needle) {
+// Returns the message (empty when the open did not fail).
+std::string expect_open_error(const std::string& bytes, const std::string& needle) {
   TempDir dir;
   const std::string path = dir.file("bad.safetensors");
   write_bytes(path, bytes);
@@ -239,9 +241,11 @@ void expect_open_error(const std::string& bytes, const std::string& needle) {
     ADD_FAILURE() << "expected bertrt::Error containing '" << needle << "'";
   } catch (const Error& e) {
     const std::string msg = e.what();
-    EXPECT_NE(msg.find(path), std::string::npos) << msg;
-    EXPECT_NE(msg.find(needle), std::string::npos) << msg;
+    EXPECT_NE(msg.find(path), std::string::npos) << msg.substr(0, 400);
+    EXPECT_NE(msg.find(needle), std::string::npos) << msg.substr(0, 400);
+    return msg;
   }
+  return "";
 }
 
 const std::string kData6(6, '\x01');  // 6 bytes: a U8 [6] tensor
@@ -306,6 +310,37 @@ TEST(SafetensorsMalformed, DuplicateNameAndBadMetadata) {
   expect_open_error(st_bytes(R"({"__metadata__":{"k":1},"a":{"dtype":"U8","shape":[6],"data_offsets":[0,6]}})",
                              kData6),
                     "__metadata__['k'] must be a string");
+}
+
+// A bad value is quoted by its kind and size, not dumped: a value nested 200,000 deep overflowed
+// the stack in nlohmann's dump (a crash instead of an error), and a flat one of 100,000 entries
+// made a megabyte-long message.
+TEST(SafetensorsMalformed, DeepOrHugeValuesQuotedShort) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  expect_open_error(st_bytes("{\"a\":" + deep + "}", ""),
+                    "expected an object, got an array of 1 entries");
+  std::string flat = "[0";
+  for (int i = 0; i < 100000; ++i) flat += ",1";
+  flat += "]";
+  const std::string msg =
+      expect_open_error(st_bytes("{\"a\":" + flat + "}", ""), "got an array of 100001 entries");
+  EXPECT_LT(msg.size(), 400u) << msg.substr(0, 400);
+}
+
+TEST(JsonExcerpt, ScalarsAsWrittenLongOnesCutOnACharacter) {
+  EXPECT_EQ(json_excerpt(json(42)), "42");
+  EXPECT_EQ(json_excerpt(json("bert")), "\"bert\"");
+  EXPECT_EQ(json_excerpt(json::object({{"k", 1}, {"l", 2}})), "an object of 2 keys");
+  const std::string cut = json_excerpt(json(std::string(100, 'x')));
+  EXPECT_EQ(cut.size(), kJsonExcerptChars);
+  EXPECT_EQ(cut.substr(cut.size() - 3), "...");
+  // "é" is 2 bytes: a cut between them would leave invalid UTF-8 in the message.
+  std::string accents;
+  for (int i = 0; i < 40; ++i) accents += "\xc3\xa9";
+  const std::string a = json_excerpt(json(accents));
+  const std::string kept = a.substr(0, a.size() - 3);
+  EXPECT_EQ((kept.size() - 1) % 2, 0u) << a;  // the opening quote, then whole characters
+  EXPECT_LE(a.size(), kJsonExcerptChars);
 }
 
 TEST(SafetensorsMalformed, MissingPathAndDirectory) {
