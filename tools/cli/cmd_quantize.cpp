@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "common.h"
+#include "task_flags.h"
 #include "core/error.h"
 #include "io/model_io.h"
 #include "tasks/tsv_task.h"
@@ -54,10 +55,15 @@ void add_quantize(CLI::App& app) {
     if (o->examples < 1) fail("--calibration-examples must be ≥ 1, got {}", o->examples);
     if (o->batch_size < 1) fail("--batch-size must be ≥ 1, got {}", o->batch_size);
     const TaskSpec& spec = glue_task(o->task);
+    // Its size now: -o may name the same file and replace it.
+    const double input_mb = std::filesystem::file_size(o->model) / 1e6;
     LoadedModel m = load_model(o->model);
     BertModel& model = *m.model;
     if (model.quant_mode() == QuantMode::kInt8)
       fail("{}: already an int8 model; quantize its fp32 source", o->model);
+    // The task the model was fine-tuned for must be --task: an sst2 model calibrated on MRPC
+    // pairs would take its activation ranges from the wrong data.
+    model_task(m, o->model, o->task);
     if (!model.heads().classifier() ||
         model.heads().num_labels() != (spec.regression ? 1 : int(spec.labels.size())))
       fail("{}: expected a model fine-tuned for {} ({} labels); fine-tune it first (bertrt "
@@ -97,7 +103,7 @@ void add_quantize(CLI::App& app) {
         "calibrated {} Linears on {} examples; wrote {} (int8, {:.2f} MB; fp32 input {:.2f} "
         "MB)\n",
         model.quant()->linears().size(), examples.size(), o->out,
-        std::filesystem::file_size(o->out) / 1e6, std::filesystem::file_size(o->model) / 1e6);
+        std::filesystem::file_size(o->out) / 1e6, input_mb);
   });
 }
 
