@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "core/error.h"
+#include "core/json_excerpt.h"
 
 namespace bertrt {
 namespace {
@@ -21,6 +22,9 @@ const json& field(const json& obj, const char* key, json::value_t type, const st
   const bool ok = it->type() == type ||
                   (type == json::value_t::number_unsigned && it->is_number_integer() &&
                    it->get<long long>() >= 0);
+  if (!ok && type == json::value_t::number_unsigned && it->is_number())
+    fail("{}: {}: field '{}' must be a non-negative integer, got {}", path, where, key,
+         json_excerpt(*it));
   if (!ok) fail("{}: {}: field '{}' has the wrong type ({})", path, where, key, it->type_name());
   return *it;
 }
@@ -85,6 +89,11 @@ SquadDataset read_squad(const std::string& path) {
         ex.article = a;
         for (const json& ans : field(qas[q], "answers", json::value_t::array, path, wq))
           ex.answers.push_back(read_answer(ans, context, ex.id, path));
+        // SQuAD v1.1 answers every question; v2.0's unanswerable ones would fail the metric at
+        // the first evaluation, after a whole epoch of training, so they fail here.
+        if (ex.answers.empty())
+          fail("{}: question '{}': no answers (SQuAD v1.1 gives every question at least one)",
+               path, ex.id);
         data.examples.push_back(std::move(ex));
       }
     }

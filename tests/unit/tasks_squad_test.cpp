@@ -81,6 +81,24 @@ TEST(Squad, AnswerOffsetMismatchNamesFileQuestionAndOffset) {
   expect_error([&] { read_squad(q); }, {q, "article 0 paragraph 0", "missing field 'context'"});
 }
 
+// A question without answers (SQuAD 2.0's kind) failed the metric only at the first evaluation,
+// after an epoch of training, without naming file or question; a negative offset was "the wrong
+// type (number)".
+TEST(Squad, UnansweredQuestionAndNegativeOffsetFailAtLoad) {
+  test::TempDir dir;
+  const std::string p = dir.file("noans.json");
+  std::ofstream(p) << R"({"data": [{"title": "T", "paragraphs": [{"context": "The cat sat.",
+      "qas": [{"id": "q1", "question": "Who sat?", "answers": [{"answer_start": 4,
+      "text": "cat"}]}, {"id": "q-7", "question": "Which river?", "answers": []}]}]}]})";
+  expect_error([&] { read_squad(p); }, {p, "question 'q-7': no answers"});
+  const std::string n = dir.file("neg.json");
+  std::ofstream(n) << R"({"data": [{"title": "T", "paragraphs": [{"context": "The cat sat.",
+      "qas": [{"id": "q1", "question": "Who sat?", "answers": [{"answer_start": -1,
+      "text": "cat"}]}]}]}]})";
+  expect_error([&] { read_squad(n); },
+               {n, "question q1 answer", "'answer_start' must be a non-negative integer, got -1"});
+}
+
 // Articles [30, kLastArticle) of the dev set for the window test: 10 natively, 2 under qemu or
 // a sanitizer (test::sparse).
 const int kLastArticle = test::sparse() ? 32 : 40;
