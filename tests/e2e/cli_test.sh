@@ -37,7 +37,18 @@ cmp -s "$T/pt.brt" "$T/pt2.brt" && ok || bad "two runs with the same seed differ
 expect_ok fill-mask "$BIN" fill-mask --model "$T/pt.brt" --top-k 3 "the cat sat on the [MASK] ."
 [ "$(wc -l < "$T/stdout")" -eq 3 ] && ok || bad "fill-mask prints 3 candidates: $(cat "$T/stdout")"
 expect_ok finetune "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/train.tsv" --dev "$T/dev.tsv" \
-  --max-steps 3 --batch-size 8 --learning-rate 1e-4 -o "$T/sst2.brt"
+  --max-steps 3 --batch-size 8 --learning-rate 1e-4 --metrics "$T/ft.jsonl" -o "$T/sst2.brt"
+# plot draws finetune's curves too (its eval records name the split, metrics at top level).
+expect_ok "plot of finetune metrics" "$BIN" plot "$T/ft.jsonl" -o "$T/ft.svg"
+/usr/bin/python3 - "$T/ft.svg" <<'EOF2' && ok || bad "plot of finetune metrics: $(cat "$T/stdout")"
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+ns = "{http://www.w3.org/2000/svg}"
+ids = {e.get("id") for e in root.iter(ns + "polyline")}
+want = {"train-loss", "train-accuracy", "eval-loss", "eval-accuracy"}
+assert want <= ids, want - ids
+assert any(t.text and t.text.startswith("bertrt finetune:") for t in root.iter(ns + "text"))
+EOF2
 # Memory options of fine-tuning: --recompute gives the same bytes; with --freeze-embeddings and
 # --freeze-layers 1 the embeddings and layer 0 come out bit for bit, layer 1 and the head move.
 FRZ=(--task sst2 --train "$T/train.tsv" --max-steps 3 --batch-size 8 --learning-rate 1e-3 --freeze-embeddings --freeze-layers 1)

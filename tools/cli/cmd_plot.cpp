@@ -41,6 +41,7 @@ struct Panel {
 // Records by step, the last one winning (a resumed run may repeat steps).
 struct Records {
   std::map<int64_t, nlohmann::json> train, eval;
+  bool finetune = false;  // finetune's records: "eval" names the split, metrics at top level
 };
 
 Records read_metrics(const std::string& path) {
@@ -57,10 +58,15 @@ Records read_metrics(const std::string& path) {
     }
     if (!j.contains("step") || !j["step"].is_number_integer()) continue;
     const int64_t step = j["step"].get<int64_t>();
-    if (j.contains("eval") && j["eval"].is_object())
+    if (j.contains("eval") && j["eval"].is_object()) {  // pretrain: {"eval": {"mlm_loss", ...}}
       r.eval[step] = j["eval"];
-    else
+    } else if (j.contains("eval") && j["eval"].is_string()) {  // finetune: {"eval": "dev", ...}
+      r.eval[step] = j;
+      r.finetune = true;
+    } else {
       r.train[step] = j;
+      if (j.contains("accuracy") && !j.contains("mlm_loss")) r.finetune = true;
+    }
   }
   if (r.train.empty() && r.eval.empty()) fail("{}: no step or eval records", path);
   return r;
@@ -245,15 +251,20 @@ std::string render(const std::vector<Run>& runs, const std::string& title, size_
       if (runs.size() > 1) s.id = id_slug(runs[i].label) + "-" + s.id;
       return s;
     };
+    // Each file draws the series it has: pretrain's MLM and NSP, finetune's task loss and
+    // accuracy (its eval records carry "loss" and "accuracy" at top level).
     for (Series s : {train_series(r, "loss", name + "train loss" + avg, c.loss, window),
                      train_series(r, "mlm_loss", name + "train MLM loss" + avg, c.mlm, window),
                      train_series(r, "nsp_loss", name + "train NSP loss" + avg, c.nsp, window),
+                     eval_series(r, "loss", name + "eval loss", c.eval_mlm),
                      eval_series(r, "mlm_loss", name + "eval MLM loss", c.eval_mlm),
                      eval_series(r, "nsp_loss", name + "eval NSP loss", c.eval_nsp)})
       loss.series.push_back(named(std::move(s)));
     for (Series s :
-         {train_series(r, "mlm_accuracy", name + "train MLM accuracy" + avg, c.mlm, window),
+         {train_series(r, "accuracy", name + "train accuracy" + avg, c.mlm, window),
+          train_series(r, "mlm_accuracy", name + "train MLM accuracy" + avg, c.mlm, window),
           train_series(r, "nsp_accuracy", name + "train NSP accuracy" + avg, c.nsp, window),
+          eval_series(r, "accuracy", name + "eval accuracy", c.eval_mlm),
           eval_series(r, "mlm_accuracy", name + "eval MLM accuracy", c.eval_mlm),
           eval_series(r, "nsp_accuracy", name + "eval NSP accuracy", c.eval_nsp)})
       acc.series.push_back(named(std::move(s)));
@@ -284,7 +295,8 @@ void add_plot(CLI::App& app) {
   CLI::App* c = app.add_subcommand(
       "plot", "draw loss and accuracy curves (train and eval) of a --metrics file as SVG");
   c->add_option("metrics", o->metrics,
-                "JSON lines written by `bertrt pretrain --metrics`; several files draw their runs "
+                "JSON lines written by `bertrt pretrain --metrics` or `bertrt finetune "
+                "--metrics`; several files draw their runs "
                 "in one picture (e.g. bertrt and tests/reference/pretrain_twin.py)")
       ->required();
   c->add_option("--label", o->labels,
@@ -300,9 +312,11 @@ void add_plot(CLI::App& app) {
     check_output_path("-o", o->out);
     const std::string ext = std::filesystem::path(o->out).extension().string();
     if (ext != ".svg")
-      fail("-o {}: only SVG is written (a PNG needs a font rasteriser); convert with "
-           "`rsvg-convert {}.svg > {}`", o->out, std::filesystem::path(o->out).stem().string(),
-           o->out);
+      fail("-o {}: only SVG is written (a PNG needs a font rasteriser); write -o {}.svg and "
+           "convert it if needed (`rsvg-convert {}.svg > {}.png`)", o->out,
+           std::filesystem::path(o->out).stem().string(),
+           std::filesystem::path(o->out).stem().string(),
+           std::filesystem::path(o->out).stem().string());
     if (o->smooth < 0) fail("--smooth must be ≥ 0, got {}", o->smooth);
     std::vector<Run> runs;
     std::vector<std::string> files;
@@ -317,8 +331,12 @@ void add_plot(CLI::App& app) {
     }
     const size_t window =
         o->smooth > 0 ? size_t(o->smooth) : std::max<size_t>(1, train_steps / 300);
-    const std::string svg =
-        render(runs, fmt::format("bertrt pretrain: {}", fmt::join(files, " vs ")), window);
+    const bool finetune = std::all_of(runs.begin(), runs.end(),
+                                      [](const Run& r) { return r.records.finetune; });
+    const std::string svg = render(
+        runs,
+        fmt::format("bertrt {}: {}", finetune ? "finetune" : "pretrain", fmt::join(files, " vs ")),
+        window);
     AtomicFile f(o->out);
     f.write(svg.data(), svg.size());
     f.commit();
