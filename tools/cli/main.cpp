@@ -45,8 +45,13 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);  // prints help or the parse error
-    return rc == 0 ? 0 : 2;      // usage errors: 2; runtime errors: 1
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    // Usage errors in the same form as the others ("bertrt: error: ..."); a value that does not
+    // parse as its option's type ("--epochs 1.5") says what it is. Exit 2; runtime errors exit 1.
+    const bool conversion = dynamic_cast<const CLI::ConversionError*>(&e) != nullptr;
+    fmt::print(stderr, "bertrt: error: {}{}\nRun with --help for more information.\n", e.what(),
+               conversion ? " (not a number of the option's type: see --help)" : "");
+    return 2;
   } catch (const bertrt::cli::Interrupted& e) {
     fmt::print(stderr, "bertrt: interrupted: {}\n", e.what());
     return e.exit_code();  // 130 (SIGINT) / 143 (SIGTERM), as shells report a signal
