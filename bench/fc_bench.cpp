@@ -26,6 +26,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/xnnpack_fc.h"
+#include "bench/bench_args.h"
 
 namespace {
 
@@ -104,19 +105,12 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0) {
       json = true;
-    } else if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
-      rounds = std::atoi(argv[++i]);
-      if (rounds < 1) {
-        std::fprintf(stderr, "%s: --rounds must be ≥ 1\n", argv[0]);
-        return 2;
-      }
-    } else {
-      std::fprintf(stderr,
-                   "usage: %s [--rounds N] [--json]\nOpenBLAS vs XNNPACK vs bertrt's kernel, fp32 "
-                   "fully connected on BERT-mini/base inference shapes, interleaved, medians. "
-                   "Threads: BERTRT_NUM_THREADS; kernel: BERTRT_F32_KERNEL.\n",
-                   argv[0]);
-      return std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0 ? 0 : 2;
+    } else if (!bertrt::bench::positive_int_option(argc, argv, i, "--rounds", rounds)) {
+      bertrt::bench::usage_exit(argv, i,
+                                "usage: %s [--rounds N] [--json]\nOpenBLAS vs XNNPACK vs bertrt's "
+                                "kernel, fp32 fully connected on BERT-mini/base inference shapes, "
+                                "interleaved, medians. Threads: BERTRT_NUM_THREADS; kernel: "
+                                "BERTRT_F32_KERNEL.\n");
     }
   }
   // One backend per provider; each W below is kept (kept_w) until the backends go, so no packed

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_features.h"
+#include "bench/bench_args.h"
 #include "bench/best_seconds.h"
 
 namespace {
@@ -115,12 +116,11 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--json") == 0) {
       json = true;
     } else {
-      std::fprintf(stderr,
-                   "usage: %s [--json]\nThe multiply-adds per second of one thread for each "
-                   "instruction form of an fp32 or int8 GEMM's inner step (ymm FMA, the exact "
-                   "AVX2 vpmaddwd step, vpmaddubsw, VNNI), issue ports only.\n",
-                   argv[0]);
-      return std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0 ? 0 : 2;
+      bertrt::bench::usage_exit(
+          argv, i,
+          "usage: %s [--json]\nThe multiply-adds per second of one thread for each instruction "
+          "form of an fp32 or int8 GEMM's inner step (ymm FMA, the exact AVX2 vpmaddwd step, "
+          "vpmaddubsw, VNNI), issue ports only.\n");
     }
   }
 #if !defined(__x86_64__)

@@ -17,6 +17,7 @@
 
 #include "backends/cpu/blas_core.h"
 #include "backends/cpu/cpu_backend.h"
+#include "bench/bench_args.h"
 #include "bench/best_seconds.h"
 
 using bertrt::bench::best_seconds;
@@ -27,15 +28,11 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0) {
       json = true;
-    } else if (std::strcmp(argv[i], "--size") == 0 && i + 1 < argc && std::atoi(argv[i + 1]) > 0) {
-      n = std::atoi(argv[++i]);
-    } else {
-      std::fprintf(stderr,
-                   "usage: %s [--json] [--size N]\nfp32 GEMM peak (N x N x N, default 3072): "
-                   "OpenBLAS cblas_sgemm on its own threads, then the cpu backend's gemm. "
-                   "Threads: BERTRT_NUM_THREADS.\n",
-                   argv[0]);
-      return std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0 ? 0 : 2;
+    } else if (!bertrt::bench::positive_int_option(argc, argv, i, "--size", n)) {
+      bertrt::bench::usage_exit(argv, i,
+                                "usage: %s [--json] [--size N]\nfp32 GEMM peak (N x N x N, default "
+                                "3072): OpenBLAS cblas_sgemm on its own threads, then the cpu "
+                                "backend's gemm. Threads: BERTRT_NUM_THREADS.\n");
     }
   }
   bertrt::CpuBackend cpu;  // sets OpenBLAS to one thread (its pool splits); restored below
