@@ -164,6 +164,11 @@ CorpusChunk read_corpus_chunk(const std::vector<std::string>& files, const Corpu
       ++pos.line;
       ++st.lines;
       if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF files
+      // Text never holds a NUL; a model file or archive passed as --corpus would otherwise train
+      // on its bytes' valid UTF-8 runs.
+      if (line.find('\0') != std::string::npos)
+        fail("{}: line {} holds a NUL byte: expected a text file (one sentence or paragraph per "
+             "line, blank lines between documents), not a binary one", path, pos.line - 1);
       if (drop_invalid_utf8(line) > 0) {
         if (st.invalid_utf8_lines++ == 0) {
           st.first_invalid_utf8_line = pos.line - 1;
