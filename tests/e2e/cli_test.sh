@@ -23,6 +23,7 @@ grep -qF '"layer_norm_eps":1e-12' "$T/stdout" && grep -qF '"attention_probs_drop
 printf 'Hello, world!\tSecond sentence.\n' | "$BIN" tokenize --model "$T/init.brt" --json > "$T/tok.json" \
   && grep -q '"tokens":\["\[CLS\]","hello",",","world","!","\[SEP\]","second","sentence",".","\[SEP\]"\]' "$T/tok.json" \
   && ok || bad "tokenize: $(cat "$T/tok.json")"
+expect_error "tokenize of three texts" "" "line 1: more than two tab-separated texts" -- sh -c "printf 'a\tb\tc\n' | '$BIN' tokenize --model '$T/init.brt'"
 echo '{"input_ids":[101,7592,102],"attention_mask":[1,1,1]}' | "$BIN" forward --model "$T/init.brt" > "$T/fwd.json" \
   && grep -q '"last_hidden_state"' "$T/fwd.json" && grep -q '"prediction_logits"' "$T/fwd.json" \
   && grep -q '"seq_relationship_logits"' "$T/fwd.json" && ok || bad "forward"

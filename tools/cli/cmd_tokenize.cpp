@@ -25,10 +25,14 @@ void add_tokenize(CLI::App& app) {
     check_input_file("--model", o->model);
     ModelFile f = ModelFile::open(o->model);
     auto tokenizer = make_tokenizer(f.contents().tokenizer);
-    for_each_stdin_line([&](const std::string& line, size_t) {
+    for_each_stdin_line([&](const std::string& line, size_t n) {
       const size_t tab = line.find('\t');
       std::optional<std::string> b;
       if (tab != std::string::npos) b = line.substr(tab + 1);
+      // A third field would be joined into the second text (predict refuses it too).
+      if (b && b->find('\t') != std::string::npos)
+        fail("stdin: line {}: more than two tab-separated texts (a text or a pair of them "
+             "expected)", n);
       const Encoding e = tokenizer->encode(line.substr(0, tab), b, o->max_seq_length);
       if (o->json) {
         nlohmann::json j = {{"tokens", e.tokens}, {"input_ids", e.input_ids},
