@@ -320,6 +320,16 @@ bool gemm_splits(int M, int N, int K) {
 
 void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
            const float* B, int ldb, float beta, float* C, int ldc) {
+  // BLAS's rule for alpha = 0: C = beta·C, reading neither A nor B (nor C when beta = 0).
+  // OpenBLAS 0.3.21's SkylakeX kernels multiply anyway, so an Inf in A made NaN in C (Intel hosts
+  // of this kind, where bertrt switches OpenBLAS to SkylakeX: blas_core.h).
+  if (alpha == 0.0f) {
+    for (int m = 0; m < M; ++m) {
+      float* c = C + static_cast<size_t>(m) * ldc;
+      for (int n = 0; n < N; ++n) c[n] = beta == 0.0f ? 0.0f : beta * c[n];
+    }
+    return;
+  }
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
               trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
