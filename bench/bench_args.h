@@ -37,4 +37,16 @@ inline bool positive_int_option(int argc, char** argv, int& i, const char* name,
   std::exit(help ? 0 : 2);
 }
 
+// A command line of --json alone (or --help): whether --json was given.
+inline bool json_only_args(int argc, char** argv, const char* usage) {
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--json") == 0)
+      json = true;
+    else
+      usage_exit(argv, i, usage);
+  }
+  return json;
+}
+
 }  // namespace bertrt::bench

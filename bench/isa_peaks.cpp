@@ -111,18 +111,11 @@ struct Form {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool json = false;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--json") == 0) {
-      json = true;
-    } else {
-      bertrt::bench::usage_exit(
-          argv, i,
-          "usage: %s [--json]\nThe multiply-adds per second of one thread for each instruction "
-          "form of an fp32 or int8 GEMM's inner step (ymm FMA, the exact AVX2 vpmaddwd step, "
-          "vpmaddubsw, VNNI), issue ports only.\n");
-    }
-  }
+  const bool json = bertrt::bench::json_only_args(
+      argc, argv,
+      "usage: %s [--json]\nThe multiply-adds per second of one thread for each instruction "
+      "form of an fp32 or int8 GEMM's inner step (ymm FMA, the exact AVX2 vpmaddwd step, "
+      "vpmaddubsw, VNNI), issue ports only.\n");
 #if !defined(__x86_64__)
   std::fprintf(stderr, "bench_isa_peaks: x86-64 only\n");
   return 0;

@@ -19,6 +19,7 @@
 #include "backends/cpu/gelu_u8.h"
 #include "backends/cpu/q8_gemm.h"
 #include "backends/reference/reference_backend.h"
+#include "bench/bench_args.h"
 #include "bench/best_seconds.h"
 #include "quant/int8_weight.h"
 
@@ -44,23 +45,11 @@ std::vector<T> uniform(size_t n, unsigned seed, double lo, double hi) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool json = false;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--json") == 0) {
-      json = true;
-    } else if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {
-      std::printf(
-          "usage: %s [--json]\nGEMM throughput of the scalar reference, OpenBLAS fp32 and the int8 "
-          "kernel on BERT Linear shapes (128 tokens), then the streamed attention kernels (one "
-          "head, one thread). Threads: BERTRT_NUM_THREADS.\n",
-          argv[0]);
-      return 0;
-    } else {
-      std::fprintf(stderr, "%s: unknown argument '%s'\nusage: %s [--json]\n", argv[0], argv[i],
-                   argv[0]);
-      return 2;
-    }
-  }
+  const bool json = bertrt::bench::json_only_args(
+      argc, argv,
+      "usage: %s [--json]\nGEMM throughput of the scalar reference, OpenBLAS fp32 and the "
+      "int8 kernel on BERT Linear shapes (128 tokens), then the streamed attention kernels "
+      "(one head, one thread). Threads: BERTRT_NUM_THREADS.\n");
   bertrt::ReferenceBackend ref;
   bertrt::CpuBackend cpu;
   const char* kernel = bertrt::cpu::q8_kernel_name(bertrt::cpu::q8_best_kernel());
