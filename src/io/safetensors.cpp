@@ -75,7 +75,8 @@ std::map<std::string, std::string> parse_metadata(const std::string& path, const
   std::map<std::string, std::string> out;
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (!it.value().is_string())
-      fail("{}: __metadata__['{}'] must be a string, got {}", path, it.key(), json_excerpt(it.value()));
+      fail("{}: __metadata__['{}'] must be a string, got {}", path, it.key(),
+           json_excerpt(it.value()));
     out[it.key()] = it.value().get<std::string>();
   }
   return out;
@@ -88,12 +89,14 @@ struct Entry {
 
 uint64_t offset_value(const std::string& path, const std::string& name, const json& v) {
   if (!v.is_number_unsigned())
-    fail("{}: tensor '{}': data_offsets must be non-negative integers, got {}", path, name, json_excerpt(v));
+    fail("{}: tensor '{}': data_offsets must be non-negative integers, got {}", path, name,
+         json_excerpt(v));
   return v.get<uint64_t>();
 }
 
 Entry parse_entry(const std::string& path, const std::string& name, const json& j) {
-  if (!j.is_object()) fail("{}: tensor '{}': expected an object, got {}", path, name, json_excerpt(j));
+  if (!j.is_object())
+    fail("{}: tensor '{}': expected an object, got {}", path, name, json_excerpt(j));
   Entry e;
   e.t.name = name;
   const auto dtype = j.find("dtype");
@@ -106,7 +109,8 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
   if (shape == j.end() || !shape->is_array()) fail("{}: tensor '{}': missing array 'shape'", path, name);
   for (const json& d : *shape) {
     if (!d.is_number_unsigned() || d.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
-      fail("{}: tensor '{}': shape entries must be non-negative integers, got {}", path, name, json_excerpt(*shape));
+      fail("{}: tensor '{}': shape entries must be non-negative integers, got {}", path, name,
+           json_excerpt(*shape));
     e.t.shape.push_back(d.get<int64_t>());
   }
 

@@ -80,6 +80,14 @@ if [ -d "$TFI" ]; then
   expect_error tf-missing-shard 1 "$T/x.brt" "data-00000-of-00001: missing data shard" -- "$CONV" "$TFI" -o "$T/x.brt"
 fi
 
+# A converted classifier quantizes for the GLUE task its config names (finetuning_task "stsb"),
+# and refuses another (an sst2 --task would calibrate on the wrong data).
+expect_ok convert-regression "$CONV" "$M/st_regression" -o "$T/stsb.brt"
+printf 'index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n' > "$T/stsb.tsv"
+printf '0\tmain-captions\tMSRvid\t2012test\t0001\tnone\tnone\tA plane is taking off.\tAn air plane is taking off.\t5.000\n' >> "$T/stsb.tsv"
+expect_ok quantize-converted "$BERTRT" quantize --model "$T/stsb.brt" --task stsb --calibration "$T/stsb.tsv" --max-seq-length 24 -o "$T/stsb_q.brt"
+expect_error quantize-converted-other-task 1 "$T/sst2_q.brt" "stsb.brt: the model was fine-tuned for task stsb, not sst2" -- "$BERTRT" quantize --model "$T/stsb.brt" --task sst2 --calibration "$T/stsb.tsv" -o "$T/sst2_q.brt"
+
 # --- malformed inputs: exit 1, one line naming the file and field, no output ------------------------
 cp -r "$M/st_pretraining_f32" "$T/noconfig"; rm "$T/noconfig/config.json"
 expect_error missing-config 1 "$T/x.brt" "noconfig: config.json is missing" -- "$CONV" "$T/noconfig" -o "$T/x.brt"

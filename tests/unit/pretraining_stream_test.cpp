@@ -386,7 +386,8 @@ TEST(PretrainingStream, ErrorsNameTheFiles) {
   expect_error([&] { make_stream({one}, bad); }, {"shard of 1", "another document"});
   expect_error([&] { make_stream({dir.file("missing.txt")}, so); }, {"missing.txt", "not found"});
   // A binary file (a .brt passed as --corpus) trained on its bytes' UTF-8 runs.
-  const std::string bin = write(dir.file("model.brt"), document_text(3) + std::string("BRT1\0\x01", 6));
+  const std::string bin =
+      write(dir.file("model.brt"), document_text(3) + std::string("BRT1\0\x01", 6));
   expect_error([&] { make_stream({bin}, no_nsp); }, {"model.brt", "holds a NUL byte", "binary"});
 }
 

@@ -311,12 +311,11 @@ void add_plot(CLI::App& app) {
       fail("--label given {} times for {} metrics files", o->labels.size(), o->metrics.size());
     check_output_path("-o", o->out);
     const std::string ext = std::filesystem::path(o->out).extension().string();
-    if (ext != ".svg")
+    if (ext != ".svg") {
+      const std::string stem = std::filesystem::path(o->out).stem().string();
       fail("-o {}: only SVG is written (a PNG needs a font rasteriser); write -o {}.svg and "
-           "convert it if needed (`rsvg-convert {}.svg > {}.png`)", o->out,
-           std::filesystem::path(o->out).stem().string(),
-           std::filesystem::path(o->out).stem().string(),
-           std::filesystem::path(o->out).stem().string());
+           "convert it if needed (`rsvg-convert {}.svg > {}.png`)", o->out, stem, stem, stem);
+    }
     if (o->smooth < 0) fail("--smooth must be ≥ 0, got {}", o->smooth);
     std::vector<Run> runs;
     std::vector<std::string> files;

@@ -45,19 +45,22 @@ int get_int(const std::string& path, const json& j, const char* key, std::option
 
 float get_float(const std::string& path, const json& j, const char* key, float fallback) {
   if (!present(j, key)) return fallback;
-  if (!j[key].is_number()) fail("{}: field '{}' must be a number, got {}", path, key, json_excerpt(j[key]));
+  if (!j[key].is_number())
+    fail("{}: field '{}' must be a number, got {}", path, key, json_excerpt(j[key]));
   return j[key].get<float>();
 }
 
 bool get_bool(const std::string& path, const json& j, const char* key, bool fallback) {
   if (!present(j, key)) return fallback;
-  if (!j[key].is_boolean()) fail("{}: field '{}' must be true or false, got {}", path, key, json_excerpt(j[key]));
+  if (!j[key].is_boolean())
+    fail("{}: field '{}' must be true or false, got {}", path, key, json_excerpt(j[key]));
   return j[key].get<bool>();
 }
 
 std::string get_string(const std::string& path, const json& j, const char* key, const std::string& fallback) {
   if (!present(j, key)) return fallback;
-  if (!j[key].is_string()) fail("{}: field '{}' must be a string, got {}", path, key, json_excerpt(j[key]));
+  if (!j[key].is_string())
+    fail("{}: field '{}' must be a string, got {}", path, key, json_excerpt(j[key]));
   return j[key].get<std::string>();
 }
 
@@ -102,7 +105,8 @@ HfConfig read_hf_config(const std::string& path) {
   BertConfig& c = h.config;
   const BertConfig d;  // HF BertConfig defaults
   if (present(j, "model_type") && get_string(path, j, "model_type", "") != "bert")
-    fail("{}: model_type '{}' is not supported (expected bert)", path, json_excerpt(j["model_type"]));
+    fail("{}: model_type '{}' is not supported (expected bert)", path,
+         json_excerpt(j["model_type"]));
   const std::string pos = get_string(path, j, "position_embedding_type", "absolute");
   if (pos != "absolute")
     fail("{}: position_embedding_type '{}' is not supported (expected absolute)", path, pos);
@@ -165,7 +169,8 @@ std::optional<std::string> special_token(const std::string& path, const json& j,
   if (v.is_string()) return v.get<std::string>();
   if (v.is_object() && v.contains("content") && v["content"].is_string())
     return v["content"].get<std::string>();
-  fail("{}: field '{}' must be a token string or {{\"content\": ...}}, got {}", path, key, json_excerpt(v));
+  fail("{}: field '{}' must be a token string or {{\"content\": ...}}, got {}", path, key,
+       json_excerpt(v));
 }
 
 void apply_special_tokens(const std::string& path, const json& j, TokenizerSpec& s) {
@@ -211,9 +216,11 @@ HfTokenizer read_hf_tokenizer(const std::string& vocab_path, const std::string& 
     // model_max_length (older files: max_len); transformers writes int(1e30) for "no limit".
     for (const char* key : {"model_max_length", "max_len"}) {
       if (!present(j, key)) continue;
-      if (!j[key].is_number()) fail("{}: field '{}' must be a number, got {}", cfg_path, key, json_excerpt(j[key]));
+      if (!j[key].is_number())
+        fail("{}: field '{}' must be a number, got {}", cfg_path, key, json_excerpt(j[key]));
       const double v = j[key].get<double>();
-      if (v < 1) fail("{}: field '{}' must be positive, got {}", cfg_path, key, json_excerpt(j[key]));
+      if (v < 1)
+        fail("{}: field '{}' must be positive, got {}", cfg_path, key, json_excerpt(j[key]));
       if (v <= 1e9) t.model_max_length = static_cast<long long>(v);
       break;
     }
