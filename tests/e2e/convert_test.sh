@@ -88,6 +88,25 @@ printf '0\tmain-captions\tMSRvid\t2012test\t0001\tnone\tnone\tA plane is taking 
 expect_ok quantize-converted "$BERTRT" quantize --model "$T/stsb.brt" --task stsb --calibration "$T/stsb.tsv" --max-seq-length 24 -o "$T/stsb_q.brt"
 expect_error quantize-converted-other-task 1 "$T/sst2_q.brt" "stsb.brt: the model was fine-tuned for task stsb, not sst2" -- "$BERTRT" quantize --model "$T/stsb.brt" --task sst2 --calibration "$T/stsb.tsv" -o "$T/sst2_q.brt"
 
+# A converted classifier whose config names no GLUE task and whose id2label is HF's LABEL_0,
+# LABEL_1: eval and predict take the task from --task and its labels by index (they refused it:
+# "fine-tune it again"); without --task, predict says to name one.
+"$BERTRT" init --preset tiny --vocab "$M/st_seqcls/vocab.txt" --seed 1 -o "$T/ti.brt" > /dev/null
+printf 'sentence\tlabel\nit is a good film\t1\nit is a bad film\t0\n' > "$T/s.tsv"
+"$BERTRT" finetune --model "$T/ti.brt" --task sst2 --train "$T/s.tsv" --max-steps 1 --batch-size 2 \
+  -o "$T/ti_sst2.brt" > /dev/null 2>&1 && "$CONV" "$T/ti_sst2.brt" --to hf -o "$T/ti_hf" > /dev/null \
+  && /usr/bin/python3 - "$T/ti_hf/config.json" <<'EOF2' && "$CONV" "$T/ti_hf" -o "$T/ti_conv.brt" > /dev/null && ok || bad "converted sst2 model: setup"
+import json, sys
+c = json.load(open(sys.argv[1]))
+c.pop("finetuning_task", None)
+c["id2label"], c["label2id"] = {"0": "LABEL_0", "1": "LABEL_1"}, {"LABEL_0": 0, "LABEL_1": 1}
+json.dump(c, open(sys.argv[1], "w"))
+EOF2
+expect_ok eval-converted "$BERTRT" eval --model "$T/ti_conv.brt" --task sst2 --data "$T/s.tsv"
+grep -q "labels LABEL_0, LABEL_1 are read as task sst2's 0, 1, by index" "$T/stderr" && ok || bad "eval-converted: $(cat "$T/stderr")"
+expect_ok predict-converted sh -c "echo 'a good film' | '$BERTRT' predict --model '$T/ti_conv.brt' --task sst2"
+expect_error predict-converted-without-task 1 "" "name its GLUE task with --task" -- sh -c "echo 'a good film' | '$BERTRT' predict --model '$T/ti_conv.brt'"
+
 # --- malformed inputs: exit 1, one line naming the file and field, no output ------------------------
 cp -r "$M/st_pretraining_f32" "$T/noconfig"; rm "$T/noconfig/config.json"
 expect_error missing-config 1 "$T/x.brt" "noconfig: config.json is missing" -- "$CONV" "$T/noconfig" -o "$T/x.brt"

@@ -32,7 +32,9 @@ void add_eval(CLI::App& app) {
       "--json prints them with task, loss and examples, plus the deprecated names matthews,\n"
       "spearman and (conll2003) f1 / precision / recall for one more release.");
   c->add_option("--model", o->model, "fine-tuned model (.brt)")->required();
-  c->add_option("--task", o->task, "check that the model was fine-tuned for this task (optional)");
+  c->add_option("--task", o->task,
+                "check that the model was fine-tuned for this task; names the GLUE task of a "
+                "model that does not record one, e.g. a converted checkpoint (optional)");
   c->add_option("--data", o->data, "labelled data: TSV, CoNLL file or SQuAD JSON")->required();
   c->add_option("--articles", o->articles, "SQuAD: articles of --data, e.g. 30-39 (inclusive; default all)");
   c->add_option("--batch-size", o->batch_size, "rows per forward pass")->capture_default_str();
@@ -208,7 +210,7 @@ struct Predictor {
 
 void add_predict(CLI::App& app) {
   struct Opts {
-    std::string model;
+    std::string model, task;
     bool json = false;
     int max_seq_length = 0;
     BackendChoice backend;
@@ -226,6 +228,9 @@ void add_predict(CLI::App& app) {
       "--json: {\"label\", \"probabilities\"} | {\"score\"} | {\"words\", \"tags\"} |\n"
       "  {\"answer\", \"score\" (start + end logit), \"probability\", \"start\", \"end\" (characters)}");
   c->add_option("--model", o->model, "fine-tuned model (.brt)")->required();
+  c->add_option("--task", o->task,
+                "the GLUE task of a model that does not record one (a converted checkpoint); "
+                "else checked against the model's (optional)");
   c->add_option("--max-seq-length", o->max_seq_length,
                 "default: the value the model was fine-tuned with")
       ->check(at_least(1));
@@ -234,7 +239,7 @@ void add_predict(CLI::App& app) {
   c->callback([o] {
     check_input_file("--model", o->model);
     LoadedModel m = load_model(o->model);
-    TaskDefinition task = model_task(m, o->model, "");
+    TaskDefinition task = model_task(m, o->model, o->task);
     if (o->max_seq_length > 0) task.max_seq_length = task.squad.max_seq_length = o->max_seq_length;
     check_max_seq_length("--max-seq-length", task.max_seq_length,
                          m.model->config().max_position_embeddings);

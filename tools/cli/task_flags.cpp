@@ -1,6 +1,7 @@
 #include "task_flags.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 
@@ -99,22 +100,33 @@ TaskDefinition model_task(const LoadedModel& m, const std::string& path,
          path);
   TaskDefinition d;
   const auto it = m.metadata.find("task");
-  if (it != m.metadata.end()) {
+  const bool recorded = it != m.metadata.end();
+  if (recorded) {
     d = parse_task_definition(it->second, path);
   } else {
-    // Files written before the task was stored: a GLUE preset named in heads.task (or --task).
-    const std::string name = !h.task.empty() ? h.task : task_flag;
+    // Files that do not record their task's data format: written before it was stored, or
+    // converted from a checkpoint trained elsewhere. A GLUE preset named in heads.task (bertrt's
+    // older files; a converted config's finetuning_task), else by --task.
+    const std::string name = is_glue(h.task) || task_flag.empty() ? h.task : task_flag;
     if (!is_glue(name))
-      fail("{}: the model does not record its task's data format{}; fine-tune it again with this "
-           "version", path, name.empty() ? "" : fmt::format(" ('{}')", name));
+      fail("{}: the model does not record its task's data format{}; name its GLUE task with "
+           "--task (a converted checkpoint), or fine-tune it with this version", path,
+           name.empty() ? "" : fmt::format(" ('{}')", name));
     d = make_task_definition(name);
   }
   if (!task_flag.empty() && task_flag != d.name)
     fail("{}: the model was fine-tuned for task {}, not {}", path, d.name, task_flag);
-  if (h.resolved_kind() != d.kind || (d.kind != HeadKind::kRegression && h.labels != d.labels))
+  const bool labels_differ = d.kind != HeadKind::kRegression && h.labels != d.labels;
+  // A converted head names its labels its own way (HF's id2label: LABEL_0, NEGATIVE, ...): with
+  // as many labels as the task, they are the task's by index, as run_glue.py takes them.
+  const bool by_index = labels_differ && !recorded && h.labels.size() == d.labels.size();
+  if (h.resolved_kind() != d.kind || (labels_differ && !by_index))
     fail("{}: the model's head ({}, {} labels) does not match task {} ({}, {} labels)", path,
          head_kind_name(h.resolved_kind()), h.labels.size(), d.name, head_kind_name(d.kind),
          d.labels.size());
+  if (by_index)
+    fmt::print(stderr, "{}: the head's labels {} are read as task {}'s {}, by index\n", path,
+               fmt::join(h.labels, ", "), d.name, fmt::join(d.labels, ", "));
   return d;
 }
 
