@@ -9,9 +9,9 @@
 #include <filesystem>
 
 #include "common.h"
+#include "task_flags.h"
 #include "core/error.h"
 #include "io/model_io.h"
-#include "tasks/task_definition.h"
 #include "tasks/tsv_task.h"
 #include "train/finetune.h"
 #include "train/task_batch.h"
@@ -61,21 +61,9 @@ void add_quantize(CLI::App& app) {
     BertModel& model = *m.model;
     if (model.quant_mode() == QuantMode::kInt8)
       fail("{}: already an int8 model; quantize its fp32 source", o->model);
-    // The task the model records must be --task: an sst2 model calibrated on MRPC pairs would
-    // take its activation ranges from the wrong data. bertrt's fine-tuning records it; a
-    // converted checkpoint may carry HF's finetuning_task, compared where it names a GLUE task
-    // (its own spellings, "sst-2", and its id2label names are not bertrt's; the label count
-    // below still holds them to the task).
-    std::string recorded;
-    if (const auto it = m.metadata.find("task"); it != m.metadata.end()) {
-      recorded = parse_task_definition(it->second, o->model).name;
-    } else {
-      const std::vector<std::string> glue = glue_task_names();
-      if (std::find(glue.begin(), glue.end(), model.heads().task) != glue.end())
-        recorded = model.heads().task;
-    }
-    if (!recorded.empty() && recorded != o->task)
-      fail("{}: the model was fine-tuned for task {}, not {}", o->model, recorded, o->task);
+    // The task the model records (or, converted, its GLUE finetuning_task) must be --task: an
+    // sst2 model calibrated on MRPC pairs would take its activation ranges from the wrong data.
+    model_task(m, o->model, o->task);
     if (!model.heads().classifier() ||
         model.heads().num_labels() != (spec.regression ? 1 : int(spec.labels.size())))
       fail("{}: expected a model fine-tuned for {} ({} labels); fine-tune it first (bertrt "
