@@ -5,7 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -86,10 +86,11 @@ int parse_label(const std::string& text, const TaskSpec& spec, const std::string
 float parse_target(const std::string& text, const TaskSpec& spec, const std::string& path,
                    size_t line_no) {
   const std::string column = column_name(spec, spec.label_column);
-  errno = 0;
-  char* end = nullptr;
-  const double v = text.empty() ? 0 : std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(v))
+  // from_chars: decimal only (strtod also reads hex such as 0x3) and never the C locale's comma.
+  double v = 0;
+  const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || r.ec != std::errc() || r.ptr != text.data() + text.size() ||
+      !std::isfinite(v))
     fail("{}: line {}: column '{}': expected a number (regression target), got '{}'", path,
          line_no, column, text);
   if (v < spec.target_min || v > spec.target_max)

@@ -137,6 +137,9 @@ expect_error "--eval-steps without --valid" "$T/o8.brt" "eval-steps.*--valid" --
 expect_error "predict --max-seq-length -5" "" "max-seq-length: must be ≥ 1, got -5" -- "$BIN" predict --model "$T/sst2.brt" --max-seq-length -5
 expect_error "finetune --max-steps 0" "$T/o9.brt" "max-steps: must be ≥ 1, got 0" -- "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/train.tsv" --max-steps 0 -o "$T/o9.brt"
 expect_error "--device -7" "" "device: must be ≥ 0, got -7" -- "$BIN" eval --model "$T/sst2.brt" --task sst2 --data "$T/dev.tsv" --device -7
+expect_error "--device with the cpu backend" "" "--device 1 selects a Vulkan device: it needs --backend vulkan" -- "$BIN" eval --model "$T/sst2.brt" --task sst2 --data "$T/dev.tsv" --device 1
+expect_error "info --devices with a model" "" "reads no model: run \`bertrt info $T/sst2.brt\`" -- "$BIN" info --devices "$T/sst2.brt"
+expect_error "finetune --learning-rate 1e40 (past float)" "$T/o14.brt" "learning-rate must be a finite number > 0, got inf \(or a number past float's" -- "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/train.tsv" --max-steps 1 --learning-rate 1e40 -o "$T/o14.brt"
 expect_error "init --seed -1" "$T/o13.brt" "seed: expected an integer from 0 to 18446744073709551615, got '-1'" -- "$BIN" init --preset tiny --vocab "$VOCAB" --seed -1 -o "$T/o13.brt"
 expect_error "forward with a misspelt key" "" "line 1: unknown key \"atention_mask\"" -- sh -c "echo '{\"input_ids\":[101,102],\"atention_mask\":[1,0]}' | '$BIN' forward --model '$T/init.brt'"
 expect_error "bench --iters 0" "" "^bertrt: error: --iters must be ≥ 1, got 0$" -- "$BIN" bench --model "$T/init.brt" --iters 0

@@ -134,6 +134,11 @@ TEST(GluePresets, BadInputNamesFileAndLine) {
         "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n"
         "0\tg\tf\ty\to\ts\ts\ta\tb\thigh\n",
         {"line 2", "expected a number", "'high'"});
+  // Decimal only: strtod read a hex score (0x3) as 3.
+  fails("stsb", "score_hex.tsv",
+        "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n"
+        "0\tg\tf\ty\to\ts\ts\ta\tb\t0x3\n",
+        {"line 2", "expected a number", "'0x3'"});
   fails("mrpc", "mrpc_header.tsv", "Quality\t#1 String\t#2 String\n", {"line 1", "header"});
   // Both RTE spellings are accepted.
   const auto ok = read_glue_tsv(write(dir, "rte_words.tsv", rte_h + "a\tb\tnot_entailment\t0\na\tb\t0\t1\n"),

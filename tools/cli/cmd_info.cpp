@@ -74,6 +74,10 @@ void add_info(CLI::App& app) {
               "list the Vulkan devices (index for --device / BERTRT_VULKAN_DEVICE) and limits");
   c->callback([o] {
     if (o->devices) {
+      if (!o->model.empty())
+        fail("info --devices lists the compute devices and reads no model: run `bertrt info {}` "
+             "for the model",
+             o->model);
       const std::vector<std::string> lines = device_lines();
       if (lines.empty()) std::printf("no Vulkan device (no loader or driver found)\n");
       for (const std::string& l : lines) std::printf("%s\n", l.c_str());

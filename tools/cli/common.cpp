@@ -87,7 +87,8 @@ CLI::Validator seed_value() {
 
 void check_positive(const std::string& flag, double value, bool allow_zero) {
   if (!std::isfinite(value) || value < 0 || (!allow_zero && value == 0))
-    fail("{} must be a finite number {} 0, got {}", flag, allow_zero ? "≥" : ">", value);
+    fail("{} must be a finite number {} 0, got {}{}", flag, allow_zero ? "≥" : ">", value,
+         std::isinf(value) ? " (or a number past float's ±3.4e38)" : "");
 }
 
 void check_max_seq_length(const std::string& flag, int value, int max_position_embeddings) {
@@ -134,6 +135,13 @@ void BackendChoice::add_to(CLI::App* app) {
                   "Vulkan device index for --backend vulkan (bertrt info --devices; default "
                   "BERTRT_VULKAN_DEVICE or 0)")
       ->check(at_least(0));
+}
+
+std::unique_ptr<Backend> BackendChoice::make() const {
+  if (device >= 0 && name != "vulkan")
+    fail("--device {} selects a Vulkan device: it needs --backend vulkan (the backend is {})",
+         device, name);
+  return make_backend(name, device);
 }
 
 std::unique_ptr<Backend> BackendChoice::make_inference() const {

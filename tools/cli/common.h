@@ -40,7 +40,8 @@ struct BackendChoice {
   std::string name = "cpu";
   int device = -1;  // --device: the Vulkan device (bertrt info --devices)
   void add_to(CLI::App* app);
-  std::unique_ptr<Backend> make() const { return make_backend(name, device); }
+  // --device with a backend other than vulkan is an error (it would be ignored).
+  std::unique_ptr<Backend> make() const;
   // For the commands that only run forwards of one loaded model (forward, eval, predict,
   // fill-mask, bench): a cpu backend is told its weights are constant
   // (CpuBackend::set_constant_weights), which lets it use XNNPACK; other backends as make().
