@@ -250,6 +250,18 @@ TEST(GemmU8S8, EveryKernelOfThisCpuEqualsTheScalarLoops) {
                   << " prepacked=" << prepack;
             }
     }
+    // A taller than one of the panel loop's row blocks (256 KB of A, W prepacked): blocks of 80
+    // rows at K = 3,000 (42 for the AVX2 kernel's int16 A), the last cut short inside a tile.
+    if (packs) {
+      const int M = 203, N = 37, K = 3000, pad = 6;
+      const auto A = test::random_u8(static_cast<size_t>(M) * (K + pad), 71);
+      const auto W = test::random_s8(static_cast<size_t>(N) * (K + pad / 2), 72, -128, 127);
+      const auto want = run(Q8Kernel::kScalar, M, N, K, pad, A, W, false);
+      const auto got = run(k, M, N, K, pad, A, W, true);
+      ASSERT_TRUE(all_equal(want.first, got.first)) << cpu::q8_kernel_name(k) << " tall A";
+      ASSERT_EQ(0, std::memcmp(want.second.data(), got.second.data(), want.second.size() * sizeof(float)))
+          << cpu::q8_kernel_name(k) << " tall A, dequantized";
+    }
     for (auto [a, w] : {std::pair{0, -128}, std::pair{255, -128}, std::pair{255, 127}, std::pair{0, 127}}) {
       const int M = 3, N = 5, K = kMaxQ8K;
       const std::vector<uint8_t> A(static_cast<size_t>(M) * K, static_cast<uint8_t>(a));
