@@ -105,7 +105,29 @@ EOF2
 expect_ok eval-converted "$BERTRT" eval --model "$T/ti_conv.brt" --task sst2 --data "$T/s.tsv"
 grep -q "labels LABEL_0, LABEL_1 are read as task sst2's 0, 1, by index" "$T/stderr" && ok || bad "eval-converted: $(cat "$T/stderr")"
 expect_ok predict-converted sh -c "echo 'a good film' | '$BERTRT' predict --model '$T/ti_conv.brt' --task sst2"
-expect_error predict-converted-without-task 1 "" "name its GLUE task with --task" -- sh -c "echo 'a good film' | '$BERTRT' predict --model '$T/ti_conv.brt'"
+expect_error predict-converted-without-task 1 "" "name its task with --task" -- sh -c "echo 'a good film' | '$BERTRT' predict --model '$T/ti_conv.brt'"
+# A converted span model (run_squad.py's, above) after a round trip: predict and forward take it
+# (predict refused every non-GLUE task: "name its GLUE task"; forward printed no span logits).
+expect_ok squad-reconvert "$CONV" "$T/squad_hf" -o "$T/squad_rt.brt"
+expect_ok predict-converted-squad sh -c "echo '{\"question\": \"who went?\", \"context\": \"Bob went home.\"}' | '$BERTRT' predict --model '$T/squad_rt.brt' --task squad --max-seq-length 24"
+expect_ok forward-span-logits sh -c "echo '{\"input_ids\": [2, 7, 9, 3]}' | '$BERTRT' forward --model '$T/squad_rt.brt'"
+/usr/bin/python3 -c "import json,sys; d=json.load(open('$T/stdout')); assert len(d['start_logits']) == len(d['end_logits']) == 4" \
+  && ok || bad "forward of a span model: no start_logits/end_logits [T]: $(head -c 200 "$T/stdout")"
+# An int8 file exports as fp32 without its activation ranges (*.input_observer, which no HF class
+# has and which the converter refused on the way back), with one warning saying so.
+expect_ok quantized-to-hf "$CONV" --to hf "$T/stsb_q.brt" -o "$T/q_hf"
+grep -q "activation ranges of its quantization (\*.input_observer) are not exported" "$T/stderr" \
+  && ok || bad "quantized-to-hf warning: $(cat "$T/stderr")"
+expect_ok quantized-hf-reconvert "$CONV" "$T/q_hf" -o "$T/q_rt.brt"
+# A failed --to hf into an existing folder replaces nothing (a folder where vocab.txt goes made the
+# last renames fail after model.safetensors had been replaced: stsb weights beside an sst2 config).
+expect_ok hf-keep "$CONV" --to hf "$T/ti_sst2.brt" -o "$T/hfkeep"
+rm "$T/hfkeep/vocab.txt" && mkdir "$T/hfkeep/vocab.txt"
+sum_before=$(cat "$T/hfkeep/model.safetensors" "$T/hfkeep/config.json" | md5sum)
+expect_error hf-no-mix 1 "" "hfkeep/vocab.txt: is a folder, where this export writes a file; nothing in .*hfkeep was replaced" -- "$CONV" --to hf "$T/stsb.brt" -o "$T/hfkeep"
+[ "$(cat "$T/hfkeep/model.safetensors" "$T/hfkeep/config.json" | md5sum)" = "$sum_before" ] && ok || bad "a failed --to hf changed the folder"
+expect_error hf-parent-file 1 "" "cannot create the folder: .*ti_sst2.brt is a file, not a folder" -- "$CONV" --to hf "$T/stsb.brt" -o "$T/ti_sst2.brt/sub"
+expect_error hf-vocab 2 "" "--vocab applies to conversions into .brt" -- "$CONV" --to hf "$T/ti_sst2.brt" -o "$T/hfv" --vocab "$M/st_seqcls/vocab.txt"
 
 # --- malformed inputs: exit 1, one line naming the file and field, no output ------------------------
 cp -r "$M/st_pretraining_f32" "$T/noconfig"; rm "$T/noconfig/config.json"

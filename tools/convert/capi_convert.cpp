@@ -22,6 +22,7 @@ extern "C" bertrt_status bertrt_convert(const char* input, const char* output, c
     const char* fn = "bertrt_convert";
     require(input, fn, "input");
     require(output, fn, "output");
+    if (!*output) api_fail(BERTRT_E_INVALID_ARGUMENT, "{}: output is an empty path", fn);
     const std::string target = to ? to : "brt", type = dtype ? dtype : "f32";
     std::error_code ec;
     if (!std::filesystem::exists(input, ec))
@@ -31,6 +32,11 @@ extern "C" bertrt_status bertrt_convert(const char* input, const char* output, c
       if (type != "f32")
         api_fail(BERTRT_E_INVALID_ARGUMENT,
                  "{}: dtype applies to conversions into .brt, not to \"hf\"", fn);
+      if (vocab)
+        api_fail(BERTRT_E_INVALID_ARGUMENT,
+                 "{}: vocab applies to conversions into .brt; \"hf\" writes the .brt's own "
+                 "vocabulary",
+                 fn);
       warnings = convert::export_hf(input, output);
     } else if (target == "brt") {
       const auto parsed = convert::parse_float_dtype(type);
@@ -38,7 +44,9 @@ extern "C" bertrt_status bertrt_convert(const char* input, const char* output, c
         api_fail(BERTRT_E_INVALID_ARGUMENT, "{}: dtype must be f32, f16 or bf16, got {}", fn, type);
       convert::check_replaceable_brt("output", output);
       if (vocab && !std::filesystem::is_regular_file(vocab, ec))
-        api_fail(BERTRT_E_IO, "{}: vocab {}: no such file", fn, vocab);
+        api_fail(BERTRT_E_IO, "{}: vocab {}: {}", fn, vocab,
+                 std::filesystem::is_directory(vocab, ec) ? "is a folder, not a file"
+                                                          : "no such file");
       convert::ConvertOptions opts;
       opts.dtype = *parsed;
       opts.vocab = vocab ? vocab : "";

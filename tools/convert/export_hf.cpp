@@ -124,6 +124,15 @@ void write_folder(const std::string& dir, const ModelContents& c,
   add_text(files, (d / "config.json").string(),
            config_json(c, arch, labels, torch_dtype).dump(2) + "\n");
   for (AtomicFile& f : files) f.sync();
+  // A rename fails onto a folder: checked for every file before the first is renamed, so the
+  // folder never holds a mix of two exports (one model's weights beside another's config).
+  for (AtomicFile& f : files) {
+    std::error_code ec;
+    const fs::file_status st = fs::symlink_status(f.path(), ec);
+    if (fs::exists(st) && fs::is_directory(st))
+      fail("{}: is a folder, where this export writes a file; nothing in {} was replaced",
+           f.path(), dir);
+  }
   for (AtomicFile& f : files) f.commit();
 }
 
@@ -142,7 +151,14 @@ std::vector<std::string> export_hf(const std::string& brt_path, const std::strin
   std::vector<SafetensorsTensor> out;
   std::deque<std::vector<uint8_t>> storage;  // dequantized tensors
   std::map<std::string, size_t> dtype_count;
+  size_t observers = 0;
   for (const TensorRecord& t : c.tensors) {
+    // A quantized file's activation ranges (quant_io.h): no HF module has them, and the converter
+    // would refuse them on the way back.
+    if (t.name.size() > 15 && t.name.compare(t.name.size() - 15, 15, ".input_observer") == 0) {
+      ++observers;
+      continue;
+    }
     if (!belongs(arch, t.name)) {
       if (t.name.rfind("bert.pooler.", 0) != 0)
         warnings.push_back(fmt::format("{}: tensor '{}' is not part of {}; not exported", brt_path, t.name, arch));
@@ -173,6 +189,10 @@ std::vector<std::string> export_hf(const std::string& brt_path, const std::strin
   for (const auto& [d, n] : dtype_count)
     if (n > dtype_count[main_dtype]) main_dtype = d;
   const std::string torch_dtype = main_dtype == "F16" ? "float16" : main_dtype == "BF16" ? "bfloat16" : "float32";
+  if (observers)
+    warnings.push_back(fmt::format("{}: the {} activation ranges of its quantization "
+                                   "(*.input_observer) are not exported: the folder is fp32",
+                                   brt_path, observers));
   if (c.training_state) warnings.push_back(brt_path + ": optimizer state is not exported (Hugging Face has no place for it)");
 
   if (fs::exists(dir) && !fs::is_directory(dir)) fail("{}: exists and is not a folder", dir);
@@ -188,7 +208,9 @@ std::vector<std::string> export_hf(const std::string& brt_path, const std::strin
   bool created = false;
   if (!fs::exists(dir)) {
     const fs::path parent = fs::absolute(dir).parent_path();
-    if (!fs::is_directory(parent)) fail("{}: cannot create the folder: {} does not exist", dir, parent.string());
+    if (!fs::is_directory(parent))
+      fail("{}: cannot create the folder: {} {}", dir, parent.string(),
+           fs::exists(parent) ? "is a file, not a folder" : "does not exist");
     std::error_code ec;
     fs::create_directory(dir, ec);
     if (ec) fail("{}: cannot create the folder: {}", dir, ec.message());

@@ -80,6 +80,9 @@ int to_brt(const Options& o) {
 
 int to_hf(const Options& o) {
   if (o.dtype != "f32") throw UsageError("--dtype applies to conversions into .brt, not --to hf");
+  if (!o.vocab.empty())
+    throw UsageError("--vocab applies to conversions into .brt; --to hf writes the .brt's own "
+                     "vocabulary");
   warn(export_hf(o.input, o.output));
   if (!o.quiet)
     fmt::print("wrote {}/: config.json, model.safetensors, vocab.txt, tokenizer_config.json, "
@@ -90,6 +93,8 @@ int to_hf(const Options& o) {
 int run(const Options& o) {
   if (o.inspect) {
     if (!o.output.empty()) throw UsageError("--inspect prints to stdout; it takes no -o");
+    if (o.dtype != "f32" || !o.vocab.empty() || o.to != "brt")
+      throw UsageError("--inspect lists the tensors as stored; it takes no --dtype, --vocab or --to");
     const Inspection in = inspect_path(o.input);
     fmt::print("{}", o.json ? inspection_json(in) : inspection_text(in));
     return 0;
