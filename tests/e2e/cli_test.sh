@@ -140,6 +140,16 @@ expect_error "--device -7" "" "device: must be ≥ 0, got -7" -- "$BIN" eval --m
 expect_error "--device with the cpu backend" "" "--device 1 selects a Vulkan device: it needs --backend vulkan" -- "$BIN" eval --model "$T/sst2.brt" --task sst2 --data "$T/dev.tsv" --device 1
 expect_error "info --devices with a model" "" "reads no model: run \`bertrt info $T/sst2.brt\`" -- "$BIN" info --devices "$T/sst2.brt"
 expect_error "finetune --learning-rate 1e40 (past float)" "$T/o14.brt" "learning-rate must be a finite number > 0, got inf \(or a number past float's" -- "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/train.tsv" --max-steps 1 --learning-rate 1e40 -o "$T/o14.brt"
+# plot drew nonsense and exited 0: a string loss, records without a loss or accuracy, a lone line
+# that is not JSON ("no step or eval records").
+printf '{"step":1,"loss":"x"}\n' > "$T/m_str.jsonl"
+expect_error "plot: a string loss" "$T/m_str.svg" "m_str.jsonl: line 1: \"loss\" must be a number" -- "$BIN" plot "$T/m_str.jsonl" -o "$T/m_str.svg"
+printf '{"step":1}\n{"step":2}\n' > "$T/m_none.jsonl"
+expect_error "plot: nothing to draw" "$T/m_none.svg" "its 2 records hold no loss or accuracy" -- "$BIN" plot "$T/m_none.jsonl" -o "$T/m_none.svg"
+printf '{"step":1,"loss":1.5,"accuracy":2.5}\n' > "$T/m_acc.jsonl"
+expect_error "plot: accuracy past 1" "$T/m_acc.svg" "line 1: \"accuracy\" must be in \[0, 1\], got 2.5" -- "$BIN" plot "$T/m_acc.jsonl" -o "$T/m_acc.svg"
+printf 'garbage\n' > "$T/m_bad.jsonl"
+expect_error "plot: a lone line that is not JSON" "$T/m_bad.svg" "m_bad.jsonl: line 1: not a JSON object" -- "$BIN" plot "$T/m_bad.jsonl" -o "$T/m_bad.svg"
 expect_error "init --seed -1" "$T/o13.brt" "seed: expected an integer from 0 to 18446744073709551615, got '-1'" -- "$BIN" init --preset tiny --vocab "$VOCAB" --seed -1 -o "$T/o13.brt"
 expect_error "forward with a misspelt key" "" "line 1: unknown key \"atention_mask\"" -- sh -c "echo '{\"input_ids\":[101,102],\"atention_mask\":[1,0]}' | '$BIN' forward --model '$T/init.brt'"
 expect_error "bench --iters 0" "" "^bertrt: error: --iters must be ≥ 1, got 0$" -- "$BIN" bench --model "$T/init.brt" --iters 0

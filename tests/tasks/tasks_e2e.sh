@@ -122,6 +122,10 @@ printf 'EU rejects German call to boycott British lamb .\n\nPeter Blackburn\n' |
   [ -z "$(sed -n 2p "$T/p_ner.txt")" ] && [ "$(sed -n 3p "$T/p_ner.txt" | wc -w)" = 2 ] && ok || bad "predict ner: $(cat "$T/p_ner.txt")"
 printf 'Peter  Blackburn\n' | "$BIN" predict --model "$T/ner.brt" --json > "$T/p_ner.json"
 check "predict ner json" '^\{"tags":\["[A-Z-]+","[A-Z-]+"\],"words":\["Peter","Blackburn"\]\}$' "$T/p_ner.json"
+# forward's token logits are [T][num_labels] (HF's shape less the batch); they were flat.
+echo '{"input_ids": [101, 2848, 6679, 102]}' | "$BIN" forward --model "$T/ner.brt" > "$T/f_ner.json"
+/usr/bin/python3 -c "import json,sys; l=json.load(open(sys.argv[1]))['logits']; assert len(l) == 4 and all(len(r) == 9 for r in l), l" \
+  "$T/f_ner.json" && ok || bad "forward ner logits: $(head -c 300 "$T/f_ner.json")"
 
 # --- SQuAD v1.1 --------------------------------------------------------------------------------------
 # Two articles of the shared file, cut to two paragraphs each (article 0 trains, article 1 evaluates).
@@ -194,8 +198,15 @@ expect_error "tsv regression given a non-number" "" "gr_bad.tsv: line 1: .*expec
   "$BIN" eval --model "$T/gr.brt" --data "$T/gr_bad.tsv"
 expect_error "predict QA bad line" "" "stdin: line 1: expected a JSON object" -- \
   sh -c "printf 'no tab here\n' | '$BIN' predict --model '$T/qa.brt'"
-expect_error "predict QA bad JSON" "" "stdin: line 1: expected \{\"question\"" -- \
+expect_error "predict QA bad JSON" "" "stdin line 1: field \"context\" is missing" -- \
   sh -c "printf '{\"question\": \"Who?\"}\n' | '$BIN' predict --model '$T/qa.brt'"
+# Keys as forward checks them: an unknown one was ignored, a repeated one decided by the parser.
+expect_error "predict QA unknown key" "" "stdin line 1: unknown key \"extra\" \(expected question, context\)" -- \
+  sh -c "printf '{\"question\": \"Who?\", \"context\": \"Bob.\", \"extra\": 1}\n' | '$BIN' predict --model '$T/qa.brt'"
+expect_error "forward repeated key" "" "stdin line 1: key \"input_ids\" appears twice" -- \
+  sh -c "printf '{\"input_ids\": [101, 102], \"input_ids\": [101]}\n' | '$BIN' forward --model '$T/qa.brt'"
+expect_error "forward number out of range" "" "stdin line 1: not valid JSON: number overflow" -- \
+  sh -c "printf '{\"input_ids\": [101, 1e400, 102]}\n' | '$BIN' forward --model '$T/qa.brt'"
 expect_error "predict with a pre-trained model" "" "no fine-tuning head" -- \
   sh -c "echo hi | '$BIN' predict --model '$T/init.brt'"
 expect_error "bad article range" "$T/o7.brt" "--train-articles.*'3-1'" -- \

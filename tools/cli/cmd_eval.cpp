@@ -5,6 +5,8 @@
 
 #include "common.h"
 #include "core/error.h"
+#include "core/json_excerpt.h"
+#include "forward_input.h"
 #include "io/model_io.h"
 #include "task_flags.h"
 #include "train/metrics_report.h"
@@ -171,13 +173,13 @@ struct Predictor {
     SquadExample ex;
     ex.id = fmt::format("line {}", n);
     if (!line.empty() && line[0] == '{') {
-      try {
-        const nlohmann::json j = nlohmann::json::parse(line);
-        ex.question = j.at("question").get<std::string>();
-        ex.context = j.at("context").get<std::string>();
-      } catch (const nlohmann::json::exception& e) {
-        fail("stdin: line {}: expected {{\"question\": ..., \"context\": ...}}: {}", n, e.what());
-      }
+      const nlohmann::json j =
+          parse_json_object_line(line, n, {"question", "context"}, {"question", "context"});
+      for (const char* key : {"question", "context"})
+        if (!j[key].is_string())
+          fail("stdin line {}: \"{}\" must be a string, got {}", n, key, json_excerpt(j[key]));
+      ex.question = j["question"].get<std::string>();
+      ex.context = j["context"].get<std::string>();
     } else {
       const std::vector<std::string> fields = split_tabs(line);
       if (fields.size() != 2)

@@ -1,6 +1,6 @@
 // bertrt forward: JSON lines of ids in → JSON lines of hidden states and head logits out, named as
 // Hugging Face names them (last_hidden_state, pooler_output, prediction_logits,
-// seq_relationship_logits, logits).
+// seq_relationship_logits, logits, start_logits, end_logits).
 #include <fmt/format.h>
 
 #include <cstdint>
@@ -58,7 +58,17 @@ void add_forward(CLI::App& app) {
       out["last_hidden_state"] = matrix(model.last_hidden_state(), T, cfg.hidden_size);
       out["pooler_output"] = matrix(model.pooler_output(), 1, cfg.hidden_size)[0];
       if (model.heads().nsp) out["seq_relationship_logits"] = model.seq_relationship_logits();
-      if (model.heads().classifier()) out["logits"] = model.logits();
+      const HeadsConfig& h = model.heads();
+      // HF's shapes less the batch: [num_labels] (sequence), [1] (regression), [T][num_labels]
+      // (tokens); question answering's start_logits and end_logits [T].
+      if (h.resolved_kind() == HeadKind::kTokenClassification)
+        out["logits"] = matrix(model.logits().data(), T, h.num_labels());
+      else if (h.classifier())
+        out["logits"] = model.logits();
+      if (h.resolved_kind() == HeadKind::kQuestionAnswering) {
+        out["start_logits"] = model.start_logits();
+        out["end_logits"] = model.end_logits();
+      }
       if (model.heads().mlm)
         out["prediction_logits"] = matrix(model.mlm_logits_all(*be), T, cfg.vocab_size);
       fmt::print("{}\n", out.dump());

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -22,6 +23,7 @@
 #include "common.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/json_excerpt.h"
 
 namespace bertrt::cli {
 
@@ -44,31 +46,59 @@ struct Records {
   bool finetune = false;  // finetune's records: "eval" names the split, metrics at top level
 };
 
+// The drawn values of a record: a number, or null (a non-finite value); accuracies in [0, 1].
+// Returns how many it has.
+int check_values(const nlohmann::json& j, const std::string& path, size_t line) {
+  int found = 0;
+  for (const char* key : {"loss", "mlm_loss", "nsp_loss", "accuracy", "mlm_accuracy",
+                          "nsp_accuracy"}) {
+    if (!j.contains(key) || j[key].is_null()) continue;
+    if (!j[key].is_number())
+      fail("{}: line {}: \"{}\" must be a number, got {}", path, line, key, json_excerpt(j[key]));
+    const double v = j[key].get<double>();
+    if (std::strstr(key, "accuracy") && !(v >= 0 && v <= 1))
+      fail("{}: line {}: \"{}\" must be in [0, 1], got {}", path, line, key, v);
+    ++found;
+  }
+  return found;
+}
+
 Records read_metrics(const std::string& path) {
   std::ifstream in(path);
   if (!in) fail("{}: cannot open", path);
   Records r;
   std::string line;
+  size_t torn = 0, values = 0;
   for (size_t n = 1; std::getline(in, line); ++n) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object()) {
-      if (in.peek() == EOF) break;  // a torn last line (killed run)
-      fail("{}: line {}: not a JSON object", path, n);
+      if (in.peek() != EOF) fail("{}: line {}: not a JSON object", path, n);
+      torn = n;  // a torn last line (killed run)
+      break;
     }
     if (!j.contains("step") || !j["step"].is_number_integer()) continue;
     const int64_t step = j["step"].get<int64_t>();
     if (j.contains("eval") && j["eval"].is_object()) {  // pretrain: {"eval": {"mlm_loss", ...}}
       r.eval[step] = j["eval"];
+      values += check_values(j["eval"], path, n);
     } else if (j.contains("eval") && j["eval"].is_string()) {  // finetune: {"eval": "dev", ...}
       r.eval[step] = j;
       r.finetune = true;
+      values += check_values(j, path, n);
     } else {
       r.train[step] = j;
       if (j.contains("accuracy") && !j.contains("mlm_loss")) r.finetune = true;
+      values += check_values(j, path, n);
     }
   }
-  if (r.train.empty() && r.eval.empty()) fail("{}: no step or eval records", path);
+  if (r.train.empty() && r.eval.empty()) {
+    if (torn) fail("{}: line {}: not a JSON object", path, torn);
+    fail("{}: no step or eval records (the JSON lines of --metrics)", path);
+  }
+  if (values == 0)
+    fail("{}: its {} records hold no loss or accuracy to draw", path,
+         r.train.size() + r.eval.size());
   return r;
 }
 

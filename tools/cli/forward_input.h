@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace bertrt::cli {
 
 struct ForwardInput {
@@ -20,5 +22,13 @@ struct ForwardInput {
 // input_ids, a field that is not a list of 32-bit integers, a length that differs from input_ids,
 // or an attention_mask value other than 0/1. Token ids are checked against the model later.
 ForwardInput parse_forward_line(const std::string& line, size_t n);
+
+// One stdin line as a JSON object with exactly the keys named in `keys` (comma-separated for the
+// message), each at most once; `required` of them must be present. Throws bertrt::Error
+// "stdin line N: ..." naming the problem: not JSON (with the parser's reason, e.g. a number out of
+// range), not an object, an unknown or repeated key, a missing one.
+nlohmann::json parse_json_object_line(const std::string& line, size_t n,
+                                      const std::vector<std::string>& keys,
+                                      const std::vector<std::string>& required);
 
 }  // namespace bertrt::cli

@@ -84,7 +84,10 @@ TaskDefinition task_from_flags(const TaskFlags& f, const std::string& train_path
 
 namespace {
 
-bool is_glue(const std::string& name) {
+// A task whose data format its name alone defines: the GLUE presets, conll2003 and squad (not
+// tsv, whose columns only a fine-tuned file records).
+bool is_preset(const std::string& name) {
+  if (name == "conll2003" || name == "squad") return true;
   for (const std::string& n : glue_task_names())
     if (n == name) return true;
   return false;
@@ -105,13 +108,13 @@ TaskDefinition model_task(const LoadedModel& m, const std::string& path,
     d = parse_task_definition(it->second, path);
   } else {
     // Files that do not record their task's data format: written before it was stored, or
-    // converted from a checkpoint trained elsewhere. A GLUE preset named in heads.task (bertrt's
+    // converted from a checkpoint trained elsewhere. A preset named in heads.task (bertrt's
     // older files; a converted config's finetuning_task), else by --task.
-    const std::string name = is_glue(h.task) || task_flag.empty() ? h.task : task_flag;
-    if (!is_glue(name))
-      fail("{}: the model does not record its task's data format{}; name its GLUE task with "
-           "--task (a converted checkpoint), or fine-tune it with this version", path,
-           name.empty() ? "" : fmt::format(" ('{}')", name));
+    const std::string name = is_preset(h.task) || task_flag.empty() ? h.task : task_flag;
+    if (!is_preset(name))
+      fail("{}: the model does not record its task's data format{}; name its task with --task "
+           "(a GLUE task, conll2003 or squad: a converted checkpoint), or fine-tune it with this "
+           "version", path, name.empty() ? "" : fmt::format(" ('{}')", name));
     d = make_task_definition(name);
   }
   if (!task_flag.empty() && task_flag != d.name)

@@ -31,8 +31,9 @@ std::string task_help();
 TaskDefinition task_from_flags(const TaskFlags& f, const std::string& train_path,
                                int max_seq_length);
 
-// The task stored in a fine-tuned model (metadata "task"); files from before it existed fall back
-// on heads.task when that is a GLUE preset. `task_flag` (may be empty) must name the same task.
+// The task stored in a fine-tuned model (metadata "task"); files without it (older ones, converted
+// checkpoints) fall back on heads.task when that is a preset (a GLUE task, conll2003, squad), else
+// on `task_flag`. `task_flag` (may be empty) must name the same task.
 // Checks that the model's head matches the task. Throws bertrt::Error naming `path` otherwise or
 // when the model has no fine-tuning head.
 TaskDefinition model_task(const LoadedModel& m, const std::string& path,
