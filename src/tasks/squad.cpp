@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <system_error>
+#include <unordered_set>
 
 #include "core/error.h"
 #include "core/json_excerpt.h"
@@ -44,6 +45,8 @@ SquadAnswer read_answer(const json& a, const std::string& context, const std::st
   const std::string where = "question " + id;
   SquadAnswer ans;
   ans.text = field(a, "text", json::value_t::string, path, where + " answer").get<std::string>();
+  if (ans.text.empty())  // a span of no characters: nothing to train on or to score against
+    fail("{}: question '{}': an answer's text is empty", path, id);
   ans.char_start =
       field(a, "answer_start", json::value_t::number_unsigned, path, where + " answer").get<size_t>();
   ans.byte_start = byte_offset(context, ans.char_start);
@@ -70,6 +73,7 @@ SquadDataset read_squad(const std::string& path) {
     fail("{}: not valid JSON: {}", path, e.what());
   }
   SquadDataset data;
+  std::unordered_set<std::string> ids;  // evaluate-v1.1.py keys the predictions by id
   const json& articles = field(root, "data", json::value_t::array, path, "top level");
   for (size_t a = 0; a < articles.size(); ++a) {
     const std::string wa = "article " + std::to_string(a);
@@ -84,6 +88,9 @@ SquadDataset read_squad(const std::string& path) {
         const std::string wq = wp + " question " + std::to_string(q);
         SquadExample ex;
         ex.id = field(qas[q], "id", json::value_t::string, path, wq).get<std::string>();
+        if (!ids.insert(ex.id).second)
+          fail("{}: {}: id '{}' is used by an earlier question (the metric keys answers by id)",
+               path, wq, ex.id);
         ex.question = field(qas[q], "question", json::value_t::string, path, wq).get<std::string>();
         ex.context = context;
         ex.article = a;

@@ -99,6 +99,24 @@ TEST(Squad, UnansweredQuestionAndNegativeOffsetFailAtLoad) {
                {n, "question q1 answer", "'answer_start' must be a non-negative integer, got -1"});
 }
 
+// An empty answer text and a repeated id loaded and trained; eval counted the repeated question
+// twice (evaluate-v1.1.py keys predictions by id).
+TEST(Squad, EmptyAnswerTextAndRepeatedIdFailAtLoad) {
+  test::TempDir dir;
+  const std::string e = dir.file("empty.json");
+  std::ofstream(e) << R"({"data": [{"title": "T", "paragraphs": [{"context": "The cat sat.",
+      "qas": [{"id": "q1", "question": "Who sat?", "answers": [{"answer_start": 0,
+      "text": ""}]}]}]}]})";
+  expect_error([&] { read_squad(e); }, {e, "question 'q1': an answer's text is empty"});
+  const std::string d = dir.file("dup.json");
+  std::ofstream(d) << R"({"data": [{"title": "T", "paragraphs": [{"context": "The cat sat.",
+      "qas": [{"id": "1", "question": "Who sat?", "answers": [{"answer_start": 4,
+      "text": "cat"}]}, {"id": "1", "question": "Who?", "answers": [{"answer_start": 4,
+      "text": "cat"}]}]}]}]})";
+  expect_error([&] { read_squad(d); },
+               {d, "article 0 paragraph 0 question 1: id '1' is used by an earlier question"});
+}
+
 // Articles [30, kLastArticle) of the dev set for the window test: 10 natively, 2 under qemu or
 // a sanitizer (test::sparse).
 const int kLastArticle = test::sparse() ? 32 : 40;
