@@ -71,10 +71,12 @@ typedef struct bertrt_model bertrt_model;
 typedef struct bertrt_model_options {
   uint32_t struct_size;
   const char* backend;      /* "cpu" (default), "reference", "vulkan" (when built), "checked" */
-  int32_t device;           /* vulkan device index; -1: BERTRT_VULKAN_DEVICE or 0 */
+  int32_t device;           /* vulkan device index (backend "vulkan" only); -1: BERTRT_VULKAN_DEVICE
+                               or 0 */
   int32_t num_threads;      /* cpu backend threads; 0: BERTRT_NUM_THREADS or every core the
                                process may run on (affinity); capped at those cores */
-  int32_t verify_checksums; /* 1 (default): check the tensors' CRC-32C; 0: trusted files only */
+  int32_t verify_checksums; /* 1 (default): check the tensors' CRC-32C; 0: trusted files only (0 or
+                               1) */
 } bertrt_model_options;
 
 BERTRT_API void bertrt_model_options_init(bertrt_model_options* options);
@@ -235,8 +237,9 @@ BERTRT_API bertrt_status bertrt_trainer_set_progress(bertrt_trainer* trainer, be
 /* Steps to the end of training (epochs or max_steps). */
 BERTRT_API bertrt_status bertrt_trainer_total_steps(const bertrt_trainer* trainer, int64_t* out);
 /* Up to `steps` optimizer steps (fewer at the end of training); *last (may be NULL) gets the
- * last step's metrics. After a failed step every later step fails with BERTRT_E_STATE: the
- * weights may be half-updated; save refuses too, so no such model reaches a file. */
+ * last step's metrics; BERTRT_E_STATE once training is finished. After a failed step every
+ * later step fails with BERTRT_E_STATE: the weights may be half-updated; save refuses too, so no
+ * such model reaches a file. */
 BERTRT_API bertrt_status bertrt_trainer_step(bertrt_trainer* trainer, int64_t steps,
                                              bertrt_step_metrics* last);
 /* One optimizer step on a caller batch of a sequence task: labels [B] (class ids, classification)

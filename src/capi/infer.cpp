@@ -141,10 +141,14 @@ bertrt_status bertrt_fill_mask(bertrt_model* model, const char* text, int32_t to
       api_fail(BERTRT_E_INVALID_ARGUMENT, "{}: text: no {} token", fn, tok.options().mask_token);
     const int V = bm.config().vocab_size, k = std::min(int(top_k), V);
     *count = masks.size() * size_t(k);
-    if (!out || capacity < *count)
+    if (!out)  // a size query: *count is set
+      api_fail(BERTRT_E_INVALID_ARGUMENT,
+               "{}: out is NULL: {} [MASK] × {} candidates need {} entries (*count says so)", fn,
+               masks.size(), k, *count);
+    if (capacity < *count)
       api_fail(BERTRT_E_INVALID_ARGUMENT,
                "{}: capacity {} is too small: {} [MASK] × {} candidates (*count says so)", fn,
-               out ? capacity : 0, masks.size(), k);
+               capacity, masks.size(), k);
     // The CLI's fill-mask (tools/cli/cmd_fill_mask.cpp): softmax in double, partial sort.
     std::lock_guard<std::mutex> lock(m.forward_mutex);
     const int T = int(e.input_ids.size());

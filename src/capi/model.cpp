@@ -35,6 +35,16 @@ std::unique_ptr<Backend> make_api_backend(const bertrt_model_options& o) {
   if (o.num_threads < 0)
     api_fail(BERTRT_E_INVALID_ARGUMENT, "options.num_threads must be ≥ 0 (0: every usable core), got {}",
              o.num_threads);
+  if (o.verify_checksums != 0 && o.verify_checksums != 1)
+    api_fail(BERTRT_E_INVALID_ARGUMENT, "options.verify_checksums must be 0 or 1, got {}",
+             o.verify_checksums);
+  if (o.device < -1)
+    api_fail(BERTRT_E_INVALID_ARGUMENT,
+             "options.device must be ≥ 0 (a Vulkan device) or -1 (the default), got {}", o.device);
+  if (o.device >= 0 && name != "vulkan")
+    api_fail(BERTRT_E_INVALID_ARGUMENT,
+             "options.device {} selects a Vulkan device: it needs backend \"vulkan\" (got \"{}\")",
+             o.device, name);
   if (name == "cpu")
     return std::make_unique<CpuBackend>(o.num_threads > 0 ? cpu::usable_threads(o.num_threads) : 0);
   try {

@@ -106,6 +106,7 @@ void check_hyper(const bertrt_finetune_options& o) {
   if (o.freeze_embeddings != 0 && o.freeze_embeddings != 1)
     bad("freeze_embeddings", "0 or 1", std::to_string(o.freeze_embeddings));
   if (o.recompute != 0 && o.recompute != 1) bad("recompute", "0 or 1", std::to_string(o.recompute));
+  if (o.qat != 0 && o.qat != 1) bad("qat", "0 or 1", std::to_string(o.qat));
   if (o.recompute && o.qat)  // as `bertrt finetune`
     api_fail(BERTRT_E_INVALID_ARGUMENT,
              "{}: options.recompute with options.qat: a recomputed forward would update the "
@@ -172,7 +173,8 @@ bertrt_status bertrt_trainer_create(bertrt_model* model, const bertrt_finetune_o
         api_fail(BERTRT_E_INVALID_ARGUMENT,
                  "{}: task tsv reads its columns from train_path, which is NULL", fn);
     } else if (!std::filesystem::is_regular_file(train_path, ec)) {
-      api_fail(BERTRT_E_IO, "{}: train_path {}: no such file", fn, train_path);
+      api_fail(BERTRT_E_IO, "{}: train_path {}: {}", fn, train_path,
+               std::filesystem::is_directory(train_path, ec) ? "is a folder, not a file" : "no such file");
     }
     BertModel& bm = *m.loaded.model;
     const int layers = bm.config().num_hidden_layers;
@@ -278,6 +280,9 @@ bertrt_status bertrt_trainer_step(bertrt_trainer* trainer, int64_t steps,
                "{}: the trainer has no training file (created with train_path NULL): feed batches "
                "with bertrt_trainer_step_batch",
                fn);
+    if (t.loop->done())  // as bertrt_trainer_step_batch says
+      api_fail(BERTRT_E_STATE, "{}: training is finished ({} of {} steps)", fn,
+               t.trainer->steps_done(), t.total_steps);
     std::lock_guard<std::mutex> lock(t.model->forward_mutex);
     for (int64_t i = 0; i < steps && !t.loop->done(); ++i) {
       FinetuneStepLog log;
@@ -323,6 +328,12 @@ bertrt_status bertrt_trainer_step_batch(bertrt_trainer* trainer, const bertrt_ba
                fn, t.task.name);
     const EncoderInputs in = batch_inputs(*t.model, batch, fn);
     Targets targets;
+    // The other task kind's targets are a caller's mix-up, not something to ignore.
+    if (t.task.regression() ? labels != nullptr : scores != nullptr)
+      api_fail(BERTRT_E_INVALID_ARGUMENT,
+               "{}: task {} is {}: pass {} and NULL for {}", fn, t.task.name,
+               t.task.regression() ? "a regression" : "a classification",
+               t.task.regression() ? "scores" : "labels", t.task.regression() ? "labels" : "scores");
     if (t.task.regression()) {
       require(scores, fn, "scores");
       for (int b = 0; b < in.B; ++b)
@@ -372,7 +383,8 @@ bertrt_status bertrt_trainer_evaluate(bertrt_trainer* trainer, const char* data_
     if (!t.failure.empty()) check_usable(t, fn);
     std::error_code ec;
     if (!std::filesystem::is_regular_file(data_path, ec))
-      api_fail(BERTRT_E_IO, "{}: data_path {}: no such file", fn, data_path);
+      api_fail(BERTRT_E_IO, "{}: data_path {}: {}", fn, data_path,
+               std::filesystem::is_directory(data_path, ec) ? "is a folder, not a file" : "no such file");
     std::unique_ptr<TaskData> data;
     try {
       data = load_task_data(t.task, *t.model->loaded.tokenizer, data_path);
@@ -399,6 +411,7 @@ bertrt_status bertrt_trainer_save(bertrt_trainer* trainer, const char* path) {
     const char* fn = "bertrt_trainer_save";
     bertrt_trainer& t = trainer_arg(trainer, fn);
     require(path, fn, "path");
+    if (!*path) api_fail(BERTRT_E_INVALID_ARGUMENT, "{}: path is empty", fn);
     check_usable(t, fn);
     std::lock_guard<std::mutex> lock(t.model->forward_mutex);
     save_finetuned_model(path, *t.model->loaded.model, *t.model->loaded.tokenizer, t.metadata,

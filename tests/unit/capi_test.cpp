@@ -258,6 +258,13 @@ TEST_F(CapiTest, EncoderHeadsAndFillMaskMatchTheLibrary) {
   EXPECT_EQ(c[0].position, 2);
   EXPECT_GE(c[0].probability, c[1].probability);
   EXPECT_GE(c[1].probability, c[2].probability);
+  // A size query (out NULL) said "capacity 0 is too small" whatever capacity was passed.
+  count = 0;
+  EXPECT_EQ(bertrt_fill_mask(m, "a [MASK]", 3, nullptr, 10, &count), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(count, 3u);
+  EXPECT_STREQ(bertrt_last_error(),
+               "bertrt_fill_mask: out is NULL: 1 [MASK] × 3 candidates need 3 entries (*count says "
+               "so)");
   EXPECT_EQ(bertrt_fill_mask(m, "no mask here", 3, c.data(), c.size(), &count),
             BERTRT_E_INVALID_ARGUMENT);
   std::string words;
@@ -304,6 +311,24 @@ TEST_F(CapiTest, BackendsAreSelectable) {
     else
       EXPECT_TRUE(test::rel_close(h.data(), want, 1e-5f)) << name;
     bertrt_model_free(m);
+  }
+  // Options that would be ignored or read as something else are refused, naming the field.
+  const std::pair<void (*)(bertrt_model_options&), const char*> bad[] = {
+      {[](bertrt_model_options& o) { o.device = 0; },
+       "options.device 0 selects a Vulkan device: it needs backend \"vulkan\" (got \"cpu\")"},
+      {[](bertrt_model_options& o) { o.device = -5; },
+       "options.device must be ≥ 0 (a Vulkan device) or -1 (the default), got -5"},
+      {[](bertrt_model_options& o) { o.verify_checksums = 7; },
+       "options.verify_checksums must be 0 or 1, got 7"}};
+  for (const auto& [set, message] : bad) {
+    bertrt_model_options o;
+    bertrt_model_options_init(&o);
+    set(o);
+    bertrt_model* m = nullptr;
+    EXPECT_EQ(bertrt_model_load(path.c_str(), &o, &m), BERTRT_E_INVALID_ARGUMENT) << message;
+    EXPECT_EQ(m, nullptr);
+    EXPECT_NE(std::string(bertrt_last_error()).find(message), std::string::npos)
+        << bertrt_last_error();
   }
 }
 
@@ -476,6 +501,9 @@ TEST_F(CapiTest, TrainerFineTunesEvaluatesAndSavesAsTheCliDoes) {
   EXPECT_TRUE(std::isfinite(last.loss));
   ASSERT_EQ(bertrt_trainer_step(t, 10, &last), BERTRT_OK);  // stops at the end
   EXPECT_EQ(last.step, 4);
+  EXPECT_EQ(bertrt_trainer_step(t, 1, &last), BERTRT_E_STATE);  // as step_batch says
+  EXPECT_NE(std::string(bertrt_last_error()).find("training is finished (4 of 4 steps)"),
+            std::string::npos);
   char json[1024];
   size_t len = 0;
   EXPECT_EQ(bertrt_trainer_evaluate(t, dev.c_str(), json, 4, &len), BERTRT_E_INVALID_ARGUMENT);
@@ -551,6 +579,12 @@ TEST_F(CapiTest, TrainerTakesCallerBatches) {
                "bertrt_trainer_step_batch: labels[1] = 2 is outside [0, 2) (the task's labels)");
   EXPECT_EQ(bertrt_trainer_step_batch(t, &tb.batch, nullptr, nullptr, nullptr),
             BERTRT_E_INVALID_ARGUMENT);
+  const float scores[] = {0.5f, 1.0f};  // a regression's targets, given to a classifier
+  EXPECT_EQ(bertrt_trainer_step_batch(t, &tb.batch, labels, scores, nullptr),
+            BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_STREQ(bertrt_last_error(),
+               "bertrt_trainer_step_batch: task sst2 is a classification: pass labels and NULL "
+               "for scores");
   bertrt_step_metrics s{};
   ASSERT_EQ(bertrt_trainer_step_batch(t, &tb.batch, labels, nullptr, &s), BERTRT_OK)
       << bertrt_last_error();
@@ -564,6 +598,12 @@ TEST_F(CapiTest, TrainerTakesCallerBatches) {
   ASSERT_EQ(bertrt_trainer_evaluate(t, dev.c_str(), json, sizeof json, nullptr), BERTRT_OK)
       << bertrt_last_error();
   EXPECT_EQ(nlohmann::json::parse(json)["examples"], 16);
+  EXPECT_EQ(bertrt_trainer_save(t, ""), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_STREQ(bertrt_last_error(), "bertrt_trainer_save: path is empty");
+  EXPECT_EQ(bertrt_trainer_evaluate(t, dir_.c_str(), json, sizeof json, nullptr),
+            BERTRT_E_IO);
+  EXPECT_NE(std::string(bertrt_last_error()).find(": is a folder, not a file"), std::string::npos)
+      << bertrt_last_error();
   bertrt_trainer_free(t);
   bertrt_model_free(m);
 }
@@ -645,7 +685,12 @@ TEST_F(CapiTest, TrainerMemoryOptionsFreezeAndRecompute) {
   EXPECT_EQ(bertrt_trainer_create(m, &o, train.c_str(), &t), BERTRT_E_INVALID_ARGUMENT);
   EXPECT_NE(std::string(bertrt_last_error()).find("options.recompute with options.qat"),
             std::string::npos);
-  o.recompute = 0, o.qat = 0;
+  o.recompute = 0, o.qat = 2;
+  EXPECT_EQ(bertrt_trainer_create(m, &o, train.c_str(), &t), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bertrt_last_error()).find("options.qat must be 0 or 1, got 2"),
+            std::string::npos)
+      << bertrt_last_error();
+  o.qat = 0;
   o.struct_size = sizeof(o) + 8;  // a newer header than this library
   EXPECT_EQ(bertrt_trainer_create(m, &o, train.c_str(), &t), BERTRT_E_INVALID_ARGUMENT);
   EXPECT_NE(std::string(bertrt_last_error()).find("options.struct_size"), std::string::npos);
