@@ -27,10 +27,10 @@ def _check(status):
         raise Error(status, lib.bertrt_last_error().decode())
 
 
-def _bytes(s, name="text"):
-    """A str (UTF-8) or bytes argument for the C API, None passed through. Anything else, or a
-    NUL inside (C would end the string there), is an error naming the argument."""
-    if s is None:
+def _bytes(s, name="text", optional=True):
+    """A str (UTF-8) or bytes argument for the C API, None passed through when optional. Anything
+    else, or a NUL inside (C would end the string there), is an error naming the argument."""
+    if s is None and optional:
         return None
     if isinstance(s, str):
         b = s.encode()
@@ -43,14 +43,31 @@ def _bytes(s, name="text"):
     return b
 
 
-def _path(p, name="path"):
-    """A file path (str, bytes or os.PathLike) for the C API."""
+def _path(p, name="path", optional=False):
+    """A file path (str, bytes or os.PathLike) for the C API; not empty (an empty output path
+    failed with ': cannot rename temp file into place', naming nothing)."""
     if isinstance(p, os.PathLike):
         p = os.fspath(p)
-    return _bytes(p, name)
+    b = _bytes(p, name, optional)
+    if b == b"":
+        raise ValueError(f"{name}: empty path")
+    return b
 
 
-def _int_range(v, name, lo, hi):
+def _input_file(p, name, optional=False):
+    """_path of a file to read, checked here so that the error names the Python argument and a
+    folder is called one (the C API said 'train_path /tmp: no such file'); status i/o error, as
+    the C API's own file errors."""
+    b = _path(p, name, optional)
+    if b is not None and not os.path.isfile(b):
+        why = "is a folder, not a file" if os.path.isdir(b) else "no such file"
+        raise Error(3, f"{name} {os.fsdecode(b)}: {why}")
+    return b
+
+
+def _int_range(v, name, lo=-2**31, hi=2**31 - 1):
+    """v as an int within [lo, hi] (default: int32, what a C field holds without wrapping);
+    bool, float and str are refused, not converted."""
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
         raise TypeError(f"{name}: expected an int, got {type(v).__name__}")
     if not lo <= int(v) <= hi:
@@ -82,19 +99,35 @@ class Model:
 
     def __init__(self, path=None, *, buffer=None, backend="cpu", num_threads=0, device=-1,
                  verify_checksums=True):
+        self._h = None  # close() and __del__ run on a Model whose __init__ raised
         if (path is None) == (buffer is None):
             raise ValueError("Model: give either a path or buffer=" +
                              (", not both" if path is not None else ""))
+        # Checked here: ctypes wrapped ints to 32 bits (num_threads=2**32 + 1 loaded with one
+        # thread) and bytes(5) is five zero bytes.
+        o = _lib.ModelOptions()
+        lib.bertrt_model_options_init(ctypes.byref(o))
+        o.backend = _bytes(backend, "backend", optional=False)
+        o.num_threads = _int_range(num_threads, "num_threads", 0)  # 0: every usable core
+        o.device = _int_range(device, "device", -1)  # -1: BERTRT_VULKAN_DEVICE or 0
+        if not (isinstance(verify_checksums, (bool, int, np.integer)) and
+                int(verify_checksums) in (0, 1)):  # bool("no") is True
+            raise TypeError(f"verify_checksums: expected True or False, got {verify_checksums!r}")
+        o.verify_checksums = int(verify_checksums)
+        if path is not None:
+            path = _path(path)
+        else:
+            try:
+                memoryview(buffer)
+            except TypeError:
+                raise TypeError(f"buffer: expected a bytes-like object, got "
+                                f"{type(buffer).__name__}") from None
         # Calls in flight: close() waits for them (freeing the handle under a running forward
         # on another thread crashed the process).
         self._cv, self._busy = threading.Condition(), 0
-        o = _lib.ModelOptions()
-        lib.bertrt_model_options_init(ctypes.byref(o))
-        o.backend, o.num_threads, o.device = backend.encode(), num_threads, device
-        o.verify_checksums = int(bool(verify_checksums))
         self._h = ctypes.c_void_p()
         if path is not None:
-            _check(lib.bertrt_model_load(_path(path), ctypes.byref(o), ctypes.byref(self._h)))
+            _check(lib.bertrt_model_load(path, ctypes.byref(o), ctypes.byref(self._h)))
         else:
             data = bytes(buffer)
             _check(lib.bertrt_model_load_buffer(data, len(data), ctypes.byref(o),
@@ -150,9 +183,10 @@ class Model:
         self.close()
 
     def token(self, token_id):
+        token_id = _int_range(token_id, "token_id")  # int() took '2054' and 2054.9
         with self._use():
             s = ctypes.c_char_p()
-            _check(lib.bertrt_model_token(self._h, int(token_id), ctypes.byref(s)))
+            _check(lib.bertrt_model_token(self._h, token_id, ctypes.byref(s)))
             return s.value.decode()
 
     # ---- tokenization ------------------------------------------------------------------------
@@ -250,7 +284,10 @@ class Model:
     def predict(self, texts, text_pairs=None, max_seq_length=None):
         """Per text (pair): classification {label, probabilities}, regression {score}, tagging
         {tokens, tags} (per piece), QA (text = question, pair = context) {answer, start, end}
-        (byte offsets into the context; the best span with start <= end, at most 30 pieces)."""
+        (byte offsets into the context; the best span with start <= end, at most 30 pieces).
+        QA reads one window: [CLS] question [SEP] context [SEP] truncated at max_seq_length (128
+        pieces by default), so an answer past it is not found; the CLI's `bertrt predict` splits
+        a long context into overlapping windows (doc stride) instead."""
         if isinstance(texts, (str, bytes)):
             texts = [texts]
         if isinstance(text_pairs, (str, bytes)):
@@ -347,10 +384,15 @@ def finetune(model, task, train, output, dev=None, progress=None, backend="cpu",
     text_column, text_pair_column, label_column, labels, regression, no_header).
     progress(metrics dict) after every step; return True to stop (raises bertrt.Error). An
     exception raised by progress stops the run and is raised again here (nothing is written)."""
-    m = Model(model, backend=backend, num_threads=num_threads)
+    # The paths first: a missing dev file, or an empty output, failed only after training.
+    model_b = _input_file(model, "model")
+    train_b, dev_b = _input_file(train, "train"), _input_file(dev, "dev", optional=True)
+    out_b = _path(output, "output")
+    task_b = _bytes(task, "task", optional=False)
+    m = Model(model_b, backend=backend, num_threads=num_threads)
     o = _lib.FinetuneOptions()
     lib.bertrt_finetune_options_init(ctypes.byref(o))
-    o.task = task.encode()
+    o.task = task_b
     keep = []
     fields = dict(_lib.FinetuneOptions._fields_)
     for k, v in options.items():
@@ -361,7 +403,6 @@ def finetune(model, task, train, output, dev=None, progress=None, backend="cpu",
             keep.append(v)
         setattr(o, k, v)
     t = ctypes.c_void_p()
-    train_b, dev_b, out_b = _path(train, "train"), _path(dev, "dev"), _path(output, "output")
     _check(lib.bertrt_trainer_create(m._h, ctypes.byref(o), train_b, ctypes.byref(t)))
     try:
         cb, raised = None, []
@@ -399,6 +440,13 @@ def finetune(model, task, train, output, dev=None, progress=None, backend="cpu",
 
 def convert(input, output, to="brt", dtype="f32", vocab=None):
     """`bertrt-convert`: a Hugging Face folder, torch.save / safetensors file or TF checkpoint
-    to a .brt file (to="brt"), or a .brt to a Hugging Face folder (to="hf")."""
-    _check(lib.bertrt_convert(_path(input, "input"), _path(output, "output"), _bytes(to, "to"),
-                              _bytes(dtype, "dtype"), _path(vocab, "vocab")))
+    to a .brt file (to="brt"), or a .brt to a Hugging Face folder (to="hf"). vocab (a
+    vocab.txt) replaces or supplies the vocabulary of a .brt; with to="hf" it is an error (the
+    folder gets the .brt's own vocabulary; the C API ignored it)."""
+    in_b, out_b = _path(input, "input"), _path(output, "output")
+    to_b, dtype_b = _bytes(to, "to"), _bytes(dtype, "dtype")
+    if vocab is not None and to_b == b"hf":
+        raise ValueError("vocab: applies to conversions into .brt (to='brt'); to='hf' writes "
+                         "the .brt's own vocabulary")
+    vocab_b = _input_file(vocab, "vocab", optional=True)
+    _check(lib.bertrt_convert(in_b, out_b, to_b, dtype_b, vocab_b))

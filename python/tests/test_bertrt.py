@@ -9,10 +9,13 @@ reference within the converter tests' tolerance (tests/unit/convert_hf_test.cpp 
 tensor's largest magnitude, same files, same inputs) and the CLI's `bertrt forward` exactly (the
 same library code on the same rows).
 """
+import gc
 import json
 import os
+import re
 import struct
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -172,6 +175,81 @@ def test_errors_name_the_argument(hf, tmp_path):
         m.forward([[101, 102]])
 
 
+def test_ints_and_types_are_refused_not_converted(hf, tmp_path, monkeypatch):
+    """token(), num_threads and device went through int() or ctypes: 2**32 + 2054 was token
+    2054, '2054' and 2054.9 were accepted, num_threads=2**32 + 1 loaded with one thread;
+    backend=None and buffer='abc' failed without naming the argument, buffer=5 was bytes(5)."""
+    out, _ = hf
+    brt = tmp_path / "m.brt"
+    bertrt.convert(out / "st_seqcls", brt)
+    m = bertrt.Model(brt, num_threads=1)
+    assert m.token(np.int64(3)) == m.token(3)  # NumPy ints (tokenize's ids) still are ints
+    with pytest.raises(ValueError, match=r"token_id: 4294969350 is outside \[-2147483648, 2147483647\]"):
+        m.token(2**32 + 2054)
+    with pytest.raises(TypeError, match="token_id: expected an int, got str"):
+        m.token("2054")
+    with pytest.raises(TypeError, match="token_id: expected an int, got float"):
+        m.token(2054.9)
+    # Errors raised by __init__: __del__ of the half-built Model printed "Exception ignored ...
+    # no attribute '_h'" (sys.unraisablehook sees what it would print).
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    for kw, exc, msg in [({"num_threads": 2**32 + 1}, ValueError, "num_threads: 4294967297 is outside"),
+                         ({"num_threads": 2**31}, ValueError, r"num_threads: 2147483648 is outside \[0, "),
+                         ({"num_threads": -1}, ValueError, "num_threads: -1 is outside"),
+                         ({"device": -2}, ValueError, r"device: -2 is outside \[-1, 2147483647\]"),
+                         ({"num_threads": 1.5}, TypeError, "num_threads: expected an int, got float"),
+                         ({"num_threads": True}, TypeError, "num_threads: expected an int, got bool"),
+                         ({"device": 2**32 - 1}, ValueError, "device: 4294967295 is outside"),
+                         ({"device": "0"}, TypeError, "device: expected an int, got str"),
+                         ({"backend": None}, TypeError, "backend: expected str or bytes, got NoneType"),
+                         ({"verify_checksums": "no"}, TypeError,
+                          "verify_checksums: expected True or False, got 'no'")]:
+        with pytest.raises(exc, match=msg):
+            bertrt.Model(brt, **kw)
+    data = brt.read_bytes()
+    for buf, msg in [(5, "got int"), ("abc", "got str"), ([1, 2], "got list")]:
+        with pytest.raises(TypeError, match="buffer: expected a bytes-like object, " + msg):
+            bertrt.Model(buffer=buf)
+    with pytest.raises(ValueError, match="path: empty path"):
+        bertrt.Model("")
+    gc.collect()
+    assert unraisable == []
+    for buf in (bytearray(data), memoryview(data), np.frombuffer(data, np.uint8)):
+        assert bertrt.Model(buffer=buf).config == m.config
+
+
+def test_paths_are_checked_and_named(hf, tmp_path):
+    """An empty output said ': cannot rename temp file into place'; a folder as train said 'no
+    such file' (as dev, only after training); task=None raised AttributeError; convert to="hf"
+    ignored vocab."""
+    out, _ = hf
+    brt = tmp_path / "m.brt"
+    bertrt.convert(out / "st_seqcls", brt)
+    train = tmp_path / "train.tsv"
+    train.write_text("sentence\tlabel\na witty movie\t1\n")
+    with pytest.raises(TypeError, match="task: expected str or bytes, got NoneType"):
+        bertrt.finetune(brt, None, train, tmp_path / "o.brt", max_steps=1)
+    with pytest.raises(ValueError, match="output: empty path"):
+        bertrt.finetune(brt, "sst2", train, "", max_steps=1)
+    for kw, name in [({"train": tmp_path}, "train"), ({"dev": tmp_path}, "dev"),
+                     ({"model": tmp_path}, "model")]:
+        args = {"model": brt, "task": "sst2", "train": train, "output": tmp_path / "o.brt", **kw}
+        with pytest.raises(bertrt.Error, match=f"{name} {re.escape(str(tmp_path))}: is a folder") as e:
+            bertrt.finetune(**args, max_steps=1)
+        assert e.value.status == "i/o error"
+    with pytest.raises(bertrt.Error, match="dev /nope/dev.tsv: no such file"):
+        bertrt.finetune(brt, "sst2", train, tmp_path / "o.brt", dev="/nope/dev.tsv", max_steps=1)
+    assert not (tmp_path / "o.brt").exists()
+    with pytest.raises(ValueError, match="output: empty path"):
+        bertrt.convert(out / "st_seqcls", "")
+    with pytest.raises(bertrt.Error, match=f"vocab {re.escape(str(tmp_path))}: is a folder"):
+        bertrt.convert(out / "st_seqcls", tmp_path / "x.brt", vocab=tmp_path)
+    with pytest.raises(ValueError, match="vocab: applies to conversions into .brt"):
+        bertrt.convert(brt, tmp_path / "hf", to="hf", vocab="/nonexistent")
+    assert not (tmp_path / "x.brt").exists() and not (tmp_path / "hf").exists()
+
+
 def test_close_waits_for_a_forward_on_another_thread(hf, tmp_path):
     """close() on one thread while another runs forward freed the handle under it (a segfault or
     a hang); it now waits for the call to return."""
@@ -275,3 +353,12 @@ def test_predict_of_a_qa_model_returns_a_span_of_the_context(hf, tmp_path):
     assert p["answer"] == context.encode()[p["start"]:p["end"]].decode() and p["answer"] in context
     with pytest.raises(ValueError, match="text_pairs"):
         m.predict([question])
+    # One window, no doc stride (the CLI's predict windows): the answer lies in the pieces that
+    # fit max_seq_length, however long the context.
+    long_context = " ".join(words[2:8] * 100)
+    (p,) = m.predict([question], [long_context])
+    T = min(128, m.config["max_position_embeddings"])
+    kept = m.tokenize(question, long_context, T)
+    assert len(kept["input_ids"]) == T
+    end = kept["offsets"][kept["token_type_ids"] == 1, 1].max()  # where the kept context ends
+    assert 0 <= p["start"] < p["end"] <= end < len(long_context.encode())
