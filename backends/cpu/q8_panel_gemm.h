@@ -24,9 +24,10 @@ inline int imax(int a, int b) { return a > b ? a : b; }
 
 // The loop nest of every panel kernel (the VNNI ones, qu8s8_gemm_6x16_avx2 and the NEON i8mm one):
 // per block of A's rows (kABlockBytes, W prepacked), per panel of Kern::kNRP columns (packed once,
-// or here into panel_buf, then read from L1/L2 for every row of the block), tiles of Kern::kMR rows, then the epilogue of q8_gemm.cpp's store() in the same
-// order of operations (these files are built with -ffp-contract=off: no FMA, results identical to
-// the scalar kernel's). acc − zp·Σw is computed in int32: exact for zp ∈ [0, 255] and K ≤ kMaxQ8K.
+// or here into panel_buf, then read from L1/L2 for every row of the block), tiles of Kern::kMR
+// rows, then the epilogue of q8_gemm.cpp's store() in the same order of operations (these files
+// are built with -ffp-contract=off: no FMA, results identical to the scalar kernel's). acc − zp·Σw
+// is computed in int32: exact for zp ∈ [0, 255] and K ≤ kMaxQ8K.
 // A is what Kern::tile_rows reads (u8 as it is, or the AVX2 kernel's int16 copy), row stride lda.
 template <class Kern>
 void panel_gemm(int M, int n0, int n1, int K, const typename Kern::AType* A, int lda,

@@ -174,7 +174,8 @@ bertrt_status bertrt_trainer_create(bertrt_model* model, const bertrt_finetune_o
                  "{}: task tsv reads its columns from train_path, which is NULL", fn);
     } else if (!std::filesystem::is_regular_file(train_path, ec)) {
       api_fail(BERTRT_E_IO, "{}: train_path {}: {}", fn, train_path,
-               std::filesystem::is_directory(train_path, ec) ? "is a folder, not a file" : "no such file");
+               std::filesystem::is_directory(train_path, ec) ? "is a folder, not a file"
+                                                             : "no such file");
     }
     BertModel& bm = *m.loaded.model;
     const int layers = bm.config().num_hidden_layers;
@@ -330,10 +331,10 @@ bertrt_status bertrt_trainer_step_batch(bertrt_trainer* trainer, const bertrt_ba
     Targets targets;
     // The other task kind's targets are a caller's mix-up, not something to ignore.
     if (t.task.regression() ? labels != nullptr : scores != nullptr)
-      api_fail(BERTRT_E_INVALID_ARGUMENT,
-               "{}: task {} is {}: pass {} and NULL for {}", fn, t.task.name,
-               t.task.regression() ? "a regression" : "a classification",
-               t.task.regression() ? "scores" : "labels", t.task.regression() ? "labels" : "scores");
+      api_fail(BERTRT_E_INVALID_ARGUMENT, "{}: task {} is {}: pass {} and NULL for {}", fn,
+               t.task.name, t.task.regression() ? "a regression" : "a classification",
+               t.task.regression() ? "scores" : "labels",
+               t.task.regression() ? "labels" : "scores");
     if (t.task.regression()) {
       require(scores, fn, "scores");
       for (int b = 0; b < in.B; ++b)
@@ -384,7 +385,8 @@ bertrt_status bertrt_trainer_evaluate(bertrt_trainer* trainer, const char* data_
     std::error_code ec;
     if (!std::filesystem::is_regular_file(data_path, ec))
       api_fail(BERTRT_E_IO, "{}: data_path {}: {}", fn, data_path,
-               std::filesystem::is_directory(data_path, ec) ? "is a folder, not a file" : "no such file");
+               std::filesystem::is_directory(data_path, ec) ? "is a folder, not a file"
+                                                            : "no such file");
     std::unique_ptr<TaskData> data;
     try {
       data = load_task_data(t.task, *t.model->loaded.tokenizer, data_path);

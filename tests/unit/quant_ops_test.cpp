@@ -259,10 +259,12 @@ TEST(GemmU8S8, EveryKernelOfThisCpuEqualsTheScalarLoops) {
       const auto want = run(Q8Kernel::kScalar, M, N, K, pad, A, W, false);
       const auto got = run(k, M, N, K, pad, A, W, true);
       ASSERT_TRUE(all_equal(want.first, got.first)) << cpu::q8_kernel_name(k) << " tall A";
-      ASSERT_EQ(0, std::memcmp(want.second.data(), got.second.data(), want.second.size() * sizeof(float)))
+      ASSERT_EQ(
+          0, std::memcmp(want.second.data(), got.second.data(), want.second.size() * sizeof(float)))
           << cpu::q8_kernel_name(k) << " tall A, dequantized";
     }
-    for (auto [a, w] : {std::pair{0, -128}, std::pair{255, -128}, std::pair{255, 127}, std::pair{0, 127}}) {
+    for (auto [a, w] :
+         {std::pair{0, -128}, std::pair{255, -128}, std::pair{255, 127}, std::pair{0, 127}}) {
       const int M = 3, N = 5, K = kMaxQ8K;
       const std::vector<uint8_t> A(static_cast<size_t>(M) * K, static_cast<uint8_t>(a));
       const std::vector<int8_t> W(static_cast<size_t>(N) * K, static_cast<int8_t>(w));

@@ -56,7 +56,8 @@ nlohmann::json parse_json_object_line(const std::string& line, size_t n,
     // "[json.exception.out_of_range.406] number overflow ...": the reason without the tag.
     const std::string why = e.what();
     const size_t tag = why.find("] ");
-    fail("stdin line {}: not valid JSON: {}", n, tag == std::string::npos ? why : why.substr(tag + 2));
+    fail("stdin line {}: not valid JSON: {}", n,
+         tag == std::string::npos ? why : why.substr(tag + 2));
   }
   if (!j.is_object()) fail("stdin line {}: not a JSON object", n);
   std::string expected;

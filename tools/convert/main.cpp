@@ -94,7 +94,8 @@ int run(const Options& o) {
   if (o.inspect) {
     if (!o.output.empty()) throw UsageError("--inspect prints to stdout; it takes no -o");
     if (o.dtype != "f32" || !o.vocab.empty() || o.to != "brt")
-      throw UsageError("--inspect lists the tensors as stored; it takes no --dtype, --vocab or --to");
+      throw UsageError(
+          "--inspect lists the tensors as stored; it takes no --dtype, --vocab or --to");
     const Inspection in = inspect_path(o.input);
     fmt::print("{}", o.json ? inspection_json(in) : inspection_text(in));
     return 0;
