@@ -7,8 +7,10 @@
 
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 
 #include "bertrt/bertrt.h"
 
@@ -36,6 +38,13 @@ template <typename... Args>
 template <typename T>
 void require(const T* p, const char* fn, const char* name) {
   if (!p) api_fail(BERTRT_E_INVALID_ARGUMENT, "{}: argument '{}' is NULL", fn, name);
+}
+
+// Why `path`, which is not a regular file, cannot be read as one: "is a folder, not a file" or
+// "no such file".
+inline const char* not_a_file_reason(const char* path) {
+  std::error_code ec;
+  return std::filesystem::is_directory(path, ec) ? "is a folder, not a file" : "no such file";
 }
 
 // Copies the caller's option struct over `o` (set to the defaults by its _init): an older header's

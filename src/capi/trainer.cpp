@@ -173,9 +173,7 @@ bertrt_status bertrt_trainer_create(bertrt_model* model, const bertrt_finetune_o
         api_fail(BERTRT_E_INVALID_ARGUMENT,
                  "{}: task tsv reads its columns from train_path, which is NULL", fn);
     } else if (!std::filesystem::is_regular_file(train_path, ec)) {
-      api_fail(BERTRT_E_IO, "{}: train_path {}: {}", fn, train_path,
-               std::filesystem::is_directory(train_path, ec) ? "is a folder, not a file"
-                                                             : "no such file");
+      api_fail(BERTRT_E_IO, "{}: train_path {}: {}", fn, train_path, not_a_file_reason(train_path));
     }
     BertModel& bm = *m.loaded.model;
     const int layers = bm.config().num_hidden_layers;
@@ -384,9 +382,7 @@ bertrt_status bertrt_trainer_evaluate(bertrt_trainer* trainer, const char* data_
     if (!t.failure.empty()) check_usable(t, fn);
     std::error_code ec;
     if (!std::filesystem::is_regular_file(data_path, ec))
-      api_fail(BERTRT_E_IO, "{}: data_path {}: {}", fn, data_path,
-               std::filesystem::is_directory(data_path, ec) ? "is a folder, not a file"
-                                                            : "no such file");
+      api_fail(BERTRT_E_IO, "{}: data_path {}: {}", fn, data_path, not_a_file_reason(data_path));
     std::unique_ptr<TaskData> data;
     try {
       data = load_task_data(t.task, *t.model->loaded.tokenizer, data_path);

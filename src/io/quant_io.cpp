@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "core/error.h"
 
@@ -76,6 +77,11 @@ std::string meta(const ModelContents& c, const std::string& key, const std::stri
 }
 
 }  // namespace
+
+bool is_observer_tensor(const std::string& name) {
+  const size_t n = std::char_traits<char>::length(kObserverSuffix);
+  return name.size() > n && name.compare(name.size() - n, n, kObserverSuffix) == 0;
+}
 
 void append_quantization(const BertModel& model, ModelContents& c,
                          std::deque<std::array<float, 2>>& storage) {

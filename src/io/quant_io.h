@@ -37,6 +37,9 @@ void append_quantization(const BertModel& model, ModelContents& c,
 std::vector<std::string> int8_weight_names(const ModelFile& file, const BertConfig& config,
                                            const HeadsConfig& heads);
 
+// Whether `name` is an activation range's tensor ("<linear>.input_observer", above).
+bool is_observer_tensor(const std::string& name);
+
 // After the fp32 parameters of `model` were loaded from `file`: restores its quantization from
 // the records above (int8 weights are taken from the file's integers, not re-quantized). Throws
 // bertrt::Error naming the file and the tensor for a missing or inconsistent record.

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/float_decimal.h"
 #include "io/model_io.h"
+#include "io/quant_io.h"
 #include "quant/qparams.h"
 
 namespace bertrt::cli {
@@ -45,9 +46,7 @@ nlohmann::json tensor_quantization(const TensorRecord& t) {
     else q["zero_points"] = t.zero_points.size();
     return q;
   }
-  const std::string suffix = ".input_observer";
-  if (t.dtype == DType::f32 && t.nbytes == 2 * sizeof(float) && t.name.size() > suffix.size() &&
-      t.name.compare(t.name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+  if (t.dtype == DType::f32 && t.nbytes == 2 * sizeof(float) && is_observer_tensor(t.name)) {
     float r[2];
     std::memcpy(r, t.data, sizeof r);
     if (!(r[0] <= r[1])) return {{"input_min", r[0]}, {"input_max", r[1]}};

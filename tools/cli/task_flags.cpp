@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace bertrt::cli {
@@ -87,10 +89,8 @@ namespace {
 // A task whose data format its name alone defines: the GLUE presets, conll2003 and squad (not
 // tsv, whose columns only a fine-tuned file records).
 bool is_preset(const std::string& name) {
-  if (name == "conll2003" || name == "squad") return true;
-  for (const std::string& n : glue_task_names())
-    if (n == name) return true;
-  return false;
+  const std::vector<std::string> names = task_names();
+  return name != "tsv" && std::find(names.begin(), names.end(), name) != names.end();
 }
 
 }  // namespace

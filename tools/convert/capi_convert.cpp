@@ -44,9 +44,7 @@ extern "C" bertrt_status bertrt_convert(const char* input, const char* output, c
         api_fail(BERTRT_E_INVALID_ARGUMENT, "{}: dtype must be f32, f16 or bf16, got {}", fn, type);
       convert::check_replaceable_brt("output", output);
       if (vocab && !std::filesystem::is_regular_file(vocab, ec))
-        api_fail(BERTRT_E_IO, "{}: vocab {}: {}", fn, vocab,
-                 std::filesystem::is_directory(vocab, ec) ? "is a folder, not a file"
-                                                          : "no such file");
+        api_fail(BERTRT_E_IO, "{}: vocab {}: {}", fn, vocab, not_a_file_reason(vocab));
       convert::ConvertOptions opts;
       opts.dtype = *parsed;
       opts.vocab = vocab ? vocab : "";

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/float_decimal.h"
 #include "io/model_file.h"
+#include "io/quant_io.h"
 #include "io/safetensors.h"
 
 namespace bertrt::convert {
@@ -155,7 +156,7 @@ std::vector<std::string> export_hf(const std::string& brt_path, const std::strin
   for (const TensorRecord& t : c.tensors) {
     // A quantized file's activation ranges (quant_io.h): no HF module has them, and the converter
     // would refuse them on the way back.
-    if (t.name.size() > 15 && t.name.compare(t.name.size() - 15, 15, ".input_observer") == 0) {
+    if (is_observer_tensor(t.name)) {
       ++observers;
       continue;
     }
