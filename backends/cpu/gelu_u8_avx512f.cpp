@@ -1,6 +1,7 @@
-// gelu_erf_quantize_u8_avx512f (gelu_u8.h). Built with -mavx512f (CMakeLists.txt), called only
-// where the cpu backend runs its avx512f kernels (cpuid said so). kGeluTable32's six coefficient
-// rows live in registers, 32 floats in two zmm each; vpermt2ps picks every lane's interval.
+// gelu_erf_quantize_u8_avx512f (gelu_u8.h). Built with -mavx512f -mavx512dq (CMakeLists.txt),
+// called only where the cpu backend runs its avx512f kernels (cpuid said so: F/BW/DQ/VL).
+// kGeluTable32's six coefficient rows live in registers, 32 floats in two zmm each; vpermt2ps
+// picks every lane's interval.
 #if defined(__x86_64__) && defined(__AVX512F__)
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593, as f32_gemm_avx512f.cpp
@@ -34,24 +35,24 @@ struct Zmm {
   static V add(V a, V b) { return _mm512_add_ps(a, b); }
   static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
-  static V min(V a, V b) { return _mm512_min_ps(a, b); }
-  static V max(V a, V b) { return _mm512_max_ps(a, b); }
   static V abs(V a) { return _mm512_abs_ps(a); }
-  static V floor(V a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
-  static V round(V a) {
-    return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  }
-  static I cvtt(V a) { return _mm512_cvttps_epi32(a); }
+  static I set1_i(int v) { return _mm512_set1_epi32(v); }
+  static I interval(V s, I last) { return _mm512_min_epi32(_mm512_cvttps_epi32(s), last); }
+  static V to_float(I i) { return _mm512_cvtepi32_ps(i); }
+  // vreduceps: t − rint(t), exact, in one instruction (AVX-512DQ).
+  static V gap(V t) { return abs(_mm512_reduce_ps(t, _MM_FROUND_TO_NEAREST_INT)); }
   static M ge(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }
   static M lt(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
   static M gt(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
   static M both(M a, M b) { return static_cast<M>(a & b); }
   static bool all(M m) { return m == 0xFFFF; }
   static V select(M m, V if_set, V otherwise) { return _mm512_mask_blend_ps(m, otherwise, if_set); }
-  // r: integers in [−zp, 255 − zp].
-  static void store_u8(uint8_t* q, V r, int zero_point) {
-    const __m512i v = _mm512_add_epi32(_mm512_cvtps_epi32(r), _mm512_set1_epi32(zero_point));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtepi32_epi8(v));
+  // vcvtps2dq rounds to nearest even (MXCSR's default, as the exact path's nearbyint); the
+  // unsigned narrowing saturates at 255 once negatives are 0.
+  static void store_q(uint8_t* q, V t, I zero_point) {
+    const __m512i v = _mm512_add_epi32(_mm512_cvtps_epi32(t), zero_point);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q),
+                     _mm512_cvtusepi32_epi8(_mm512_max_epi32(v, _mm512_setzero_si512())));
   }
 };
 

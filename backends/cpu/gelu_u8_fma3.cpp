@@ -29,21 +29,24 @@ struct Ymm {
   static V add(V a, V b) { return _mm256_add_ps(a, b); }
   static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
-  static V min(V a, V b) { return _mm256_min_ps(a, b); }
-  static V max(V a, V b) { return _mm256_max_ps(a, b); }
   static V abs(V a) { return _mm256_and_ps(a, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff))); }
-  static V floor(V a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
-  static V round(V a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-  static I cvtt(V a) { return _mm256_cvttps_epi32(a); }
+  static I set1_i(int v) { return _mm256_set1_epi32(v); }
+  static I interval(V s, I last) { return _mm256_min_epi32(_mm256_cvttps_epi32(s), last); }
+  static V to_float(I i) { return _mm256_cvtepi32_ps(i); }
+  static V gap(V t) {
+    return abs(_mm256_sub_ps(t, _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+  }
   static M ge(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_GE_OQ); }
   static M lt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
   static M gt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
   static M both(M a, M b) { return _mm256_and_ps(a, b); }
   static bool all(M m) { return _mm256_movemask_ps(m) == 0xFF; }
   static V select(M m, V if_set, V otherwise) { return _mm256_blendv_ps(otherwise, if_set, m); }
-  // r: integers in [−zp, 255 − zp].
-  static void store_u8(uint8_t* q, V r, int zero_point) {
-    const __m256i v = _mm256_add_epi32(_mm256_cvtps_epi32(r), _mm256_set1_epi32(zero_point));
+  // vcvtps2dq rounds to nearest even (MXCSR's default, as the exact path's nearbyint); clamped
+  // to [0, 255] as int32, so that the two saturating packs keep every value.
+  static void store_q(uint8_t* q, V t, I zero_point) {
+    __m256i v = _mm256_add_epi32(_mm256_cvtps_epi32(t), zero_point);
+    v = _mm256_min_epi32(_mm256_max_epi32(v, _mm256_setzero_si256()), _mm256_set1_epi32(255));
     const __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     _mm_storel_epi64(reinterpret_cast<__m128i*>(q), _mm_packus_epi16(w, w));
   }
