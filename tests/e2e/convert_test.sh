@@ -106,6 +106,44 @@ expect_ok eval-converted "$BERTRT" eval --model "$T/ti_conv.brt" --task sst2 --d
 grep -q "labels LABEL_0, LABEL_1 are read as task sst2's 0, 1, by index" "$T/stderr" && ok || bad "eval-converted: $(cat "$T/stderr")"
 expect_ok predict-converted sh -c "echo 'a good film' | '$BERTRT' predict --model '$T/ti_conv.brt' --task sst2"
 expect_error predict-converted-without-task 1 "" "name its task with --task" -- sh -c "echo 'a good film' | '$BERTRT' predict --model '$T/ti_conv.brt'"
+# A converted NER head whose id2label lists conll2003's tags in another order (as NER checkpoints
+# do): predict names each token's tag by the head's own name (it renamed them by index). The
+# export's classifier rows are permuted with their names, so the same model must give the same
+# tags. A sequence head with the task's labels in another order is refused, not relabelled.
+printf -- '-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\nGerman JJ B-NP B-MISC\ncall NN I-NP O\n\nPeter NNP B-NP B-PER\nBlackburn NNP I-NP I-PER\n\n' > "$T/c.conll"
+"$BERTRT" finetune --model "$T/ti.brt" --task conll2003 --train "$T/c.conll" --max-steps 2 --batch-size 2 \
+  --max-seq-length 16 --learning-rate 1e-2 -o "$T/ti_ner.brt" > /dev/null 2>&1 \
+  && "$CONV" "$T/ti_ner.brt" --to hf -o "$T/ner_hf" > /dev/null \
+  && /usr/bin/python3 - "$T/ner_hf" <<'EOF2' && "$CONV" "$T/ner_hf" -o "$T/ner_perm.brt" > /dev/null 2>&1 && ok || bad "permuted NER head: setup"
+import json, struct, sys
+d = sys.argv[1]
+c = json.load(open(d + "/config.json"))
+old = [c["id2label"][str(i)] for i in range(len(c["id2label"]))]
+perm = [8, 0, 5, 3, 1, 7, 2, 6, 4]  # new row i holds old row perm[i]
+c["id2label"] = {str(i): old[p] for i, p in enumerate(perm)}
+c["label2id"] = {v: int(k) for k, v in c["id2label"].items()}
+c.pop("finetuning_task", None)
+json.dump(c, open(d + "/config.json", "w"))
+raw = open(d + "/model.safetensors", "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+head, data = json.loads(raw[8:8 + n]), bytearray(raw[8 + n:])
+for name in ("classifier.weight", "classifier.bias"):
+    t = head[name]
+    assert t["dtype"] == "F32", t
+    b, e = t["data_offsets"]
+    row = (e - b) // len(perm)
+    rows = [bytes(data[b + p * row:b + (p + 1) * row]) for p in perm]
+    data[b:e] = b"".join(rows)
+open(d + "/model.safetensors", "wb").write(raw[:8 + n] + bytes(data))
+EOF2
+echo "EU rejects German call by Peter Blackburn" > "$T/ner_in.txt"
+"$BERTRT" predict --model "$T/ti_ner.brt" --json < "$T/ner_in.txt" > "$T/ner_a.json" 2>/dev/null
+expect_ok predict-ner-permuted sh -c "'$BERTRT' predict --model '$T/ner_perm.brt' --task conll2003 --json < '$T/ner_in.txt'"
+cmp -s "$T/ner_a.json" "$T/stdout" && ok || bad "permuted NER head: tags $(cat "$T/stdout"), the model's own $(cat "$T/ner_a.json")"
+if ! grep -q "by index" "$T/stderr"; then ok; else bad "permuted NER head read by index: $(cat "$T/stderr")"; fi
+/usr/bin/python3 -c "import json; p='$T/ti_hf/config.json'; c=json.load(open(p)); c['id2label']={'0':'1','1':'0'}; c['label2id']={'1':0,'0':1}; json.dump(c, open(p,'w'))" \
+  && "$CONV" "$T/ti_hf" -o "$T/ti_swap.brt" > /dev/null && ok || bad "swapped sst2 head: setup"
+expect_error predict-swapped-glue 1 "" "labels 1, 0 are task sst2's in another order \(0, 1\)" -- sh -c "echo 'a good film' | '$BERTRT' predict --model '$T/ti_swap.brt' --task sst2"
 # A converted span model (run_squad.py's, above) after a round trip: predict and forward take it
 # (predict refused every non-GLUE task: "name its GLUE task"; forward printed no span logits).
 expect_ok squad-reconvert "$CONV" "$T/squad_hf" -o "$T/squad_rt.brt"

@@ -119,7 +119,20 @@ TaskDefinition model_task(const LoadedModel& m, const std::string& path,
   }
   if (!task_flag.empty() && task_flag != d.name)
     fail("{}: the model was fine-tuned for task {}, not {}", path, d.name, task_flag);
-  const bool labels_differ = d.kind != HeadKind::kRegression && h.labels != d.labels;
+  bool labels_differ = d.kind != HeadKind::kRegression && h.labels != d.labels;
+  if (labels_differ && !recorded && h.resolved_kind() == d.kind &&
+      std::is_permutation(h.labels.begin(), h.labels.end(), d.labels.begin(), d.labels.end())) {
+    // The task's own label names in the head's order (a NER checkpoint's id2label orders its tags
+    // its own way): matched by name, as run_ner.py and run_glue.py do. A token task reads its
+    // gold tags through these names, so the head's order serves as the task's.
+    if (d.kind != HeadKind::kTokenClassification)
+      fail("{}: the head's labels {} are task {}'s in another order ({}); bertrt reads a "
+           "sequence head's labels in the task's order only: convert a checkpoint whose "
+           "id2label lists them in that order",
+           path, fmt::join(h.labels, ", "), d.name, fmt::join(d.labels, ", "));
+    d.labels = h.labels;
+    labels_differ = false;
+  }
   // A converted head names its labels its own way (HF's id2label: LABEL_0, NEGATIVE, ...): with
   // as many labels as the task, they are the task's by index, as run_glue.py takes them.
   const bool by_index = labels_differ && !recorded && h.labels.size() == d.labels.size();
