@@ -93,8 +93,11 @@ static void accumulate(ForwardResult& sum, const ForwardResult& f, double w) {
 
 StepResult Trainer::nonfinite(StepResult r, const std::string& what) {
   if (!rule_.options().skip_nonfinite)
-    fail("step {}: {} (non-finite); no update was made — lower --learning-rate, or pass "
-         "--skip-nonfinite to skip such steps", steps_ + 1, what);
+    fail("step {}: {} (non-finite); no update was made — lower the learning rate{}", steps_ + 1,
+         what, rule_.options().skip_nonfinite_flag.empty()
+                   ? ""
+                   : fmt::format(", or pass {} to skip such steps",
+                                 rule_.options().skip_nonfinite_flag));
   r.skipped = true;
   ++steps_, ++skipped_;
   return r;
@@ -131,6 +134,17 @@ StepResult Trainer::step(const std::vector<MicroBatch>& micro) {
   r.grad_norm = u.grad_norm;
   r.learning_rate = u.learning_rate;
   if (!u.applied) return nonfinite(r, fmt::format("gradient norm is {}", u.grad_norm));
+  // A finite gradient can still overflow the parameters (a huge learning rate). Every later step
+  // would then be skipped, and the run would end "well" with a broken model; a skipped step
+  // cannot undo an update, so where skipping is on, a pass over the parameters checks it.
+  if (rule_.options().skip_nonfinite) {
+    double ss = 0;
+    backend_.sum_squares(&ss, model_.params(backend_) + skip, n);
+    if (!std::isfinite(ss))
+      fail("step {}: the update made the parameters non-finite (gradient norm {}, learning rate "
+           "{}); skipping cannot undo an update — lower the learning rate",
+           steps_ + 1, u.grad_norm, u.learning_rate);
+  }
   ++steps_;
   return r;
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "backends/backend.h"
@@ -25,6 +26,7 @@ struct OptimOptions {
   float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;  // kBert: the CLI sets eps 1e-6
   int gradient_accumulation_steps = 1;  // micro-batches per update (Trainer::step)
   bool skip_nonfinite = false;  // a non-finite loss/gradient skips the update instead of failing
+  std::string skip_nonfinite_flag;  // the caller's switch for it, named in errors ("" if none)
 
   ScheduleKind schedule() const {
     return optimizer == OptimizerKind::kBert ? ScheduleKind::kBert : ScheduleKind::kHuggingFace;

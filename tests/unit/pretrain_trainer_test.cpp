@@ -434,5 +434,38 @@ TEST(NonFinite, StopsNamingTheStepOrSkipsWithoutUpdate) {
   }
 }
 
+// With skipping on, a step whose finite gradient overflows the parameters is an error, not a
+// success: every later step would be skipped and the run would end on a broken model. Here the
+// decoupled weight decay of an unused position's embedding (no gradient, value 1e36) takes it
+// past FLT_MAX: w·(1 − lr·wd) = 1e36 · (1 − 1e5 · 0.01).
+TEST(NonFinite, SkippingRefusesAnUpdateThatOverflowsTheParameters) {
+  const Documents docs = synthetic_documents();
+  PretrainingStream s = make_stream(docs, 4);  // 24 positions of the 32: row 31 is never read
+  const Batch b = s.next();
+  auto be = make_backend("cpu");
+  auto model = tiny_model();
+  const auto& pe = model->layout().at("bert.embeddings.position_embeddings.weight");
+  model->params()[pe.offset + 31 * tiny_config().hidden_size] = 1e36f;
+  OptimOptions o = optim(OptimizerKind::kAdamW, 3);
+  o.warmup_steps = 0;
+  o.learning_rate = 1e5f;
+  o.weight_decay = 0.01f;
+  o.skip_nonfinite = true;
+  Trainer t(*model, *be, o);
+  try {
+    t.step(batch_inputs(b), batch_targets(b));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("step 1: the update made the parameters non-finite"),
+              std::string::npos)
+        << e.what();
+  }
+  // Without the overflow the same step is applied.
+  auto healthy = tiny_model();
+  Trainer h(*healthy, *be, o);
+  EXPECT_FALSE(h.step(batch_inputs(b), batch_targets(b)).skipped);
+  EXPECT_EQ(h.optimizer().step_count(), 1);
+}
+
 }  // namespace
 }  // namespace bertrt

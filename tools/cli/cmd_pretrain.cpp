@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -190,6 +191,7 @@ OptimOptions optim_options(const Flags& o) {
   oo.eps = p.eps.value_or(oo.optimizer == OptimizerKind::kBert ? 1e-6f : 1e-8f);
   oo.gradient_accumulation_steps = p.accumulation;
   oo.skip_nonfinite = o.skip_nonfinite;
+  oo.skip_nonfinite_flag = "--skip-nonfinite";
   return oo;
 }
 
@@ -437,8 +439,8 @@ void run(const Flags& o) {
                                          : MetricsLog(o.metrics);
 
   std::vector<PretrainingExample> valid;
-  auto evaluate = [&](const char* when, int64_t step) {
-    if (valid.empty()) return;
+  auto evaluate = [&](const char* when, int64_t step) -> double {
+    if (valid.empty()) return 0.0;
     const PretrainEval e = evaluate_pretraining(model, *be, valid, o.batch_size,
                                                 o.data.max_seq_length, tok.pad_id());
     fmt::print("valid {} (step {}): MLM accuracy {:.4f} (loss {:.3f}), NSP accuracy {:.4f} "
@@ -447,6 +449,7 @@ void run(const Flags& o) {
                e.masked);
     std::fflush(stdout);  // visible at once when piped (tee, logs)
     metrics.write({{"step", step}, {"eval", eval_json(e)}});
+    return e.mlm_loss;
   };
   if (!o.data.valid.empty() && !o.data_only) {
     valid = validation_examples(o, tok, model.config().vocab_size);
@@ -485,10 +488,12 @@ void run(const Flags& o) {
   }
 
   ProgressBar bar("pretrain", o.max_steps);
+  bool last_loss_nonfinite = false;  // the last step skipped on its loss: the final weights' loss
   try {
     pretrain(
         trainer, stream, o.max_steps,
         [&](const PretrainStepLog& log) {
+          last_loss_nonfinite = log.result.skipped && !std::isfinite(log.result.fwd.loss);
           metrics.write(step_json(log, trainer.skipped_steps()));
           const ForwardResult& f = log.result.fwd;
           bar.update(log.step,
@@ -520,7 +525,21 @@ void run(const Flags& o) {
     fail("{}\nno checkpoint was written (see --save-steps)", e.what());
   }
   bar.finish(trainer.skipped_steps() ? fmt::format("{} steps skipped (non-finite)", trainer.skipped_steps()) : "");
-  evaluate("after", trainer.steps_done());
+  // With --skip-nonfinite a run can end on finite but useless weights (every step from some
+  // point skipped). A skipped step leaves the weights as they are, so a last step skipped on its
+  // loss shows that the final model computes a non-finite loss; so does a held-out loss. Such a
+  // model is not written over -o.
+  const double held_out = evaluate("after", trainer.steps_done());
+  if (last_loss_nonfinite || !std::isfinite(held_out))
+    fail("{}: the model no longer computes finite outputs ({} of {} steps skipped), so {} was "
+         "not written{} — lower --learning-rate",
+         last_loss_nonfinite
+             ? fmt::format("the final weights' loss is not finite (step {} was skipped on it)",
+                           trainer.steps_done())
+             : fmt::format("the held-out MLM loss after step {} is not finite",
+                           trainer.steps_done()),
+         trainer.skipped_steps(), trainer.steps_done(), o.out,
+         last_saved >= 0 ? fmt::format(" (it keeps the checkpoint of step {})", last_saved) : "");
   if (dump) {
     dump->commit();
     fmt::print("wrote {}\n", o.dump_instances);
