@@ -425,13 +425,18 @@ def finetune(model, task, train, output, dev=None, progress=None, backend="cpu",
         if raised:
             raise raised[0]
         _check(status)
-        metrics = {}
+        metrics, failed = {}, None
         if dev is not None:
             n = ctypes.c_size_t()
             buf = ctypes.create_string_buffer(1 << 16)
-            _check(lib.bertrt_trainer_evaluate(t, dev_b, buf, len(buf), ctypes.byref(n)))
-            metrics = json.loads(buf.value.decode())
+            try:
+                _check(lib.bertrt_trainer_evaluate(t, dev_b, buf, len(buf), ctypes.byref(n)))
+                metrics = json.loads(buf.value.decode())
+            except Error as e:  # the trained model is written all the same, then the error raised
+                failed = e
         _check(lib.bertrt_trainer_save(t, out_b))
+        if failed is not None:
+            raise failed
         return metrics
     finally:
         lib.bertrt_trainer_free(t)

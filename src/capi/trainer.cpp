@@ -386,6 +386,7 @@ bertrt_status bertrt_trainer_evaluate(bertrt_trainer* trainer, const char* data_
     std::unique_ptr<TaskData> data;
     try {
       data = load_task_data(t.task, *t.model->loaded.tokenizer, data_path);
+      check_evaluable(*data, t.task, data_path);
     } catch (const Error& e) {
       api_fail(BERTRT_E_IO, "{}: data_path: {}", fn, e.what());
     }

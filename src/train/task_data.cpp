@@ -43,6 +43,12 @@ std::vector<std::pair<std::string, double>> sequence_metrics(
   return out;
 }
 
+void check_evaluable(const TaskData& data, const TaskDefinition& def, const std::string& what) {
+  if (def.regression() && data.size() < 2)
+    fail("{}: {} example{}, and {}'s pearson and spearmanr need at least 2", what, data.size(),
+         data.size() == 1 ? "" : "s", def.name);
+}
+
 namespace {
 
 class SequenceData : public TaskData {

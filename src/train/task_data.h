@@ -64,6 +64,11 @@ class TaskData {
 std::unique_ptr<TaskData> load_task_data(const TaskDefinition& def, const Tokenizer& tokenizer,
                                          const std::string& path, const ArticleRange& articles = {});
 
+// Throws bertrt::Error naming `what` (e.g. "--dev FILE") when `data` is too small for def's
+// metrics: a regression task's pearson and spearmanr need at least 2 examples. Callers check
+// before training, so that a dev set evaluated after the first epoch cannot throw the run away.
+void check_evaluable(const TaskData& data, const TaskDefinition& def, const std::string& what);
+
 // Metrics of a sequence task from per-example outputs (K logits, or one score for regression).
 std::vector<std::pair<std::string, double>> sequence_metrics(
     const std::vector<std::string>& names, const std::vector<std::vector<float>>& rows,

@@ -109,6 +109,12 @@ printf 'sentence\tlabel\nfine movie\n' > "$T/missing_col.tsv"
 expect_error "tsv missing column" "$T/o2.brt" "missing_col.tsv.*line 2" -- "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/missing_col.tsv" --dev "$T/dev.tsv" --max-steps 1 -o "$T/o2.brt"
 printf 'sentence\tlabel\nfine movie\tgood\n' > "$T/bad_label.tsv"
 expect_error "tsv non-numeric label" "$T/o2.brt" "bad_label.tsv.*line 2" -- "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/dev.tsv" --dev "$T/bad_label.tsv" --max-steps 1 -o "$T/o2.brt"
+# A regression dev set of one example: refused before training (pearson needs 2; the run trained
+# a whole epoch, then failed on it and wrote nothing).
+head -n 41 "$DATA/glue/STS-B/train.tsv" > "$T/stsb.tsv"; head -n 2 "$DATA/glue/STS-B/dev.tsv" > "$T/stsb1.tsv"
+expect_error "stsb --dev of one example" "$T/o2.brt" "--dev .*stsb1.tsv: 1 example, and stsb's pearson and spearmanr need at least 2" -- \
+  "$BIN" finetune --model "$T/pt.brt" --task stsb --train "$T/stsb.tsv" --dev "$T/stsb1.tsv" --max-steps 1 -o "$T/o2.brt"
+grep -q "^train " "$T/stdout" && ! grep -q "finetune stsb" "$T/stderr" && ok || bad "stsb --dev of one example: trained first: $(cat "$T/stderr")"
 grep -v '^\[MASK\]$' "$VOCAB" > "$T/vocab_nomask.txt"
 expect_error "vocab without [MASK]" "$T/o3.brt" "vocab_nomask.txt.*\[MASK\]" -- "$BIN" init --preset tiny --vocab "$T/vocab_nomask.txt" -o "$T/o3.brt"
 expect_error "max-seq-length too long" "$T/o4.brt" "max-seq-length.*512" -- "$BIN" pretrain --model "$T/init.brt" --corpus "$T/corpus.txt" --max-steps 1 --max-seq-length 1000 -o "$T/o4.brt"

@@ -58,6 +58,7 @@ void add_eval(CLI::App& app) {
     const ArticleRange articles =
         o->articles.empty() ? ArticleRange{} : parse_article_range(o->articles, "--articles");
     const auto data = load_task_data(task, *m.tokenizer, o->data, articles);
+    check_evaluable(*data, task, "--data " + o->data);
     auto be = o->backend.make_inference();
     const TaskMetrics ev = data->evaluate(*m.model, *be, o->batch_size);
     if (o->json) {

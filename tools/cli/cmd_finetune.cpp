@@ -195,6 +195,7 @@ void add_finetune(CLI::App& app) {
     std::unique_ptr<TaskData> dev;
     if (!o->dev.empty()) {
       dev = load_task_data(task, tok, o->dev, dev_articles);
+      check_evaluable(*dev, task, "--dev " + o->dev);
       fmt::print("dev {}: {}\n", o->dev, dev->summary());
     }
     std::fflush(stdout);
