@@ -84,6 +84,14 @@ expect_error "finetune --freeze-layers -1" "$T/o6.brt" "--freeze-layers must be 
   "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/train.tsv" --max-steps 1 --freeze-layers -1 -o "$T/o6.brt"
 expect_error "finetune --recompute --qat int8" "$T/o6.brt" "--recompute with --qat int8" -- \
   "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/train.tsv" --max-steps 1 --recompute --qat int8 -o "$T/o6.brt"
+# QAT's own flags without --qat changed nothing and exited 0; one file for both outputs was
+# written twice (the int8 model over the fake-quant one).
+for flag in "--qat-observer-momentum 0.5" "--qat-freeze-observers-steps 5" "--qat-embeddings float"; do
+  expect_error "finetune $flag without --qat" "$T/o6.brt" "${flag%% *} needs --qat int8" -- \
+    "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/train.tsv" --max-steps 1 $flag -o "$T/o6.brt"
+done
+expect_error "finetune --save-fake-quant is -o" "$T/o6.brt" "-o .*o6.brt: is also --save-fake-quant" -- \
+  "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/train.tsv" --max-steps 1 --qat int8 --save-fake-quant "$T/o6.brt" -o "$T/o6.brt"
 expect_ok eval "$BIN" eval --model "$T/sst2.brt" --task sst2 --data "$T/dev.tsv" --json
 grep -qE '^\{"accuracy":[0-9.e-]+,"examples":100,.*"task":"sst2"\}$' "$T/stdout" && ok || bad "eval json: $(cat "$T/stdout")"
 printf 'a great movie\nawful\n' | "$BIN" predict --model "$T/sst2.brt" --json > "$T/pred.json" \

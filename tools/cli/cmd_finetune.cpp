@@ -150,8 +150,9 @@ void add_finetune(CLI::App& app) {
     check_input_file("--train", o->train);
     if (!o->dev.empty()) check_input_file("--dev", o->dev);
     if (!o->metrics.empty()) check_output_path("--metrics", o->metrics);
-    check_distinct_files({{"-o", o->out}, {"--metrics", o->metrics}},
-                         {{"--train", o->train}, {"--dev", o->dev}});
+    check_distinct_files(
+        {{"-o", o->out}, {"--metrics", o->metrics}, {"--save-fake-quant", o->qat.save_fake_quant}},
+        {{"--train", o->train}, {"--dev", o->dev}});
     check_distinct_files({{"--metrics", o->metrics}},
                          {{resuming ? "--resume" : "--model", model_path}});
     if (o->batch_size < 1) fail("--batch-size must be ≥ 1, got {}", o->batch_size);

@@ -25,24 +25,27 @@ void add_qat_flags(CLI::App* c, QatOptions& o) {
                 "per tensor) and weight (int8, per output channel); -o then gets the int8 model")
       ->check(CLI::IsMember({"none", "int8"}))
       ->capture_default_str();
-  c->add_option("--qat-observer-momentum", o.observer_momentum,
-                "moving-average constant of the activation range observers")
-      ->capture_default_str();
-  c->add_option("--qat-freeze-observers-steps", o.freeze_observers_steps,
-                "freeze the activation ranges after this many steps (0 = never)")
-      ->capture_default_str();
-  c->add_option("--qat-embeddings", o.embeddings,
-                "embedding tables: int8 (per row, fake-quant in training, int8 in the file) or "
-                "float")
-      ->check(CLI::IsMember({"int8", "float"}))
-      ->capture_default_str();
-  c->add_option("--save-fake-quant", o.save_fake_quant,
-                "with --qat: also write the fake-quant model (fp32 weights + ranges) here");
+  o.qat_only = {
+      c->add_option("--qat-observer-momentum", o.observer_momentum,
+                    "with --qat: moving-average constant of the activation range observers")
+          ->capture_default_str(),
+      c->add_option("--qat-freeze-observers-steps", o.freeze_observers_steps,
+                    "with --qat: freeze the activation ranges after this many steps (0 = never)")
+          ->capture_default_str(),
+      c->add_option("--qat-embeddings", o.embeddings,
+                    "with --qat: embedding tables int8 (per row, fake-quant in training, int8 in "
+                    "the file) or float")
+          ->check(CLI::IsMember({"int8", "float"}))
+          ->capture_default_str(),
+      c->add_option("--save-fake-quant", o.save_fake_quant,
+                    "with --qat: also write the fake-quant model (fp32 weights + ranges) here")};
 }
 
 void check_qat_options(const QatOptions& o) {
   if (!o.enabled()) {
-    if (!o.save_fake_quant.empty()) fail("--save-fake-quant needs --qat int8");
+    // Given without --qat they would change nothing: a forgotten --qat, not a choice.
+    for (const CLI::Option* opt : o.qat_only)
+      if (opt->count() > 0) fail("{} needs --qat int8", opt->get_name());
     return;
   }
   if (!(o.observer_momentum > 0.0f && o.observer_momentum <= 1.0f))

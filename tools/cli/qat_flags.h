@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "model/bert_model.h"
 #include "tokenizer/tokenizer.h"
@@ -18,6 +19,7 @@ struct QatOptions {
   int64_t freeze_observers_steps = 0;  // --qat-freeze-observers-steps (0 = never)
   std::string embeddings = "int8";     // --qat-embeddings int8 | float
   std::string save_fake_quant;         // --save-fake-quant FILE
+  std::vector<CLI::Option*> qat_only;  // the flags above but --qat: refused without --qat int8
   bool enabled() const { return qat == "int8"; }
   QatConfig config() const;
 };
