@@ -86,6 +86,11 @@ expect_ok convert-regression "$CONV" "$M/st_regression" -o "$T/stsb.brt"
 printf 'index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n' > "$T/stsb.tsv"
 printf '0\tmain-captions\tMSRvid\t2012test\t0001\tnone\tnone\tA plane is taking off.\tAn air plane is taking off.\t5.000\n' >> "$T/stsb.tsv"
 expect_ok quantize-converted "$BERTRT" quantize --model "$T/stsb.brt" --task stsb --calibration "$T/stsb.tsv" --max-seq-length 24 -o "$T/stsb_q.brt"
+# Its max_position_embeddings is 24: predict and finetune without --max-seq-length take 24, not
+# the task's default 128 (refused: "--max-seq-length 128 exceeds ... 24", a flag never given).
+expect_ok predict-converted-default-length sh -c "printf 'A plane.\tAn air plane.\n' | '$BERTRT' predict --model '$T/stsb.brt'"
+expect_ok finetune-default-length "$BERTRT" finetune --model "$T/stsb.brt" --task stsb --train "$T/stsb.tsv" --max-steps 1 --batch-size 1 -o "$T/stsb_ft.brt"
+grep -q "note: --max-seq-length 24 (the model's max_position_embeddings" "$T/stderr" && ok || bad "finetune-default-length: $(cat "$T/stderr")"
 expect_error quantize-converted-other-task 1 "$T/sst2_q.brt" "stsb.brt: the model was fine-tuned for task stsb, not sst2" -- "$BERTRT" quantize --model "$T/stsb.brt" --task sst2 --calibration "$T/stsb.tsv" -o "$T/sst2_q.brt"
 
 # A converted classifier whose config names no GLUE task and whose id2label is HF's LABEL_0,

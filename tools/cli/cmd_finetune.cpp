@@ -164,7 +164,7 @@ void add_finetune(CLI::App& app) {
       fail("--hidden-dropout-prob must be in [0, 1), got {}", o->hidden_dropout);
     if (!(o->attention_dropout >= 0.0f && o->attention_dropout < 1.0f))
       fail("--attention-probs-dropout-prob must be in [0, 1), got {}", o->attention_dropout);
-    const TaskDefinition task = task_from_flags(o->task, o->train, o->max_seq_length);
+    TaskDefinition task = task_from_flags(o->task, o->train, o->max_seq_length);
     if (task.name != "squad" && !(o->train_articles.empty() && o->dev_articles.empty()))
       fail("--train-articles/--dev-articles apply to --task squad only");
     const ArticleRange train_articles = o->train_articles.empty()
@@ -175,6 +175,13 @@ void add_finetune(CLI::App& app) {
     LoadedModel m = load_model(model_path);
     BertModel& model = *m.model;
     const Tokenizer& tok = *m.tokenizer;
+    // The task's default length, where the model takes fewer positions (a small converted
+    // checkpoint): its max_position_embeddings, as run_glue.py caps it, with a note.
+    if (o->max_seq_length == 0 && task.max_seq_length > model.config().max_position_embeddings) {
+      task.max_seq_length = task.squad.max_seq_length = model.config().max_position_embeddings;
+      fmt::print(stderr, "note: --max-seq-length {} (the model's max_position_embeddings; the "
+                 "task's default is longer)\n", task.max_seq_length);
+    }
     check_max_seq_length("--max-seq-length", task.max_seq_length,
                          model.config().max_position_embeddings);
     if (task.name == "squad") {

@@ -116,6 +116,10 @@ TaskDefinition model_task(const LoadedModel& m, const std::string& path,
            "(a GLUE task, conll2003 or squad: a converted checkpoint), or fine-tune it with this "
            "version", path, name.empty() ? "" : fmt::format(" ('{}')", name));
     d = make_task_definition(name);
+    // A default, not the model's choice: at most what the model can take (run_glue.py takes
+    // min(max_seq_length, the tokenizer's model_max_length) the same way).
+    const int most = m.model->config().max_position_embeddings;
+    if (d.max_seq_length > most) d.max_seq_length = d.squad.max_seq_length = most;
   }
   if (!task_flag.empty() && task_flag != d.name)
     fail("{}: the model was fine-tuned for task {}, not {}", path, d.name, task_flag);
