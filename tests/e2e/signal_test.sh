@@ -94,12 +94,18 @@ done
 # Resuming with other settings is refused, naming them; a finished model has no state to resume.
 if [ -f "$T/f_ck.brt" ]; then
   FT6=(--task sst2 --train "$T/train.tsv" --max-steps $N --batch-size 8 --learning-rate 1e-3 --seed 6)
-  expect_error "finetune resume with another seed" "$T/x.brt" 'seed: checkpoint 5, now 6' -- \
+  expect_error "finetune resume with another seed" "$T/x.brt" '--seed \(checkpoint 5, now 6\)' -- \
     "$BIN" finetune --resume "$T/f_ck.brt" "${FT6[@]}" -o "$T/x.brt"
   FT0=(--task sst2 --train "$T/train.tsv" --max-steps $N --batch-size 8 --learning-rate 1e-3 --seed 5)
   expect_error "finetune resume without its dropout" "$T/x.brt" \
-    'attention_probs_dropout_prob: checkpoint 0.1, now \(absent\); hidden_dropout_prob: checkpoint 0.1, now \(absent\)' -- \
+    '--attention-probs-dropout-prob \(checkpoint 0.1, now \(not given\)\), --hidden-dropout-prob \(checkpoint 0.1, now \(not given\)\)' -- \
     "$BIN" finetune --resume "$T/f_ck.brt" "${FT0[@]}" -o "$T/x.brt"
+  # Flags by their names and floats as written; --max-seq-length out of the task's record (a
+  # JSON blob of the task was printed, and 2e-05 as 1.9999999494757503e-05).
+  FTL=(--task sst2 --train "$T/train.tsv" --max-steps $N --batch-size 8 --learning-rate 2e-3 --seed 5 --max-seq-length 48)
+  expect_error "finetune resume with another rate and length" "$T/x.brt" \
+    'flags differ .*: --learning-rate \(checkpoint 0.001, now 0.002\), --max-seq-length \(checkpoint 128, now 48\)$' -- \
+    "$BIN" finetune --resume "$T/f_ck.brt" "${FTL[@]}" --hidden-dropout-prob 0.1 --attention-probs-dropout-prob 0.1 -o "$T/x.brt"
 fi
 expect_error "finetune resume of a finished model" "$T/x.brt" "no training state" -- \
   "$BIN" finetune --resume "$T/ffull.brt" "${FT[@]}" -o "$T/x.brt"

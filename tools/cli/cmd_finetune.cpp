@@ -4,7 +4,9 @@
 // The task (head kind, labels, data format) is stored in the output model, so `bertrt eval` and
 // `bertrt predict` need only --model.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -31,6 +33,23 @@ namespace {
 // (interrupted by SIGINT/SIGTERM) so --resume refuses a run that would not continue it.
 constexpr const char* kRunKey = "finetune_run";
 
+// The flag behind a key of the run record (the record keeps the keys older checkpoints have).
+std::string run_flag(const std::string& key) {
+  if (key == "train_bytes") return "--train's size in bytes";
+  if (key == "total_steps") return "total steps (--epochs / --max-steps)";
+  std::string flag = "--" + key;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
+}
+
+// A record value as the flag was written: floats as their float's shortest decimal.
+std::string run_value(const nlohmann::json* v) {
+  if (!v) return "(not given)";
+  if (v->is_number_float()) return fmt::format("{}", static_cast<float>(v->get<double>()));
+  if (v->is_string()) return v->get<std::string>().empty() ? "(none)" : v->get<std::string>();
+  return v->dump();
+}
+
 void check_resumable(const std::string& path, const LoadedModel& m, const nlohmann::json& now) {
   if (!m.training_state)
     fail(
@@ -43,18 +62,38 @@ void check_resumable(const std::string& path, const LoadedModel& m, const nlohma
          kRunKey);
   const nlohmann::json then = nlohmann::json::parse(it->second, nullptr, false);
   if (then.is_discarded()) fail("--resume {}: the '{}' record is not JSON", path, kRunKey);
-  std::string diff;
-  for (const auto& [flag, value] : now.items()) {
-    const std::string was = then.contains(flag) ? then[flag].dump() : "(absent)";
-    if (was != value.dump())
-      diff += fmt::format("{}{}: checkpoint {}, now {}", diff.empty() ? "" : "; ", flag, was,
-                          value.dump());
+  std::vector<std::string> diff;
+  const auto differs = [&](const std::string& name, const nlohmann::json* was,
+                           const nlohmann::json* is) {
+    if (was && is && *was == *is) return;
+    diff.push_back(fmt::format("{} (checkpoint {}, now {})", name, run_value(was), run_value(is)));
+  };
+  const auto field = [](const nlohmann::json& j, const std::string& key) {
+    return j.contains(key) ? &j[key] : nullptr;
+  };
+  for (const auto& [key, value] : now.items()) {
+    const nlohmann::json* was = field(then, key);
+    if (key == "task" && was && was->is_string() && value.is_string()) {
+      // The task's record (JSON text): --max-seq-length and the task's own flags, one by one.
+      const auto t0 = nlohmann::json::parse(was->get<std::string>(), nullptr, false);
+      const auto t1 = nlohmann::json::parse(value.get<std::string>(), nullptr, false);
+      if (t0.is_object() && t1.is_object()) {
+        for (const auto& [k, v] : t1.items())
+          differs(k == "max_seq_length" ? "--max-seq-length"
+                  : k == "name"         ? "--task"
+                                        : "the task's " + k,
+                  field(t0, k), &v);
+        continue;
+      }
+    }
+    differs(run_flag(key), was, &value);
   }
-  for (const auto& [flag, value] : then.items())  // e.g. hidden_dropout_prob, written when set
-    if (!now.contains(flag))
-      diff += fmt::format("{}{}: checkpoint {}, now (absent)", diff.empty() ? "" : "; ", flag,
-                          value.dump());
-  if (!diff.empty()) fail("--resume {}: the run was started with other settings ({})", path, diff);
+  for (const auto& [key, value] : then.items())  // e.g. hidden_dropout_prob, written when set
+    if (!now.contains(key)) differs(run_flag(key), &value, nullptr);
+  if (!diff.empty())
+    fail("--resume {}: these flags differ from the run that wrote it, so it would not continue "
+         "exactly: {}",
+         path, fmt::join(diff, ", "));
 }
 
 }  // namespace
