@@ -91,9 +91,10 @@ void check_resumable(const std::string& path, const LoadedModel& m, const nlohma
   for (const auto& [key, value] : then.items())  // e.g. hidden_dropout_prob, written when set
     if (!now.contains(key)) differs(run_flag(key), &value, nullptr);
   if (!diff.empty())
-    fail("--resume {}: these flags differ from the run that wrote it, so it would not continue "
-         "exactly: {}",
-         path, fmt::join(diff, ", "));
+    fail(
+        "--resume {}: these flags differ from the run that wrote it, so it would not continue "
+        "exactly: {}",
+        path, fmt::join(diff, ", "));
 }
 
 }  // namespace
@@ -218,8 +219,10 @@ void add_finetune(CLI::App& app) {
     // checkpoint): its max_position_embeddings, as run_glue.py caps it, with a note.
     if (o->max_seq_length == 0 && task.max_seq_length > model.config().max_position_embeddings) {
       task.max_seq_length = task.squad.max_seq_length = model.config().max_position_embeddings;
-      fmt::print(stderr, "note: --max-seq-length {} (the model's max_position_embeddings; the "
-                 "task's default is longer)\n", task.max_seq_length);
+      fmt::print(stderr,
+                 "note: --max-seq-length {} (the model's max_position_embeddings; the "
+                 "task's default is longer)\n",
+                 task.max_seq_length);
     }
     check_max_seq_length("--max-seq-length", task.max_seq_length,
                          model.config().max_position_embeddings);

@@ -531,15 +531,16 @@ void run(const Flags& o) {
   // model is not written over -o.
   const double held_out = evaluate("after", trainer.steps_done());
   if (last_loss_nonfinite || !std::isfinite(held_out))
-    fail("{}: the model no longer computes finite outputs ({} of {} steps skipped), so {} was "
-         "not written{} — lower --learning-rate",
-         last_loss_nonfinite
-             ? fmt::format("the final weights' loss is not finite (step {} was skipped on it)",
-                           trainer.steps_done())
-             : fmt::format("the held-out MLM loss after step {} is not finite",
-                           trainer.steps_done()),
-         trainer.skipped_steps(), trainer.steps_done(), o.out,
-         last_saved >= 0 ? fmt::format(" (it keeps the checkpoint of step {})", last_saved) : "");
+    fail(
+        "{}: the model no longer computes finite outputs ({} of {} steps skipped), so {} was "
+        "not written{} — lower --learning-rate",
+        last_loss_nonfinite
+            ? fmt::format("the final weights' loss is not finite (step {} was skipped on it)",
+                          trainer.steps_done())
+            : fmt::format("the held-out MLM loss after step {} is not finite",
+                          trainer.steps_done()),
+        trainer.skipped_steps(), trainer.steps_done(), o.out,
+        last_saved >= 0 ? fmt::format(" (it keeps the checkpoint of step {})", last_saved) : "");
   if (dump) {
     dump->commit();
     fmt::print("wrote {}\n", o.dump_instances);

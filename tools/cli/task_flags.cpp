@@ -130,10 +130,11 @@ TaskDefinition model_task(const LoadedModel& m, const std::string& path,
     // its own way): matched by name, as run_ner.py and run_glue.py do. A token task reads its
     // gold tags through these names, so the head's order serves as the task's.
     if (d.kind != HeadKind::kTokenClassification)
-      fail("{}: the head's labels {} are task {}'s in another order ({}); bertrt reads a "
-           "sequence head's labels in the task's order only: convert a checkpoint whose "
-           "id2label lists them in that order",
-           path, fmt::join(h.labels, ", "), d.name, fmt::join(d.labels, ", "));
+      fail(
+          "{}: the head's labels {} are task {}'s in another order ({}); bertrt reads a "
+          "sequence head's labels in the task's order only: convert a checkpoint whose "
+          "id2label lists them in that order",
+          path, fmt::join(h.labels, ", "), d.name, fmt::join(d.labels, ", "));
     d.labels = h.labels;
     labels_differ = false;
   }
