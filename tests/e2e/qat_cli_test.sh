@@ -51,6 +51,22 @@ expect_ok eval-ptq "$BIN" eval --model "$T/ptq.brt" --task sst2 --data "$T/dev.t
 "$BIN" info "$T/ptq.brt" > "$T/info_ptq.txt" && grep -q "quantization.source = ptq" "$T/info_ptq.txt" \
   && ok || bad "ptq metadata"
 
+# PTQ of token-classification and generic-TSV models, with the task the model records (quantize
+# read GLUE TSVs only: "unknown task 'tsv'"); calibration windows at the fine-tuning length.
+head -n 200 "$DATA/conll2003/eng.train" > "$T/ner.conll"
+expect_ok finetune-ner "$BIN" finetune --model "$T/init.brt" --task conll2003 --train "$T/ner.conll" \
+  --max-steps 2 --batch-size 8 --max-seq-length 32 -o "$T/ner.brt"
+expect_ok quantize-ner "$BIN" quantize --model "$T/ner.brt" --calibration "$T/ner.conll" \
+  --calibration-examples 8 -o "$T/ner_q.brt"
+grep -q "on 8 examples" "$T/stdout" && ok || bad "quantize-ner: $(cat "$T/stdout")"
+expect_ok eval-ner-int8 "$BIN" eval --model "$T/ner_q.brt" --data "$T/ner.conll" --json
+grep -q '"overall_f1"' "$T/stdout" && ok || bad "eval-ner-int8: $(cat "$T/stdout")"
+expect_ok finetune-tsv "$BIN" finetune --model "$T/init.brt" --task tsv --text-column sentence \
+  --label-column label --labels 0,1 --train "$T/train.tsv" --max-steps 2 --batch-size 8 -o "$T/tsv.brt"
+expect_ok quantize-tsv "$BIN" quantize --model "$T/tsv.brt" --task tsv --calibration "$T/train.tsv" \
+  --calibration-examples 32 -o "$T/tsv_q.brt"
+expect_ok eval-tsv-int8 "$BIN" eval --model "$T/tsv_q.brt" --data "$T/dev.tsv"
+
 # Errors.
 expect_error "quantize without calibration" "$T/e1.brt" "calibration" -- "$BIN" quantize --model "$T/fp32.brt" --task sst2 -o "$T/e1.brt"
 head -n 1 "$T/train.tsv" > "$T/header_only.tsv"

@@ -7,37 +7,40 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <vector>
 
 #include "common.h"
-#include "task_flags.h"
 #include "core/error.h"
 #include "io/model_io.h"
-#include "tasks/tsv_task.h"
-#include "train/finetune.h"
-#include "train/task_batch.h"
+#include "task_flags.h"
+#include "train/task_data.h"
 
 namespace bertrt::cli {
 
 void add_quantize(CLI::App& app) {
   struct Opts {
     std::string model, task, calibration, out, save_fake_quant, embeddings = "int8";
-    int examples = 512, batch_size = 32, max_seq_length = 128;
+    int examples = 512, batch_size = 32, max_seq_length = 0;
     BackendChoice backend;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* c = app.add_subcommand(
       "quantize", "post-training int8 quantization of a fine-tuned model, calibrated on examples");
   c->add_option("--model", o->model, "fine-tuned fp32 model (.brt)")->required();
-  c->add_option("--task", o->task, "task of the model and of --calibration (sst2, ...)")
-      ->required();
+  c->add_option("--task", o->task,
+                "task of the model and of --calibration; default: the task the model records "
+                "(a converted checkpoint without one needs it)");
   c->add_option("--calibration", o->calibration,
-                "TSV of the task (e.g. a slice of train.tsv): sets every activation range")
+                "data of the task (e.g. a slice of train.tsv; a CoNLL file; SQuAD JSON): sets "
+                "every activation range")
       ->required();
-  c->add_option("--calibration-examples", o->examples, "use the first N examples")
+  c->add_option("--calibration-examples", o->examples,
+                "use the first N examples (windows for conll2003 and squad)")
       ->capture_default_str();
   c->add_option("--batch-size", o->batch_size, "examples per forward pass")->capture_default_str();
-  c->add_option("--max-seq-length", o->max_seq_length, "truncate longer examples")
-      ->capture_default_str();
+  c->add_option("--max-seq-length", o->max_seq_length,
+                "default: the value the model was fine-tuned with (as eval's)")
+      ->check(at_least(1));
   c->add_option("--embeddings", o->embeddings, "embedding tables: int8 (per row) or float")
       ->check(CLI::IsMember({"int8", "float"}))
       ->capture_default_str();
@@ -54,45 +57,37 @@ void add_quantize(CLI::App& app) {
                          {{"--calibration", o->calibration}});
     if (o->examples < 1) fail("--calibration-examples must be ≥ 1, got {}", o->examples);
     if (o->batch_size < 1) fail("--batch-size must be ≥ 1, got {}", o->batch_size);
-    const TaskSpec& spec = glue_task(o->task);
     // Its size now: -o may name the same file and replace it.
     const double input_mb = std::filesystem::file_size(o->model) / 1e6;
     LoadedModel m = load_model(o->model);
     BertModel& model = *m.model;
     if (model.quant_mode() == QuantMode::kInt8)
       fail("{}: already an int8 model; quantize its fp32 source", o->model);
-    // The task the model records (or, converted, its GLUE finetuning_task) must be --task: an
-    // sst2 model calibrated on MRPC pairs would take its activation ranges from the wrong data.
-    model_task(m, o->model, o->task);
-    if (!model.heads().classifier() ||
-        model.heads().num_labels() != (spec.regression ? 1 : int(spec.labels.size())))
-      fail("{}: expected a model fine-tuned for {} ({} labels); fine-tune it first (bertrt "
-           "finetune)", o->model, o->task, spec.labels.size());
-    check_max_seq_length("--max-seq-length", o->max_seq_length,
+    // The task the model records (or, converted, its finetuning_task or --task), and --task must
+    // be it: an sst2 model calibrated on MRPC pairs would take its ranges from the wrong data.
+    TaskDefinition task = model_task(m, o->model, o->task);
+    if (o->max_seq_length > 0) task.max_seq_length = task.squad.max_seq_length = o->max_seq_length;
+    check_max_seq_length("--max-seq-length", task.max_seq_length,
                          model.config().max_position_embeddings);
-    auto examples =
-        encode_examples(*m.tokenizer, read_glue_tsv(o->calibration, spec), o->max_seq_length);
-    if (examples.empty())
+    // The task's own reader and encoding, as eval's: sentences, CoNLL windows, SQuAD windows.
+    const auto data = load_task_data(task, *m.tokenizer, o->calibration);
+    if (data->size() == 0)
       fail(
           "--calibration {}: no examples; post-training quantization needs calibration data to "
           "set the activation ranges",
           o->calibration);
-    if (examples.size() > size_t(o->examples)) examples.resize(size_t(o->examples));
+    std::vector<size_t> order(std::min(data->size(), size_t(o->examples)));
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     auto be = o->backend.make();
     model.begin_calibration(o->embeddings == "int8");
-    std::vector<size_t> order(examples.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    for (size_t begin = 0; begin < examples.size(); begin += size_t(o->batch_size)) {
-      const TaskBatch b = make_sequence_batch(examples, order, begin, o->batch_size,
-                                              m.tokenizer->pad_id(), spec.regression);
-      model.forward(*be, b.inputs(), Targets{}, false);
-    }
+    for (size_t begin = 0; begin < order.size(); begin += size_t(o->batch_size))
+      model.forward(*be, data->batch(order, begin, o->batch_size).inputs(), Targets{}, false);
     model.finish_calibration();
     auto meta = m.metadata;
     meta["source"] = "bertrt quantize";
     meta["quantization.source"] = "ptq";
     meta["quantization.calibration"] =
-        fmt::format("{} ({} examples)", o->calibration, examples.size());
+        fmt::format("{} ({} examples)", o->calibration, order.size());
     if (!o->save_fake_quant.empty()) {
       save_model(o->save_fake_quant, model, *m.tokenizer, meta);
       fmt::print("wrote {} (fake-quant: fp32 weights + calibrated ranges)\n", o->save_fake_quant);
@@ -102,7 +97,7 @@ void add_quantize(CLI::App& app) {
     fmt::print(
         "calibrated {} Linears on {} examples; wrote {} (int8, {:.2f} MB; fp32 input {:.2f} "
         "MB)\n",
-        model.quant()->linears().size(), examples.size(), o->out,
+        model.quant()->linears().size(), order.size(), o->out,
         std::filesystem::file_size(o->out) / 1e6, input_mb);
   });
 }

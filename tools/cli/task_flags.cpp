@@ -98,6 +98,9 @@ bool is_preset(const std::string& name) {
 TaskDefinition model_task(const LoadedModel& m, const std::string& path,
                           const std::string& task_flag) {
   const HeadsConfig& h = m.model->heads();
+  if (const auto names = task_names();
+      !task_flag.empty() && std::find(names.begin(), names.end(), task_flag) == names.end())
+    fail("--task: unknown task '{}' (known: {})", task_flag, fmt::join(names, ", "));
   if (h.resolved_kind() == HeadKind::kNone)
     fail("{}: the model has no fine-tuning head; fine-tune it first (bertrt finetune --task ...)",
          path);
