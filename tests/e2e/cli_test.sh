@@ -135,6 +135,8 @@ expect_error "truncated model" "" "trunc.brt" -- sh -c "head -c 5000 '$T/init.br
 expect_error "foreign model" "" "BRT1|not a bertrt" -- "$BIN" info "$VOCAB"
 expect_error "fill-mask without [MASK]" "" "MASK" -- "$BIN" fill-mask --model "$T/pt.brt" "no mask here"
 expect_error "unknown task" "$T/o5.brt" "task" -- "$BIN" finetune --model "$T/pt.brt" --task nope --train "$T/train.tsv" --dev "$T/dev.tsv" -o "$T/o5.brt"
+# eval named the model's task instead ("fine-tuned for task sst2, not nope").
+expect_error "eval --task unknown" "" "--task: unknown task 'nope' \(known: sst2, " -- "$BIN" eval --model "$T/sst2.brt" --task nope --data "$T/dev.tsv"
 expect_error "unknown backend" "" "backend" -- "$BIN" fill-mask --backend gpu --model "$T/pt.brt" "[MASK]"
 expect_error "eval --batch-size 0" "" "batch-size" -- "$BIN" eval --model "$T/sst2.brt" --task sst2 --data "$T/dev.tsv" --batch-size 0
 expect_error "forward id that would wrap" "" "line 1.*32-bit" -- sh -c "echo '{\"input_ids\":[101,4294967397,102]}' | '$BIN' forward --model '$T/init.brt'"
@@ -148,8 +150,14 @@ expect_error "diverged run writes nothing" "$T/o7.brt" "non-finite" -- "$BIN" pr
 expect_error "predict --max-seq-length above 512" "" "max-seq-length.*512" -- "$BIN" predict --model "$T/sst2.brt" --max-seq-length 600
 expect_error "--eval-steps without --valid" "$T/o8.brt" "eval-steps.*--valid" -- "$BIN" pretrain --model "$T/init.brt" --corpus "$T/corpus.txt" --max-steps 1 --eval-steps 5 -o "$T/o8.brt"
 # Integer flags: 0 or a negative value was taken as "the default" (or ignored) with exit 0.
-expect_error "predict --max-seq-length -5" "" "max-seq-length: must be ≥ 1, got -5" -- "$BIN" predict --model "$T/sst2.brt" --max-seq-length -5
+expect_error "predict --max-seq-length -5" "" "max-seq-length: must be ≥ 3, got -5" -- "$BIN" predict --model "$T/sst2.brt" --max-seq-length -5
 expect_error "finetune --max-steps 0" "$T/o9.brt" "max-steps: must be ≥ 1, got 0" -- "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/train.tsv" --max-steps 0 -o "$T/o9.brt"
+# The same bounds give the same usage error (exit 2) wherever they are spelled: --epochs 0 and
+# --max-seq-length 1 exited 1, pretrain --max-steps 0 wrote the model unchanged, tokenize took -1.
+expect_error "finetune --epochs 0" "$T/o9.brt" "epochs: must be ≥ 1, got 0" -- "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/train.tsv" --epochs 0 -o "$T/o9.brt"
+expect_error "finetune --max-seq-length 1" "$T/o9.brt" "max-seq-length: must be ≥ 3, got 1" -- "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/train.tsv" --max-steps 1 --max-seq-length 1 -o "$T/o9.brt"
+expect_error "pretrain --max-steps 0" "$T/o9.brt" "max-steps: must be ≥ 1, got 0" -- "$BIN" pretrain --model "$T/init.brt" --corpus "$T/corpus.txt" --max-steps 0 -o "$T/o9.brt"
+expect_error "tokenize --max-seq-length -1" "" "max-seq-length: must be 0 \(no limit\) or ≥ 3, got -1" -- sh -c "echo hi | '$BIN' tokenize --model '$T/init.brt' --max-seq-length -1"
 expect_error "--device -7" "" "device: must be ≥ 0, got -7" -- "$BIN" eval --model "$T/sst2.brt" --task sst2 --data "$T/dev.tsv" --device -7
 expect_error "--device with the cpu backend" "" "--device 1 selects a Vulkan device: it needs --backend vulkan" -- "$BIN" eval --model "$T/sst2.brt" --task sst2 --data "$T/dev.tsv" --device 1
 expect_error "info --devices with a model" "" "reads no model: run \`bertrt info $T/sst2.brt\`" -- "$BIN" info --devices "$T/sst2.brt"

@@ -42,7 +42,7 @@ void add_eval(CLI::App& app) {
   c->add_option("--batch-size", o->batch_size, "rows per forward pass")->capture_default_str();
   c->add_option("--max-seq-length", o->max_seq_length,
                 "default: the value the model was fine-tuned with")
-      ->check(at_least(1));
+      ->check(at_least(3));  // [CLS] A [SEP]
   c->add_flag("--json", o->json, "one JSON object: {\"task\", metrics..., \"loss\", \"examples\"}");
   o->backend.add_to(c);
   c->callback([o] {
@@ -236,7 +236,7 @@ void add_predict(CLI::App& app) {
                 "else checked against the model's (optional)");
   c->add_option("--max-seq-length", o->max_seq_length,
                 "default: the value the model was fine-tuned with")
-      ->check(at_least(1));
+      ->check(at_least(3));  // [CLS] A [SEP]
   c->add_flag("--json", o->json, "one JSON object a line");
   o->backend.add_to(c);
   c->callback([o] {

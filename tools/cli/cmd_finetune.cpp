@@ -140,7 +140,9 @@ void add_finetune(CLI::App& app) {
       ->group("SQuAD (--task squad)");
   c->add_option("--dev-articles", o->dev_articles, "SQuAD: articles of --dev, e.g. 30-39")
       ->group("SQuAD (--task squad)");
-  auto* ep = c->add_option("--epochs", o->epochs, "passes over --train")->capture_default_str();
+  auto* ep = c->add_option("--epochs", o->epochs, "passes over --train")
+                 ->capture_default_str()
+                 ->check(at_least(1));
   c->add_option("--max-steps", o->max_steps, "optimizer steps (instead of --epochs)")
       ->excludes(ep)
       ->check(at_least(1));
@@ -150,7 +152,7 @@ void add_finetune(CLI::App& app) {
                 "pieces per input (default 128; squad 384): longer sentences are truncated, "
                 "longer CoNLL sentences and SQuAD contexts split into windows; batches are padded "
                 "to their longest")
-      ->check(at_least(1));
+      ->check(at_least(3));  // [CLS] A [SEP]
   c->add_option("--learning-rate", o->lr, "peak AdamW learning rate")->capture_default_str();
   c->add_option("--warmup-ratio", o->warmup_ratio, "share of steps with linear warm-up")->capture_default_str();
   c->add_option("--weight-decay", o->weight_decay, "AdamW decay (not on LayerNorm/bias)")->capture_default_str();

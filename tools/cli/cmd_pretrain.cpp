@@ -557,7 +557,7 @@ void add_pretrain(CLI::App& app) {
   c->add_option("--model", o->model, "initial model with MLM+NSP heads (bertrt init); or --resume");
   c->add_option("--resume", o->resume,
                 "continue the run that wrote this checkpoint (its -o file), with the same flags");
-  c->add_option("--max-steps", o->max_steps, "optimizer steps")->required();
+  c->add_option("--max-steps", o->max_steps, "optimizer steps")->required()->check(at_least(1));
   c->add_option("--batch-size", o->batch_size, "sequences per optimizer step")->capture_default_str();
   add_data_flags(c, o->data);
   add_optim_flags(c, o->optim);

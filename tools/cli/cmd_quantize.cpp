@@ -40,7 +40,7 @@ void add_quantize(CLI::App& app) {
   c->add_option("--batch-size", o->batch_size, "examples per forward pass")->capture_default_str();
   c->add_option("--max-seq-length", o->max_seq_length,
                 "default: the value the model was fine-tuned with (as eval's)")
-      ->check(at_least(1));
+      ->check(at_least(3));  // [CLS] A [SEP]
   c->add_option("--embeddings", o->embeddings, "embedding tables: int8 (per row) or float")
       ->check(CLI::IsMember({"int8", "float"}))
       ->capture_default_str();

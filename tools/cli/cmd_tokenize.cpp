@@ -20,7 +20,13 @@ void add_tokenize(CLI::App& app) {
   c->add_option("--model", o->model, "model file (.brt) whose tokenizer to use")->required();
   c->add_flag("--json", o->json,
               "one JSON object a line: {\"tokens\", \"input_ids\", \"token_type_ids\"}");
-  c->add_option("--max-seq-length", o->max_seq_length, "truncate pairs longest-first (0: no limit)");
+  c->add_option("--max-seq-length", o->max_seq_length, "truncate pairs longest-first (0: no limit)")
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {  // 0, or room for [CLS] A [SEP]
+            if (s == "0" || at_least(3)(s).empty()) return {};
+            return "must be 0 (no limit) or ≥ 3, got " + s;
+          },
+          "", "0 or at least 3"));
   c->callback([o] {
     check_input_file("--model", o->model);
     ModelFile f = ModelFile::open(o->model);
