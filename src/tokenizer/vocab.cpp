@@ -22,6 +22,9 @@ Vocab Vocab::load(const std::string& path) {
   std::string line;
   while (std::getline(in, line)) {
     while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.pop_back();
+    // A byte-order mark (an editor's, on Windows) is not part of the first token: with it,
+    // "[PAD]" went missing. The TSV readers drop it the same way.
+    if (tokens.empty() && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
     tokens.push_back(line);
   }
   if (in.bad()) fail("vocab {}: read error after line {}", path, tokens.size());

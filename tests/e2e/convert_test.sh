@@ -192,6 +192,7 @@ expect_error untied-decoder 1 "$T/x.brt" "cls.predictions.decoder.weight' differ
 cp -r "$M/st_pretraining_f32" "$T/trunc"; truncate -s 5000 "$T/trunc/model.safetensors"
 expect_error truncated 1 "$T/x.brt" "model.safetensors" -- "$CONV" "$T/trunc" -o "$T/x.brt"
 expect_error no-input 1 "$T/x.brt" "nothing-here: no such file or folder" -- "$CONV" "$T/nothing-here" -o "$T/x.brt"
+expect_error brt-without-to-hf 1 "$T/x.brt" "a.brt: a bertrt model file is not a checkpoint to convert; to export it, add --to hf" -- "$CONV" "$T/a.brt" -o "$T/x.brt"
 expect_error to-hf-not-brt 1 "" "model.safetensors" -- "$CONV" --to hf "$M/st_pretraining_f32/model.safetensors" -o "$T/hf2"
 # An existing output survives a failed conversion untouched.
 cp "$T/a.brt" "$T/keep.brt"

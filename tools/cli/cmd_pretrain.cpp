@@ -94,8 +94,10 @@ void add_data_flags(CLI::App* c, DataFlags& d) {
   c->add_option("--max-seq-length", d.max_seq_length, "tokens per sequence, [CLS]/[SEP] included")->capture_default_str();
   c->add_option("--max-predictions-per-seq", d.max_predictions, "at most this many masked positions a sequence")->capture_default_str();
   c->add_option("--masked-lm-prob", d.masked_lm_prob, "share of tokens chosen for MLM (80% [MASK], 10% random, 10% kept)")->capture_default_str();
-  c->add_option("--valid-examples", d.valid_examples, "evaluate on at most this many held-out examples")
-      ->capture_default_str();
+  c->add_option("--valid-examples", d.valid_examples,
+                "evaluate on at most this many held-out examples (0: all)")
+      ->capture_default_str()
+      ->check(at_least(0));
   c->add_option("--seed", d.seed, "data order and masking")->capture_default_str()
       ->check(seed_value());
   c->add_flag("--no-sentence-split", d.no_sentence_split,
@@ -303,7 +305,12 @@ Documents load_corpus(const std::string& flag, const std::string& path, const To
     if (total) bar.update(int64_t(done * 1000 / total), fmt::format("{:.1f} MB", done / 1e6));
   };
   CorpusStats stats;
-  Documents docs = read_corpus(path, tok, co, &stats);
+  Documents docs;
+  try {
+    docs = read_corpus(path, tok, co, &stats);
+  } catch (const Error& e) {
+    fail("{} {}", flag, e.what());  // which of --corpus and --valid
+  }
   bar.finish(fmt::format("{} documents, {} lines, {:.2f} M tokens", stats.documents, stats.lines,
                          stats.tokens / 1e6));
   if (stats.invalid_utf8_lines)

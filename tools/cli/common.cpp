@@ -58,6 +58,14 @@ void check_distinct_files(const FlagPaths& outputs, const FlagPaths& inputs) {
   }
 }
 
+CLI::Validator not_empty(const std::string& expected) {
+  return CLI::Validator(
+      [expected](std::string& s) -> std::string {
+        return s.empty() ? fmt::format("expected {}, got an empty value", expected) : "";
+      },
+      "", "not empty");
+}
+
 CLI::Validator at_least(long long lo) {
   return CLI::Validator(
       [lo](std::string& s) -> std::string {

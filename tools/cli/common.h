@@ -25,6 +25,8 @@ void check_distinct_files(const FlagPaths& outputs, const FlagPaths& inputs);
 // A CLI11 check that an integer option is ≥ lo, with a short message (CLI11's own number checks
 // print ranges up to DBL_MAX in full).
 CLI::Validator at_least(long long lo);
+// A CLI11 check that a value is not empty: `--articles ""` would read as the default (all).
+CLI::Validator not_empty(const std::string& expected);
 // A CLI11 check for a 64-bit seed: digits only, at most 2^64 - 1 (CLI11 took -1 as 2^64 - 1 and
 // clamped larger values to it).
 CLI::Validator seed_value();

@@ -20,6 +20,14 @@ bool ends_with(const std::string& s, const std::string& p) {
   return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
 }
 
+// A .brt file: its identifier "BRT1" at byte 8, after the u32 size and the FlatBuffer's root
+// offset (schema/bertrt.fbs).
+bool is_brt_file(const std::string& path) {
+  char head[12] = {};
+  std::ifstream(path, std::ios::binary).read(head, sizeof head);
+  return std::memcmp(head + 8, "BRT1", 4) == 0;
+}
+
 bool is_torch_file(const std::string& p) { return ends_with(p, ".bin") || ends_with(p, ".pt") || ends_with(p, ".pth"); }
 
 std::string parent_dir(const std::string& path) {
@@ -87,6 +95,9 @@ InputPaths find_input(const std::string& path) {
   if (!fs::exists(path)) fail("{}: no such file or folder", path);
   if (ends_with(path, ".safetensors") || is_torch_file(path) || ends_with(path, ".index.json"))
     return hf_input(parent_dir(path), path);
+  if (is_brt_file(path))
+    fail("{}: a bertrt model file is not a checkpoint to convert; to export it, add --to hf",
+         path);
   fail("{}: unknown input (expected a folder, .safetensors, .bin/.pt/.pth, *.index.json or a TF "
        "checkpoint .index)", path);
 }
@@ -110,9 +121,7 @@ std::unique_ptr<CheckpointReader> open_checkpoint(const std::string& path) {
 
 void check_replaceable_brt(const std::string& what, const std::string& path) {
   if (!std::filesystem::is_regular_file(path)) return;
-  char head[12] = {};
-  std::ifstream(path, std::ios::binary).read(head, sizeof head);
-  if (std::memcmp(head + 8, "BRT1", 4) != 0)
+  if (!is_brt_file(path))
     fail("{} {}: exists and is not a .brt model file (an input of the conversion?); it would be "
          "replaced: remove it or choose another name", what, path);
 }
