@@ -38,7 +38,8 @@ void add_eval(CLI::App& app) {
                 "check that the model was fine-tuned for this task; names the GLUE task of a "
                 "model that does not record one, e.g. a converted checkpoint (optional)");
   c->add_option("--data", o->data, "labelled data: TSV, CoNLL file or SQuAD JSON")->required();
-  c->add_option("--articles", o->articles, "SQuAD: articles of --data, e.g. 30-39 (inclusive; default all)")
+  c->add_option("--articles", o->articles,
+                "SQuAD: articles of --data, e.g. 30-39 (inclusive; default all)")
       ->check(not_empty("an article range like 0-29 or 7"));
   c->add_option("--batch-size", o->batch_size, "rows per forward pass")->capture_default_str();
   c->add_option("--max-seq-length", o->max_seq_length,
@@ -129,8 +130,10 @@ struct Predictor {
     // (the model would classify a bare [CLS] [SEP]).
     for (size_t i = 0; i < fields.size(); ++i)
       if (tok.tokenize(fields[i]).empty())
-        fail("stdin: line {}: {} is empty (no tokens: only spaces, control or zero-width "
-             "characters)", n, i == 0 ? "the sentence" : "the second sentence");
+        fail(
+            "stdin: line {}: {} is empty (no tokens: only spaces, control or zero-width "
+            "characters)",
+            n, i == 0 ? "the sentence" : "the second sentence");
     TextExample ex{fields[0], std::nullopt, -1, 0};
     if (task.pair) ex.text_b = fields[1];
     const auto enc = encode_examples(tok, {ex}, task.max_seq_length);

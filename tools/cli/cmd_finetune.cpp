@@ -136,7 +136,8 @@ void add_finetune(CLI::App& app) {
   add_task_flags(c, o->task);
   c->add_option("--train", o->train, "training data (TSV, CoNLL file, SQuAD JSON)")->required();
   c->add_option("--dev", o->dev, "dev data: metrics after every epoch and at the end");
-  c->add_option("--train-articles", o->train_articles, "SQuAD: articles of --train, e.g. 0-29 (inclusive; default all)")
+  c->add_option("--train-articles", o->train_articles,
+                "SQuAD: articles of --train, e.g. 0-29 (inclusive; default all)")
       ->check(not_empty("an article range like 0-29 or 7"))
       ->group("SQuAD (--task squad)");
   c->add_option("--dev-articles", o->dev_articles, "SQuAD: articles of --dev, e.g. 30-39")

@@ -96,8 +96,7 @@ InputPaths find_input(const std::string& path) {
   if (ends_with(path, ".safetensors") || is_torch_file(path) || ends_with(path, ".index.json"))
     return hf_input(parent_dir(path), path);
   if (is_brt_file(path))
-    fail("{}: a bertrt model file is not a checkpoint to convert; to export it, add --to hf",
-         path);
+    fail("{}: a bertrt model file is not a checkpoint to convert; to export it, add --to hf", path);
   fail("{}: unknown input (expected a folder, .safetensors, .bin/.pt/.pth, *.index.json or a TF "
        "checkpoint .index)", path);
 }
