@@ -100,13 +100,16 @@ expect_error quantize-converted-other-task 1 "$T/sst2_q.brt" "stsb.brt: the mode
 printf 'sentence\tlabel\nit is a good film\t1\nit is a bad film\t0\n' > "$T/s.tsv"
 "$BERTRT" finetune --model "$T/ti.brt" --task sst2 --train "$T/s.tsv" --max-steps 1 --batch-size 2 \
   -o "$T/ti_sst2.brt" > /dev/null 2>&1 && "$CONV" "$T/ti_sst2.brt" --to hf -o "$T/ti_hf" > /dev/null \
-  && /usr/bin/python3 - "$T/ti_hf/config.json" <<'EOF2' && "$CONV" "$T/ti_hf" -o "$T/ti_conv.brt" > /dev/null && ok || bad "converted sst2 model: setup"
+  && /usr/bin/python3 - "$T/ti_hf/config.json" <<'EOF2' && "$CONV" "$T/ti_hf" -o "$T/ti_conv.brt" > /dev/null 2> "$T/conv_warn" && ok || bad "converted sst2 model: setup"
 import json, sys
 c = json.load(open(sys.argv[1]))
 c.pop("finetuning_task", None)
 c["id2label"], c["label2id"] = {"0": "LABEL_0", "1": "LABEL_1"}, {"LABEL_0": 0, "LABEL_1": 1}
 json.dump(c, open(sys.argv[1], "w"))
 EOF2
+# Its bertrt_task record (written by the export) no longer describes the relabelled head: dropped.
+grep -q "bertrt_task (sst2, labels 0, 1) does not describe the head (sequence_classification, labels LABEL_0, LABEL_1), so it was not kept" "$T/conv_warn" \
+  && ok || bad "stale bertrt_task: $(cat "$T/conv_warn")"
 expect_ok eval-converted "$BERTRT" eval --model "$T/ti_conv.brt" --task sst2 --data "$T/s.tsv"
 grep -q "labels LABEL_0, LABEL_1 are read as task sst2's 0, 1, by index" "$T/stderr" && ok || bad "eval-converted: $(cat "$T/stderr")"
 expect_ok predict-converted sh -c "echo 'a good film' | '$BERTRT' predict --model '$T/ti_conv.brt' --task sst2"
@@ -147,8 +150,19 @@ expect_ok predict-ner-permuted sh -c "'$BERTRT' predict --model '$T/ner_perm.brt
 cmp -s "$T/ner_a.json" "$T/stdout" && ok || bad "permuted NER head: tags $(cat "$T/stdout"), the model's own $(cat "$T/ner_a.json")"
 if ! grep -q "by index" "$T/stderr"; then ok; else bad "permuted NER head read by index: $(cat "$T/stderr")"; fi
 /usr/bin/python3 -c "import json; p='$T/ti_hf/config.json'; c=json.load(open(p)); c['id2label']={'0':'1','1':'0'}; c['label2id']={'1':0,'0':1}; json.dump(c, open(p,'w'))" \
-  && "$CONV" "$T/ti_hf" -o "$T/ti_swap.brt" > /dev/null && ok || bad "swapped sst2 head: setup"
+  && "$CONV" "$T/ti_hf" -o "$T/ti_swap.brt" > /dev/null 2>&1 && ok || bad "swapped sst2 head: setup"
 expect_error predict-swapped-glue 1 "" "labels 1, 0 are task sst2's in another order \(0, 1\)" -- sh -c "echo 'a good film' | '$BERTRT' predict --model '$T/ti_swap.brt' --task sst2"
+# A fine-tuned model's task record survives a round trip through HF (config.json's bertrt_task):
+# back from HF it predicted at the task's default 128 pieces, not its fine-tuning length 12.
+"$BERTRT" finetune --model "$T/ti.brt" --task sst2 --train "$T/s.tsv" --max-steps 1 --batch-size 2 \
+  --max-seq-length 12 -o "$T/ti12.brt" > /dev/null 2>&1 && "$CONV" --to hf "$T/ti12.brt" -o "$T/ti12_hf" > /dev/null \
+  && "$CONV" "$T/ti12_hf" -o "$T/ti12_rt.brt" > /dev/null && ok || bad "round trip of a fine-tuned model: setup"
+"$BERTRT" info "$T/ti12_rt.brt" > "$T/info12.txt" && grep -q 'task = {.*"max_seq_length":12,"name":"sst2"' "$T/info12.txt" \
+  && ok || bad "round trip lost the task record: $(grep task "$T/info12.txt")"
+for i in 1 2 3 4 5 6; do printf 'it is a good film and a bad film '; done > "$T/long.txt"; echo >> "$T/long.txt"
+"$BERTRT" predict --model "$T/ti12.brt" --json < "$T/long.txt" > "$T/p12.json" 2>&1
+"$BERTRT" predict --model "$T/ti12_rt.brt" --json < "$T/long.txt" > "$T/p12rt.json" 2>&1
+cmp -s "$T/p12.json" "$T/p12rt.json" && ok || bad "round trip predicts otherwise: $(cat "$T/p12.json") vs $(cat "$T/p12rt.json")"
 # A converted span model (run_squad.py's, above) after a round trip: predict and forward take it
 # (predict refused every non-GLUE task: "name its GLUE task"; forward printed no span logits).
 expect_ok squad-reconvert "$CONV" "$T/squad_hf" -o "$T/squad_rt.brt"

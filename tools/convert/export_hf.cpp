@@ -66,6 +66,14 @@ json config_json(const ModelContents& c, const std::string& arch, const std::vec
   }
   if (c.heads.resolved_kind() == HeadKind::kRegression) j["problem_type"] = "regression";
   if (!c.heads.task.empty()) j["finetuning_task"] = c.heads.task;
+  // bertrt's record of the fine-tuning task (its data format, max_seq_length, a generic TSV's
+  // columns), which HF's config has no field for: transformers keeps unknown keys, and the
+  // converter restores it, so that a model back from HF predicts as before.
+  const std::string task = meta_or(c, "task", "");
+  if (!task.empty()) {
+    const json t = json::parse(task, nullptr, false);
+    if (t.is_object()) j["bertrt_task"] = t;
+  }
   return j;
 }
 

@@ -20,6 +20,7 @@ struct HfConfig {
   bool has_id2label = false;          // id2label was given (not the LABEL_i default)
   std::string finetuning_task;        // "" when absent or null
   std::string problem_type;           // "regression", "single_label_classification", ... or ""
+  std::string bertrt_task;            // "bertrt_task" (export_hf's record), JSON text, or ""
 };
 
 // Reads `path` (config.json or TF's bert_config.json). The five size fields (vocab_size,

@@ -20,6 +20,7 @@
 #include "core/random.h"
 #include "io/config_check.h"
 #include "model/params.h"
+#include "tasks/task_definition.h"
 
 namespace bertrt::convert {
 namespace {
@@ -141,6 +142,20 @@ ConvertedModel import_hf(const InputPaths& in, const ConvertOptions& opts) {
   m.warnings.insert(m.warnings.end(), heads.warnings.begin(), heads.warnings.end());
   m.contents.config = cfg.config;
   m.contents.heads = heads.heads;
+  if (!cfg.bertrt_task.empty()) {
+    // A model exported by bertrt: its task record comes back while it still describes the head
+    // (an id2label edited in between makes it stale: then the task is read as for any checkpoint).
+    const TaskDefinition d = parse_task_definition(cfg.bertrt_task, in.config + " bertrt_task");
+    const HeadsConfig& h = heads.heads;
+    if (d.kind == h.resolved_kind() && (d.kind == HeadKind::kRegression || d.labels == h.labels))
+      m.contents.metadata["task"] = cfg.bertrt_task;
+    else
+      m.warnings.push_back(fmt::format(
+          "{}: bertrt_task ({}, labels {}) does not describe the head ({}, labels {}), so it was "
+          "not kept; eval and predict read the task from finetuning_task or --task",
+          in.config, d.name, fmt::join(d.labels, ", "), head_kind_name(h.resolved_kind()),
+          fmt::join(h.labels, ", ")));
+  }
 
   // What the config and the heads need, in Hugging Face order.
   std::vector<std::pair<std::string, std::vector<int64_t>>> expected;
