@@ -115,13 +115,31 @@ void BertModel::set_heads(const HeadsConfig& new_heads, uint64_t seed) {
   params.assign(layout.total(), 0.0f);
   float* dst = params.host();
   const float* src = params_.host();
+  // A kept classifier whose labels are the new ones in another order (a converted checkpoint's
+  // id2label): each label keeps its own row, as run_glue.py / run_ner.py map labels by name.
+  // from[i]: the old row of the new label i.
+  std::vector<size_t> from;
+  if (same_kind && heads_.labels != heads.labels &&
+      std::is_permutation(heads.labels.begin(), heads.labels.end(), heads_.labels.begin(),
+                          heads_.labels.end()))
+    for (const std::string& label : heads.labels)
+      from.push_back(size_t(std::find(heads_.labels.begin(), heads_.labels.end(), label) -
+                            heads_.labels.begin()));
   std::mt19937_64 rng(seed);
   for (const ParamInfo& p : layout.params()) {
     const ParamInfo* old = layout_.find(p.name);
-    if (old && old->shape == p.shape && (same_kind || !task_param(p.name)))
-      std::copy_n(src + old->offset, p.numel, dst + p.offset);
-    else
+    if (old && old->shape == p.shape && (same_kind || !task_param(p.name))) {
+      if (!from.empty() && p.name.rfind("classifier.", 0) == 0 &&
+          size_t(p.shape[0]) == from.size()) {
+        const size_t row = p.numel / from.size();  // [num_labels, H] or [num_labels]
+        for (size_t i = 0; i < from.size(); ++i)
+          std::copy_n(src + old->offset + from[i] * row, row, dst + p.offset + i * row);
+      } else {
+        std::copy_n(src + old->offset, p.numel, dst + p.offset);
+      }
+    } else {
       init_param(p, dst + p.offset, config_, rng);
+    }
   }
   heads_ = heads;
   layout_ = std::move(layout);

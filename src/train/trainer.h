@@ -49,6 +49,16 @@ class StepClock {
   double elapsed_ = 0;
 };
 
+// A step that met a non-finite loss, gradient or update and stopped the run (Trainer::step):
+// the same flags meet it again, so callers do not offer --resume as the way on.
+struct NonFiniteError : Error {
+  // True when the weights before the step gave it (a non-finite loss or gradient); false when
+  // the update itself overflowed them.
+  bool from_weights = true;
+  NonFiniteError(const std::string& what, bool from_weights)
+      : Error(what), from_weights(from_weights) {}
+};
+
 class Trainer {
  public:
   // Throws bertrt::Error when memory.freeze_layers is outside [0, num_hidden_layers].

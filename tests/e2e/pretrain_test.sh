@@ -112,6 +112,22 @@ rc=$?
   && ok || bad "skip-nonfinite run of a diverged model: rc $rc: $(tail -2 "$T/err")"
 [ "$(grep -c '"skipped":true' "$T/skip.jsonl")" -ge 1 ] && tail -1 "$T/skip.jsonl" | grep -q '"skipped_steps":[1-9]' \
   && ok || bad "skipped steps not counted: $(tail -2 "$T/skip.jsonl")"
+# With --save-steps: no checkpoint of weights that gave a skipped loss, and the one kept is named
+# for what it is (it was offered for --resume, holding the weights that gave NaN).
+"$BIN" pretrain --model "$T/init.brt" "${DATAFLAGS[@]}" --learning-rate 1e30 --warmup-steps 0 --max-steps 6 \
+  --skip-nonfinite --save-steps 1 -o "$T/skip2.brt" > /dev/null 2> "$T/err"
+rc=$?
+[ $rc -eq 1 ] && [ "$(step_of "$T/skip2.brt")" = 1 ] && grep -q "keeps the checkpoint of step 1, which holds these same weights: no update was applied after it" "$T/err" \
+  && ok || bad "skip-nonfinite --save-steps: rc $rc, kept step '$(step_of "$T/skip2.brt")': $(tail -2 "$T/err")"
+# An update that overflows the weights stops the run. A checkpoint before it is sound, but
+# --resume would meet the same step, so a new run from it is offered (whether the overflow comes
+# at step 1, before any checkpoint, depends on the data).
+"$BIN" pretrain --model "$T/init.brt" "${DATAFLAGS[@]}" --learning-rate 1e38 --warmup-steps 0 --max-steps 6 \
+  --skip-nonfinite --save-steps 1 -o "$T/skip3.brt" > /dev/null 2> "$T/err"
+grep -q "the update made the parameters non-finite" "$T/err" \
+  && { grep -q "step 1: the update" "$T/err" && grep -q "no checkpoint was written" "$T/err" \
+       || grep -q "resume would meet this step again; a new run may start from it with --model" "$T/err"; } \
+  && ok || bad "update overflow: $(tail -2 "$T/err")"
 
 # --- --recompute, freezing, the BERT optimizer, accumulation, evaluation, plot ---------------------
 OPTS=(--optimizer bert --gradient-accumulation-steps 2 --freeze-embeddings --freeze-layers 1 --max-steps 6)

@@ -147,6 +147,30 @@ TEST(SetHeadsTest, SwitchesKeepTheEncoderAndRenewTheTaskHeadWhenItsKindChanges) 
   EXPECT_EQ(param(m, "classifier.weight").size(), 16u);
 }
 
+// A kept classifier whose labels come in another order (a converted checkpoint's id2label): each
+// label keeps its own row and bias, so the model's scores per label name are unchanged (the rows
+// were kept in place and renamed by index: a converted NER model's B-MISC became B-PER).
+TEST(SetHeadsTest, AKeptClassifierMatchesItsLabelsByName) {
+  for (HeadKind kind : {HeadKind::kSequenceClassification, HeadKind::kTokenClassification}) {
+    BertModel m(tiny_config(), heads_of(kind, {"O", "B-PER", "I-PER"}));
+    m.init_weights(3);
+    float* bias = m.params() + m.layout().at("classifier.bias").offset;
+    bias[0] = 0.5f, bias[1] = -1.5f, bias[2] = 2.5f;  // init_weights zeroes biases
+    const auto w = param(m, "classifier.weight");
+    m.set_heads(heads_of(kind, {"I-PER", "O", "B-PER"}), 4);
+    EXPECT_EQ(m.heads().labels, (std::vector<std::string>{"I-PER", "O", "B-PER"}));
+    EXPECT_EQ(param(m, "classifier.bias"), (std::vector<float>{2.5f, 0.5f, -1.5f}));
+    const auto v = param(m, "classifier.weight");
+    const size_t H = w.size() / 3;
+    for (auto [to, from] : {std::pair{0, 2}, std::pair{1, 0}, std::pair{2, 1}})
+      EXPECT_TRUE(std::equal(v.begin() + to * H, v.begin() + (to + 1) * H, w.begin() + from * H))
+          << "row of label " << m.heads().labels[to];
+    // Other names of the same count are a new head's labels by index, as before.
+    m.set_heads(heads_of(kind, {"x", "y", "z"}), 5);
+    EXPECT_EQ(param(m, "classifier.weight"), v);
+  }
+}
+
 struct Batch {
   int B = 2, T = 4;
   std::vector<int32_t> ids{2, 5, 6, 3, 2, 7, 3, 0}, types{0, 0, 0, 0, 0, 0, 0, 0},

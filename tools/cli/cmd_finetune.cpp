@@ -241,9 +241,10 @@ void add_finetune(CLI::App& app) {
     }
     if (!resuming && model.heads().resolved_kind() != HeadKind::kNone)
       fmt::print(stderr,
-                 "note: {} already has a {} head ({}); it is kept when kind and shape "
-                 "match, replaced otherwise\n",
-                 o->model, head_kind_name(model.heads().resolved_kind()), model.heads().task);
+                 "note: {} already has a {} head{}; it is kept when kind and shape match (its "
+                 "labels matched to the task's by name), replaced otherwise\n",
+                 o->model, head_kind_name(model.heads().resolved_kind()),
+                 model.heads().task.empty() ? "" : " (" + model.heads().task + ")");
 
     const auto train = load_task_data(task, tok, o->train, train_articles);
     fmt::print("train {}: {}\n", o->train, train->summary());

@@ -495,12 +495,18 @@ void run(const Flags& o) {
   }
 
   ProgressBar bar("pretrain", o.max_steps);
-  bool last_loss_nonfinite = false;  // the last step skipped on its loss: the final weights' loss
+  // A step skipped on its loss leaves the weights that gave it: they are not saved (a checkpoint
+  // of them would be offered for --resume). last_applied: the last step that changed them.
+  bool last_loss_nonfinite = false;
+  int64_t last_applied = trainer.steps_done();
+  // Whether -o's checkpoint holds the current weights (no update after it).
+  const auto saved_is_current = [&] { return last_saved >= 0 && last_saved >= last_applied; };
   try {
     pretrain(
         trainer, stream, o.max_steps,
         [&](const PretrainStepLog& log) {
           last_loss_nonfinite = log.result.skipped && !std::isfinite(log.result.fwd.loss);
+          if (!log.result.skipped) last_applied = log.step;
           metrics.write(step_json(log, trainer.skipped_steps()));
           const ForwardResult& f = log.result.fwd;
           bar.update(log.step,
@@ -511,12 +517,22 @@ void run(const Flags& o) {
                                      : ""));
           if (o.eval_steps > 0 && log.step % o.eval_steps == 0 && log.step != o.max_steps)
             evaluate("periodic", log.step);
-          if (o.save_steps > 0 && log.step % o.save_steps == 0 && log.step != o.max_steps) save();
+          if (o.save_steps > 0 && log.step % o.save_steps == 0 && log.step != o.max_steps &&
+              !last_loss_nonfinite)
+            save();
           // SIGINT/SIGTERM (interrupt.h): a checkpoint of this step, then out. At the last step
           // the run finishes instead: its final save is the same file.
           if (const int sig = stop_signal(); sig && log.step != o.max_steps) {
-            if (last_saved != log.step) save();
+            if (last_saved != log.step && !last_loss_nonfinite) save();
             bar.stop(log.step, signal_name(sig));
+            if (last_saved != log.step)
+              throw Interrupted(
+                  sig, fmt::format("{} at step {} of {}: its weights give a non-finite loss, so "
+                                   "no checkpoint of them was written{}",
+                                   signal_name(sig), log.step, o.max_steps,
+                                   last_saved >= 0 ? fmt::format("; {} keeps step {}", o.out,
+                                                                 last_saved)
+                                                   : ""));
             throw Interrupted(
                 sig,
                 fmt::format("{} at step {} of {}: wrote the resumable checkpoint {} (continue "
@@ -525,6 +541,16 @@ void run(const Flags& o) {
           }
         },
         on_micro_batch);
+  } catch (const NonFiniteError& e) {
+    // The same flags meet the same step again: --resume is no way on. The checkpoint holds
+    // either these weights (which gave this) or earlier ones a new run may start from.
+    if (last_saved < 0) fail("{}\nno checkpoint was written (see --save-steps)", e.what());
+    fail("{}\n{} keeps the checkpoint of step {}{}", e.what(), o.out, last_saved,
+         saved_is_current() && e.from_weights
+             ? ", which holds the weights that gave this: start again from an earlier model"
+             : fmt::format(" (--resume would meet this step again; a new run may start from it "
+                           "with --model {} and other flags)",
+                           o.out));
   } catch (const Error& e) {
     if (last_saved >= 0)
       fail("{}\n{} keeps the checkpoint of step {} (continue with --resume {})", e.what(), o.out,
@@ -547,7 +573,11 @@ void run(const Flags& o) {
             : fmt::format("the held-out MLM loss after step {} is not finite",
                           trainer.steps_done()),
         trainer.skipped_steps(), trainer.steps_done(), o.out,
-        last_saved >= 0 ? fmt::format(" (it keeps the checkpoint of step {})", last_saved) : "");
+        last_saved < 0       ? ""
+        : saved_is_current() ? fmt::format(" (it keeps the checkpoint of step {}, which holds "
+                                           "these same weights: no update was applied after it)",
+                                           last_saved)
+                             : fmt::format(" (it keeps the checkpoint of step {})", last_saved));
   if (dump) {
     dump->commit();
     fmt::print("wrote {}\n", o.dump_instances);
