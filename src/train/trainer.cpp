@@ -93,12 +93,13 @@ static void accumulate(ForwardResult& sum, const ForwardResult& f, double w) {
 
 StepResult Trainer::nonfinite(StepResult r, const std::string& what) {
   if (!rule_.options().skip_nonfinite)
-    throw NonFiniteError(fmt::format(
-        "step {}: {} (non-finite); no update was made — lower the learning rate{}", steps_ + 1,
-        what,
-        rule_.options().skip_nonfinite_flag.empty()
-            ? ""
-            : fmt::format(", or pass {} to skip such steps", rule_.options().skip_nonfinite_flag)),
+    throw NonFiniteError(
+        fmt::format("step {}: {} (non-finite); no update was made — lower the learning rate{}",
+                    steps_ + 1, what,
+                    rule_.options().skip_nonfinite_flag.empty()
+                        ? ""
+                        : fmt::format(", or pass {} to skip such steps",
+                                      rule_.options().skip_nonfinite_flag)),
         /*from_weights=*/true);
   r.skipped = true;
   ++steps_, ++skipped_;
@@ -143,10 +144,11 @@ StepResult Trainer::step(const std::vector<MicroBatch>& micro) {
     double ss = 0;
     backend_.sum_squares(&ss, model_.params(backend_) + skip, n);
     if (!std::isfinite(ss))
-      throw NonFiniteError(fmt::format(
-          "step {}: the update made the parameters non-finite (gradient norm {}, learning rate "
-          "{}); skipping cannot undo an update — lower the learning rate",
-          steps_ + 1, u.grad_norm, u.learning_rate),
+      throw NonFiniteError(
+          fmt::format(
+              "step {}: the update made the parameters non-finite (gradient norm {}, learning rate "
+              "{}); skipping cannot undo an update — lower the learning rate",
+              steps_ + 1, u.grad_norm, u.learning_rate),
           /*from_weights=*/false);
   }
   ++steps_;

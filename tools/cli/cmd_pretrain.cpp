@@ -527,12 +527,12 @@ void run(const Flags& o) {
             bar.stop(log.step, signal_name(sig));
             if (last_saved != log.step)
               throw Interrupted(
-                  sig, fmt::format("{} at step {} of {}: its weights give a non-finite loss, so "
-                                   "no checkpoint of them was written{}",
-                                   signal_name(sig), log.step, o.max_steps,
-                                   last_saved >= 0 ? fmt::format("; {} keeps step {}", o.out,
-                                                                 last_saved)
-                                                   : ""));
+                  sig,
+                  fmt::format(
+                      "{} at step {} of {}: its weights give a non-finite loss, so "
+                      "no checkpoint of them was written{}",
+                      signal_name(sig), log.step, o.max_steps,
+                      last_saved >= 0 ? fmt::format("; {} keeps step {}", o.out, last_saved) : ""));
             throw Interrupted(
                 sig,
                 fmt::format("{} at step {} of {}: wrote the resumable checkpoint {} (continue "
