@@ -92,6 +92,9 @@ for flag in "--qat-observer-momentum 0.5" "--qat-freeze-observers-steps 5" "--qa
 done
 expect_error "finetune --save-fake-quant is -o" "$T/o6.brt" "-o .*o6.brt: is also --save-fake-quant" -- \
   "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/train.tsv" --max-steps 1 --qat int8 --save-fake-quant "$T/o6.brt" -o "$T/o6.brt"
+# The same new file spelt two ways (weakly_canonical kept a relative path none of whose parts exist).
+expect_error "finetune --save-fake-quant ./X -o X" "$T/o6.brt" "-o o6.brt: is also --save-fake-quant" -- \
+  sh -c "B=\$(realpath '$BIN') && cd '$T' && \$B finetune --model pt.brt --task sst2 --train train.tsv --max-steps 1 --qat int8 --save-fake-quant ./o6.brt -o o6.brt"
 expect_ok eval "$BIN" eval --model "$T/sst2.brt" --task sst2 --data "$T/dev.tsv" --json
 grep -qE '^\{"accuracy":[0-9.e-]+,"examples":100,.*"task":"sst2"\}$' "$T/stdout" && ok || bad "eval json: $(cat "$T/stdout")"
 printf 'a great movie\nawful\n' | "$BIN" predict --model "$T/sst2.brt" --json > "$T/pred.json" \

@@ -38,7 +38,10 @@ namespace {
 bool same_file(const std::string& a, const std::string& b) {
   std::error_code e1, e2;
   if (fs::equivalent(a, b, e1) && !e1) return true;  // both exist: same inode
-  const fs::path ca = fs::weakly_canonical(a, e1), cb = fs::weakly_canonical(b, e2);
+  // Absolute first: weakly_canonical leaves a relative path none of whose parts exist as it is,
+  // so "X.brt" and "./X.brt" (both still to be written) compared unequal.
+  const fs::path ca = fs::weakly_canonical(fs::absolute(a), e1),
+                 cb = fs::weakly_canonical(fs::absolute(b), e2);
   return !e1 && !e2 && ca == cb;
 }
 
