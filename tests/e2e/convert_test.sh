@@ -108,7 +108,7 @@ c["id2label"], c["label2id"] = {"0": "LABEL_0", "1": "LABEL_1"}, {"LABEL_0": 0, 
 json.dump(c, open(sys.argv[1], "w"))
 EOF2
 # Its bertrt_task record (written by the export) no longer describes the relabelled head: dropped.
-grep -q "bertrt_task (sst2, labels 0, 1) does not describe the head (sequence_classification, labels LABEL_0, LABEL_1), so it was not kept" "$T/conv_warn" \
+grep -q "bertrt_task was not kept: it (sst2, labels 0, 1) does not describe the head (sequence_classification, labels LABEL_0, LABEL_1)" "$T/conv_warn" \
   && ok || bad "stale bertrt_task: $(cat "$T/conv_warn")"
 expect_ok eval-converted "$BERTRT" eval --model "$T/ti_conv.brt" --task sst2 --data "$T/s.tsv"
 grep -q "labels LABEL_0, LABEL_1 are read as task sst2's 0, 1, by index" "$T/stderr" && ok || bad "eval-converted: $(cat "$T/stderr")"
@@ -163,6 +163,19 @@ for i in 1 2 3 4 5 6; do printf 'it is a good film and a bad film '; done > "$T/
 "$BERTRT" predict --model "$T/ti12.brt" --json < "$T/long.txt" > "$T/p12.json" 2>&1
 "$BERTRT" predict --model "$T/ti12_rt.brt" --json < "$T/long.txt" > "$T/p12rt.json" 2>&1
 cmp -s "$T/p12.json" "$T/p12rt.json" && ok || bad "round trip predicts otherwise: $(cat "$T/p12.json") vs $(cat "$T/p12rt.json")"
+# A record edited in config.json is dropped with its reason (it was kept, and eval then failed on
+# a --max-seq-length or a tsv column never given); the model converts and runs all the same.
+for kv in "max_seq_length=1000:its max_seq_length 1000 is outside \[3, max_position_embeddings 512\]" \
+          "pair=True:its head kind, labels or pair flag are not task sst2's" \
+          "name='cola':it names task cola, finetuning_task sst2" \
+          "name='foo':'foo' is not a task bertrt knows"; do
+  key=${kv%%=*}; rest=${kv#*=}; val=${rest%%:*}; msg=${rest#*:}
+  rm -rf "$T/rec"; cp -r "$T/ti12_hf" "$T/rec"
+  /usr/bin/python3 -c "import json; p='$T/rec/config.json'; c=json.load(open(p)); c['bertrt_task']['$key']=$val; json.dump(c, open(p,'w'))"
+  expect_ok "edited bertrt_task $key" "$CONV" "$T/rec" -o "$T/rec.brt"
+  grep -qE "bertrt_task was not kept: $msg" "$T/stderr" && ok || bad "edited bertrt_task $key: $(cat "$T/stderr")"
+  expect_ok "predict after an edited bertrt_task $key" sh -c "'$BERTRT' predict --model '$T/rec.brt' < '$T/long.txt'"
+done
 # A converted span model (run_squad.py's, above) after a round trip: predict and forward take it
 # (predict refused every non-GLUE task: "name its GLUE task"; forward printed no span logits).
 expect_ok squad-reconvert "$CONV" "$T/squad_hf" -o "$T/squad_rt.brt"

@@ -144,11 +144,8 @@ HfConfig read_hf_config(const std::string& path) {
   }
   h.finetuning_task = get_string(path, j, "finetuning_task", "");
   h.problem_type = get_string(path, j, "problem_type", "");
-  if (present(j, "bertrt_task")) {
-    if (!j["bertrt_task"].is_object())
-      fail("{}: field 'bertrt_task' must be an object (bertrt's task record)", path);
-    h.bertrt_task = j["bertrt_task"].dump();
-  }
+  // Checked where it is used (import_hf): a record it cannot keep is dropped with a warning.
+  if (present(j, "bertrt_task")) h.bertrt_task = j["bertrt_task"].dump();
   if (present(j, "id2label")) {
     h.id2label = labels_by_id(path, j["id2label"]);
     h.has_id2label = true;
