@@ -28,6 +28,9 @@ class Vocab {
   // Reads one token a line (trailing \r and \n stripped). Throws bertrt::Error naming the file when
   // it cannot be read, is empty, or lacks any of [PAD] [UNK] [CLS] [SEP] [MASK].
   static Vocab load(const std::string& path);
+  // vocab.txt's tokens, one a line (trailing \r and \n stripped, a leading byte-order mark
+  // dropped), without the special-token check of load: the converter's reader too.
+  static std::vector<std::string> read_tokens(const std::string& path);
   int size() const { return static_cast<int>(tokens_.size()); }
   // -1 when absent.
   int32_t find(const std::string& token) const;

@@ -15,7 +15,7 @@ Vocab::Vocab(std::vector<std::string> tokens) : tokens_(std::move(tokens)) {
   for (size_t i = 0; i < tokens_.size(); ++i) ids_[tokens_[i]] = static_cast<int32_t>(i);
 }
 
-Vocab Vocab::load(const std::string& path) {
+std::vector<std::string> Vocab::read_tokens(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("vocab {}: cannot open file", path);
   std::vector<std::string> tokens;
@@ -29,6 +29,11 @@ Vocab Vocab::load(const std::string& path) {
   }
   if (in.bad()) fail("vocab {}: read error after line {}", path, tokens.size());
   if (tokens.empty()) fail("vocab {}: file is empty (expected one WordPiece token a line)", path);
+  return tokens;
+}
+
+Vocab Vocab::load(const std::string& path) {
+  std::vector<std::string> tokens = read_tokens(path);
   Vocab vocab(std::move(tokens));
   std::string missing;
   for (const char* special : {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}) {

@@ -147,6 +147,12 @@ expect_error "pretrain --valid-examples -1" "$T/o9.brt" "valid-examples: must be
 expect_error "eval --articles empty" "" "--articles: expected an article range like 0-29 or 7, got an empty value" -- "$BIN" eval --model "$T/sst2.brt" --data "$T/dev.tsv" --articles ""
 { printf '\357\273\277'; cat "$VOCAB"; } > "$T/bom_vocab.txt"
 expect_ok "init with a vocab that starts with a BOM" "$BIN" init --preset tiny --vocab "$T/bom_vocab.txt" -o "$T/bom.brt"
+# The sixth pass (stop 46): a NER line of only zero-width characters got a made-up tag; integer
+# flags out of range exit 2 like the other usage errors (they exited 1); bench takes at most the
+# model's positions by default.
+expect_error "bench --batch-size 0" "" "^bertrt: error: --batch-size: must be ≥ 1, got 0$" -- "$BIN" bench --model "$T/init.brt" --batch-size 0
+"$BIN" eval --model "$T/sst2.brt" --data "$T/dev.tsv" --batch-size 0 > /dev/null 2>&1; [ $? -eq 2 ] && ok || bad "eval --batch-size 0 did not exit 2"
+"$BIN" pretrain --model "$T/init.brt" --corpus "$T/corpus.txt" --max-steps 1 --max-predictions-per-seq 0 -o "$T/o9.brt" > /dev/null 2>&1; [ $? -eq 2 ] && ok || bad "--max-predictions-per-seq 0 did not exit 2"
 expect_error "eval --task unknown" "" "--task: unknown task 'nope' \(known: sst2, " -- "$BIN" eval --model "$T/sst2.brt" --task nope --data "$T/dev.tsv"
 expect_error "unknown backend" "" "backend" -- "$BIN" fill-mask --backend gpu --model "$T/pt.brt" "[MASK]"
 expect_error "eval --batch-size 0" "" "batch-size" -- "$BIN" eval --model "$T/sst2.brt" --task sst2 --data "$T/dev.tsv" --batch-size 0
@@ -185,7 +191,7 @@ printf 'garbage\n' > "$T/m_bad.jsonl"
 expect_error "plot: a lone line that is not JSON" "$T/m_bad.svg" "m_bad.jsonl: line 1: not a JSON object" -- "$BIN" plot "$T/m_bad.jsonl" -o "$T/m_bad.svg"
 expect_error "init --seed -1" "$T/o13.brt" "seed: expected an integer from 0 to 18446744073709551615, got '-1'" -- "$BIN" init --preset tiny --vocab "$VOCAB" --seed -1 -o "$T/o13.brt"
 expect_error "forward with a misspelt key" "" "line 1: unknown key \"atention_mask\"" -- sh -c "echo '{\"input_ids\":[101,102],\"atention_mask\":[1,0]}' | '$BIN' forward --model '$T/init.brt'"
-expect_error "bench --iters 0" "" "^bertrt: error: --iters must be ≥ 1, got 0$" -- "$BIN" bench --model "$T/init.brt" --iters 0
+expect_error "bench --iters 0" "" "^bertrt: error: --iters: must be ≥ 1, got 0$" -- "$BIN" bench --model "$T/init.brt" --iters 0
 expect_error "bertrt convert" "" "'convert' is not a subcommand.*bertrt-convert" -- "$BIN" convert x
 # An output that is also an input would overwrite it (--metrics over --train emptied the data).
 cp "$T/train.tsv" "$T/train_copy.tsv"

@@ -91,6 +91,8 @@ expect_ok quantize-converted "$BERTRT" quantize --model "$T/stsb.brt" --task sts
 expect_ok predict-converted-default-length sh -c "printf 'A plane.\tAn air plane.\n' | '$BERTRT' predict --model '$T/stsb.brt'"
 expect_ok finetune-default-length "$BERTRT" finetune --model "$T/stsb.brt" --task stsb --train "$T/stsb.tsv" --max-steps 1 --batch-size 1 -o "$T/stsb_ft.brt"
 grep -q "note: --max-seq-length 24 (the model's max_position_embeddings" "$T/stderr" && ok || bad "finetune-default-length: $(cat "$T/stderr")"
+expect_ok bench-default-length "$BERTRT" bench --model "$T/stsb.brt" --iters 1 --warmup 0
+grep -q "T=24" "$T/stdout" && ok || bad "bench-default-length: $(cat "$T/stdout")"
 expect_error quantize-converted-other-task 1 "$T/sst2_q.brt" "stsb.brt: the model was fine-tuned for task stsb, not sst2" -- "$BERTRT" quantize --model "$T/stsb.brt" --task sst2 --calibration "$T/stsb.tsv" -o "$T/sst2_q.brt"
 
 # A converted classifier whose config names no GLUE task and whose id2label is HF's LABEL_0,
@@ -149,6 +151,12 @@ echo "EU rejects German call by Peter Blackburn" > "$T/ner_in.txt"
 expect_ok predict-ner-permuted sh -c "'$BERTRT' predict --model '$T/ner_perm.brt' --task conll2003 --json < '$T/ner_in.txt'"
 cmp -s "$T/ner_a.json" "$T/stdout" && ok || bad "permuted NER head: tags $(cat "$T/stdout"), the model's own $(cat "$T/ner_a.json")"
 if ! grep -q "by index" "$T/stderr"; then ok; else bad "permuted NER head read by index: $(cat "$T/stderr")"; fi
+expect_error ner-zero-width 1 "" "line 1: no tokens" -- sh -c "printf '\342\200\213\\n' | '$BERTRT' predict --model '$T/ner_perm.brt' --task conll2003"
+# finetune keeps the permuted head by name too (it relabelled its rows by index).
+"$BERTRT" finetune --model "$T/ner_perm.brt" --task conll2003 --train "$T/c.conll" --max-steps 1 --batch-size 2 \
+  --max-seq-length 16 --learning-rate 1e-9 -o "$T/ner_perm_ft.brt" > /dev/null 2>&1 \
+  && "$BERTRT" predict --model "$T/ner_perm_ft.brt" --json < "$T/ner_in.txt" > "$T/ner_b.json" 2>/dev/null \
+  && cmp -s "$T/ner_a.json" "$T/ner_b.json" && ok || bad "finetune of a permuted NER head: $(cat "$T/ner_b.json")"
 /usr/bin/python3 -c "import json; p='$T/ti_hf/config.json'; c=json.load(open(p)); c['id2label']={'0':'1','1':'0'}; c['label2id']={'1':0,'0':1}; json.dump(c, open(p,'w'))" \
   && "$CONV" "$T/ti_hf" -o "$T/ti_swap.brt" > /dev/null 2>&1 && ok || bad "swapped sst2 head: setup"
 expect_error predict-swapped-glue 1 "" "labels 1, 0 are task sst2's in another order \(0, 1\)" -- sh -c "echo 'a good film' | '$BERTRT' predict --model '$T/ti_swap.brt' --task sst2"
@@ -219,6 +227,8 @@ expect_error untied-decoder 1 "$T/x.brt" "cls.predictions.decoder.weight' differ
 cp -r "$M/st_pretraining_f32" "$T/trunc"; truncate -s 5000 "$T/trunc/model.safetensors"
 expect_error truncated 1 "$T/x.brt" "model.safetensors" -- "$CONV" "$T/trunc" -o "$T/x.brt"
 expect_error no-input 1 "$T/x.brt" "nothing-here: no such file or folder" -- "$CONV" "$T/nothing-here" -o "$T/x.brt"
+{ printf '\357\273\277'; cat "$M/st_seqcls/vocab.txt"; } > "$T/bom_vocab.txt"
+expect_ok convert-bom-vocab "$CONV" "$M/st_seqcls" --vocab "$T/bom_vocab.txt" -o "$T/bomv.brt"
 expect_error brt-without-to-hf 1 "$T/x.brt" "a.brt: a bertrt model file is not a checkpoint to convert; to export it, add --to hf" -- "$CONV" "$T/a.brt" -o "$T/x.brt"
 expect_error to-hf-not-brt 1 "" "model.safetensors" -- "$CONV" --to hf "$M/st_pretraining_f32/model.safetensors" -o "$T/hf2"
 # An existing output survives a failed conversion untouched.

@@ -41,7 +41,8 @@ void add_eval(CLI::App& app) {
   c->add_option("--articles", o->articles,
                 "SQuAD: articles of --data, e.g. 30-39 (inclusive; default all)")
       ->check(not_empty("an article range like 0-29 or 7"));
-  c->add_option("--batch-size", o->batch_size, "rows per forward pass")->capture_default_str();
+  c->add_option("--batch-size", o->batch_size, "rows per forward pass")->capture_default_str()
+      ->check(at_least(1));
   c->add_option("--max-seq-length", o->max_seq_length,
                 "default: the value the model was fine-tuned with")
       ->check(at_least(3));  // [CLS] A [SEP]
@@ -50,7 +51,6 @@ void add_eval(CLI::App& app) {
   c->callback([o] {
     check_input_file("--model", o->model);
     check_input_file("--data", o->data);
-    if (o->batch_size < 1) fail("--batch-size must be ≥ 1, got {}", o->batch_size);
     LoadedModel m = load_model(o->model);
     TaskDefinition task = model_task(m, o->model, o->task);
     if (o->max_seq_length > 0) task.max_seq_length = o->max_seq_length;
@@ -132,7 +132,7 @@ struct Predictor {
       if (tok.tokenize(fields[i]).empty())
         fail(
             "stdin: line {}: {} is empty (no tokens: only spaces, control or zero-width "
-            "characters)",
+            "characters, or bytes that are not UTF-8)",
             n, i == 0 ? "the sentence" : "the second sentence");
     TextExample ex{fields[0], std::nullopt, -1, 0};
     if (task.pair) ex.text_b = fields[1];
@@ -156,10 +156,15 @@ struct Predictor {
     }
   }
 
-  void tokens(const std::string& line) const {
+  void tokens(const std::string& line, size_t n) const {
     NerSentence s;
     s.words = split_whitespace(line);
     std::vector<std::string> tags;
+    // An empty line gives an empty line; words the tokenizer drops whole would get a made-up tag.
+    if (!s.words.empty() && tok.tokenize(line).empty())
+      fail("stdin: line {}: no tokens (only control or zero-width characters, or bytes that are "
+           "not UTF-8)",
+           n);
     if (!s.words.empty()) {
       const NerEncoding enc = encode_ner(tok, {s}, task.max_seq_length);
       const TokenOutputs out = run_tokens(model, be, enc.features, 8, tok.pad_id());
@@ -258,7 +263,7 @@ void add_predict(CLI::App& app) {
     for_each_stdin_line([&](const std::string& line, size_t n) {
       switch (task.family()) {
         case TaskFamily::kSequence: p.sequence(line, n); break;
-        case TaskFamily::kToken: p.tokens(line); break;
+        case TaskFamily::kToken: p.tokens(line, n); break;
         case TaskFamily::kSpan: p.span(line, n); break;
       }
       std::fflush(stdout);

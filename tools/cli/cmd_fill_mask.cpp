@@ -21,13 +21,13 @@ void add_fill_mask(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   CLI::App* c = app.add_subcommand("fill-mask", "predict the tokens hidden behind [MASK]");
   c->add_option("--model", o->model, "model file with an MLM head (.brt)")->required();
-  c->add_option("--top-k", o->top_k, "candidates per [MASK]")->capture_default_str();
+  c->add_option("--top-k", o->top_k, "candidates per [MASK]")->capture_default_str()
+      ->check(at_least(1));
   c->add_flag("--json", o->json, "one JSON object a [MASK]: {position, candidates:[{token, probability}]}");
   c->add_option("text", o->text, "text with one or more [MASK] tokens")->required();
   o->backend.add_to(c);
   c->callback([o] {
     check_input_file("--model", o->model);
-    if (o->top_k < 1) fail("--top-k must be ≥ 1, got {}", o->top_k);
     LoadedModel m = load_model(o->model);
     BertModel& model = *m.model;
     if (!model.heads().mlm) fail("{}: the model has no MLM head (cls.predictions.*)", o->model);

@@ -149,8 +149,10 @@ void add_finetune(CLI::App& app) {
   c->add_option("--max-steps", o->max_steps, "optimizer steps (instead of --epochs)")
       ->excludes(ep)
       ->check(at_least(1));
-  c->add_option("--batch-size", o->batch_size, "examples (windows) per optimizer step")->capture_default_str();
-  c->add_option("--eval-batch-size", o->eval_batch_size, "rows per forward pass on --dev")->capture_default_str();
+  c->add_option("--batch-size", o->batch_size, "examples (windows) per optimizer step")->capture_default_str()
+      ->check(at_least(1));
+  c->add_option("--eval-batch-size", o->eval_batch_size, "rows per forward pass on --dev")->capture_default_str()
+      ->check(at_least(1));
   c->add_option("--max-seq-length", o->max_seq_length,
                 "pieces per input (default 128; squad 384): longer sentences are truncated, "
                 "longer CoNLL sentences and SQuAD contexts split into windows; batches are padded "
@@ -200,8 +202,6 @@ void add_finetune(CLI::App& app) {
         {{"--train", o->train}, {"--dev", o->dev}});
     check_distinct_files({{"--metrics", o->metrics}},
                          {{resuming ? "--resume" : "--model", model_path}});
-    if (o->batch_size < 1) fail("--batch-size must be ≥ 1, got {}", o->batch_size);
-    if (o->eval_batch_size < 1) fail("--eval-batch-size must be ≥ 1, got {}", o->eval_batch_size);
     if (o->epochs < 1 && o->max_steps <= 0) fail("--epochs must be ≥ 1, got {}", o->epochs);
     check_positive("--learning-rate", o->lr);
     check_positive("--weight-decay", o->weight_decay, /*allow_zero=*/true);
@@ -220,6 +220,8 @@ void add_finetune(CLI::App& app) {
     LoadedModel m = load_model(model_path);
     BertModel& model = *m.model;
     const Tokenizer& tok = *m.tokenizer;
+    if (model.quant_mode() == QuantMode::kInt8)  // before the notes and the data: set_heads says it
+      model.set_heads(model.heads(), o->seed);
     // The task's default length, where the model takes fewer positions (a small converted
     // checkpoint): its max_position_embeddings, as run_glue.py caps it, with a note.
     if (o->max_seq_length == 0 && task.max_seq_length > model.config().max_position_embeddings) {

@@ -26,7 +26,8 @@ void add_init(CLI::App& app) {
   c->add_flag("--cased", o->cased, "keep case and accents (default: lower-case + strip accents)");
   c->add_option("--max-input-chars-per-word", o->max_chars,
                 "longer words become [UNK] (Hugging Face default 100)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(at_least(1));
   c->add_option("--seed", o->seed, "weight initialisation seed")->capture_default_str()
       ->check(seed_value());
   c->add_option("--initializer-range", o->initializer_range,
@@ -37,7 +38,6 @@ void add_init(CLI::App& app) {
   c->callback([o] {
     check_output_path("-o", o->out);
     check_input_file("--vocab", o->vocab);
-    if (o->max_chars < 1) fail("--max-input-chars-per-word must be ≥ 1, got {}", o->max_chars);
     if (!(o->initializer_range > 0 && o->initializer_range <= 1))
       fail("--initializer-range must be in (0, 1], got {}", o->initializer_range);
     TokenizerOptions topts;

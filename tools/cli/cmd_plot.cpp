@@ -334,7 +334,8 @@ void add_plot(CLI::App& app) {
   c->add_option("-o,--output", o->out, "picture to write (.svg)")->required();
   c->add_option("--smooth", o->smooth,
                 "plot train curves as means of this many steps (0: about 1/300 of the run, 1: raw)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(at_least(0));
   c->callback([o] {
     for (const std::string& m : o->metrics) check_input_file("metrics", m);
     if (!o->labels.empty() && o->labels.size() != o->metrics.size())
@@ -346,7 +347,6 @@ void add_plot(CLI::App& app) {
       fail("-o {}: only SVG is written (a PNG needs a font rasteriser); write -o {}.svg and "
            "convert it if needed (`rsvg-convert {}.svg > {}.png`)", o->out, stem, stem, stem);
     }
-    if (o->smooth < 0) fail("--smooth must be ≥ 0, got {}", o->smooth);
     std::vector<Run> runs;
     std::vector<std::string> files;
     size_t train_steps = 0, evals = 0;

@@ -72,13 +72,15 @@ void add_data_flags(CLI::App* c, DataFlags& d) {
   d.dupe_option = c->add_option("--dupe-factor", d.dupe_factor,
                 "static masking: each shard's examples are made this many times with different "
                 "masks and pairs, and repeat identically every epoch (create_pretraining_data.py)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(at_least(1));
   c->add_flag("--dynamic-masking", d.dynamic_masking,
               "fresh pairs and masks every epoch instead (RoBERTa; dupe factor 1)");
   c->add_option("--shard-documents", d.shard_documents,
                 "documents read into memory at a time; examples are shuffled within a shard "
                 "(enwiki, dupe factor 10, 128 tokens: ~19k examples, ~45 MB)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(at_least(1));
   c->add_option("--short-seq-prob", d.short_seq_prob,
                 "share of documents given a shorter target length (NSP only)")
       ->capture_default_str();
@@ -92,7 +94,8 @@ void add_data_flags(CLI::App* c, DataFlags& d) {
   c->add_option("--valid", d.valid, "held-out text (same layout): MLM/NSP accuracy before, every "
                                     "--eval-steps and after");
   c->add_option("--max-seq-length", d.max_seq_length, "tokens per sequence, [CLS]/[SEP] included")->capture_default_str();
-  c->add_option("--max-predictions-per-seq", d.max_predictions, "at most this many masked positions a sequence")->capture_default_str();
+  c->add_option("--max-predictions-per-seq", d.max_predictions, "at most this many masked positions a sequence")->capture_default_str()
+      ->check(at_least(1));
   c->add_option("--masked-lm-prob", d.masked_lm_prob, "share of tokens chosen for MLM (80% [MASK], 10% random, 10% kept)")->capture_default_str();
   c->add_option("--valid-examples", d.valid_examples,
                 "evaluate on at most this many held-out examples (0: all)")
@@ -157,9 +160,6 @@ void validate(const Flags& o) {
     check_distinct_files(logs, {{"--model", o.model}, {"--resume", o.resume}});
   }
   if (o.max_steps < 0) fail("--max-steps must be ≥ 0, got {}", o.max_steps);
-  if (o.batch_size < 1) fail("--batch-size must be ≥ 1, got {}", o.batch_size);
-  if (o.save_steps < 0) fail("--save-steps must be ≥ 0, got {}", o.save_steps);
-  if (o.eval_steps < 0) fail("--eval-steps must be ≥ 0, got {}", o.eval_steps);
   if (o.eval_steps > 0 && d.valid.empty())
     fail("--eval-steps {} needs --valid (the held-out text to evaluate on)", o.eval_steps);
   const OptimFlags& p = o.optim;
@@ -595,7 +595,8 @@ void add_pretrain(CLI::App& app) {
   c->add_option("--resume", o->resume,
                 "continue the run that wrote this checkpoint (its -o file), with the same flags");
   c->add_option("--max-steps", o->max_steps, "optimizer steps")->required()->check(at_least(1));
-  c->add_option("--batch-size", o->batch_size, "sequences per optimizer step")->capture_default_str();
+  c->add_option("--batch-size", o->batch_size, "sequences per optimizer step")->capture_default_str()
+      ->check(at_least(1));
   add_data_flags(c, o->data);
   add_optim_flags(c, o->optim);
   add_memory_flags(c, o->memory, /*pretraining=*/true);
@@ -605,9 +606,11 @@ void add_pretrain(CLI::App& app) {
   c->add_option("--save-steps", o->save_steps,
                 "also write -o (model + full training state, atomically) every N steps; 0: only "
                 "at the end")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(at_least(0));
   c->add_option("--eval-steps", o->eval_steps, "evaluate on --valid every N steps; 0: before and after only")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(at_least(0));
   c->add_option("--metrics", o->metrics, "write JSON lines of step and eval metrics to this file");
   c->add_option("--dump-instances", o->dump_instances,
                 "write the exact micro-batches trained on (ids, segments, mask, masked positions "

@@ -36,8 +36,10 @@ void add_quantize(CLI::App& app) {
       ->required();
   c->add_option("--calibration-examples", o->examples,
                 "use the first N examples (windows for conll2003 and squad)")
-      ->capture_default_str();
-  c->add_option("--batch-size", o->batch_size, "examples per forward pass")->capture_default_str();
+      ->capture_default_str()
+      ->check(at_least(1));
+  c->add_option("--batch-size", o->batch_size, "examples per forward pass")->capture_default_str()
+      ->check(at_least(1));
   c->add_option("--max-seq-length", o->max_seq_length,
                 "default: the value the model was fine-tuned with (as eval's)")
       ->check(at_least(3));  // [CLS] A [SEP]
@@ -55,8 +57,6 @@ void add_quantize(CLI::App& app) {
     check_input_file("--calibration", o->calibration);
     check_distinct_files({{"-o", o->out}, {"--save-fake-quant", o->save_fake_quant}},
                          {{"--calibration", o->calibration}});
-    if (o->examples < 1) fail("--calibration-examples must be ≥ 1, got {}", o->examples);
-    if (o->batch_size < 1) fail("--batch-size must be ≥ 1, got {}", o->batch_size);
     // Its size now: -o may name the same file and replace it.
     const double input_mb = std::filesystem::file_size(o->model) / 1e6;
     LoadedModel m = load_model(o->model);

@@ -148,9 +148,16 @@ TaskDefinition model_task(const LoadedModel& m, const std::string& path,
     fail("{}: the model's head ({}, {} labels) does not match task {} ({}, {} labels)", path,
          head_kind_name(h.resolved_kind()), h.labels.size(), d.name, head_kind_name(d.kind),
          d.labels.size());
-  if (by_index)
-    fmt::print(stderr, "{}: the head's labels {} are read as task {}'s {}, by index\n", path,
-               fmt::join(h.labels, ", "), d.name, fmt::join(d.labels, ", "));
+  if (by_index) {
+    // HF's generic names (LABEL_0, ...) carry no meaning, so reading them by index is the rule;
+    // names that mean something else than the task's are worth a warning.
+    const bool generic = std::all_of(h.labels.begin(), h.labels.end(), [](const std::string& l) {
+      return l.rfind("LABEL_", 0) == 0;
+    });
+    fmt::print(stderr, "{}{}: the head's labels {} are read as task {}'s {}, by index\n",
+               generic ? "" : "warning: ", path, fmt::join(h.labels, ", "), d.name,
+               fmt::join(d.labels, ", "));
+  }
   return d;
 }
 

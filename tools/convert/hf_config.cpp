@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/json_excerpt.h"
+#include "tokenizer/tokenizer.h"
 
 namespace bertrt::convert {
 namespace {
@@ -183,19 +184,6 @@ void apply_special_tokens(const std::string& path, const json& j, TokenizerSpec&
     if (auto t = special_token(path, j, key)) *out = *t;
 }
 
-std::vector<std::string> read_vocab(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open the vocab (one WordPiece token a line)", path);
-  std::vector<std::string> tokens;
-  std::string line;
-  while (std::getline(in, line)) {
-    while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.pop_back();
-    tokens.push_back(line);
-  }
-  if (in.bad()) fail("{}: read error after line {}", path, tokens.size());
-  if (tokens.empty()) fail("{}: the vocab is empty (expected one WordPiece token a line)", path);
-  return tokens;
-}
 
 }  // namespace
 
@@ -204,7 +192,7 @@ HfTokenizer read_hf_tokenizer(const std::string& vocab_path, const std::string& 
   namespace fs = std::filesystem;
   HfTokenizer t;
   TokenizerSpec& s = t.spec;
-  s.vocab = read_vocab(vocab_path);
+  s.vocab = Vocab::read_tokens(vocab_path);
   // special_tokens_map.json first; tokenizer_config.json (what from_pretrained reads last) wins.
   const std::string map_path = (fs::path(dir) / "special_tokens_map.json").string();
   if (fs::exists(map_path)) apply_special_tokens(map_path, read_json_object(map_path), s);
