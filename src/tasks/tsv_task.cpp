@@ -190,7 +190,7 @@ std::vector<std::string> parse_label_list(const std::string& text) {
   }
 }
 
-TaskSpec generic_tsv_task(const GenericTsvOptions& o, const std::string& path) {
+void check_generic_tsv_options(const GenericTsvOptions& o) {
   if (o.text_column.empty()) fail("generic TSV task: the text column is required");
   if (o.label_column.empty()) fail("generic TSV task: the label column is required");
   if (o.regression == !o.labels.empty())
@@ -198,6 +198,10 @@ TaskSpec generic_tsv_task(const GenericTsvOptions& o, const std::string& path) {
   for (size_t i = 0; i < o.labels.size(); ++i)
     for (size_t j = 0; j < i; ++j)
       if (o.labels[i] == o.labels[j]) fail("--labels: '{}' appears twice", o.labels[i]);
+}
+
+TaskSpec generic_tsv_task(const GenericTsvOptions& o, const std::string& path) {
+  check_generic_tsv_options(o);
 
   const std::string line = first_line(path);
   if (line.empty()) fail("{}: empty first line, expected {}", path, o.has_header ? "a header" : "data");

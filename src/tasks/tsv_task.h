@@ -66,6 +66,10 @@ struct GenericTsvOptions {
 // column name is not in the header, an index is out of range, names are used without a header,
 // columns coincide, or labels/regression are both or neither given.
 TaskSpec generic_tsv_task(const GenericTsvOptions& options, const std::string& path);
+// The checks of the options alone (no file): text and label columns given, exactly one of labels
+// and regression, no label twice. generic_tsv_task runs them first; the converter runs them on an
+// exported task record.
+void check_generic_tsv_options(const GenericTsvOptions& options);
 
 // Splits "a,b,c" on commas (for --labels); empty items are an error.
 std::vector<std::string> parse_label_list(const std::string& text);

@@ -114,7 +114,7 @@ void read_tokenizer(ConvertedModel& m, const InputPaths& in, const ConvertOption
 
 // Why an exported task record (config.json's bertrt_task) cannot be kept, or "" when it can:
 // a task bertrt knows, consistent with itself, with finetuning_task and with the head, and a
-// length the model takes.
+// length the model takes. A generic TSV record's option errors throw (tsv_task.h's checks).
 std::string task_record_problem(const TaskDefinition& d, const HfConfig& cfg,
                                 const HeadsConfig& h) {
   const std::vector<std::string> names = task_names();
@@ -125,10 +125,7 @@ std::string task_record_problem(const TaskDefinition& d, const HfConfig& cfg,
   TaskDefinition want;
   if (d.name == "tsv") {  // the generic task's options, as task_from_flags checks them
     const GenericTsvOptions& t = d.tsv;
-    if (t.text_column.empty() || t.label_column.empty())
-      return "its tsv record lacks the text or the label column";
-    if (t.regression == !t.labels.empty())
-      return "its tsv record gives both or neither of labels and regression";
+    check_generic_tsv_options(t);  // throws: the caller gives its message as the reason
     if (t.text_column == t.label_column || t.text_column == t.text_pair_column ||
         t.label_column == t.text_pair_column)
       return "its tsv record names one column twice";
