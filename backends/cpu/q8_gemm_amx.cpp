@@ -81,8 +81,10 @@ void amx_tile_rows(int mr, int32_t* acc, const uint8_t* A, int lda, const int8_t
 
 struct AmxPanels : VnniPacking<kAmxNRP> {
   static constexpr int kMR = kAmxMR;
-  static void tile_rows(int mr, int32_t* acc, const uint8_t* A, int lda, const int8_t* panel,
-                        int K) {
+  // The next panel is left to the hardware prefetcher (PanelPrefetch measured on the x86 vector
+  // kernels only).
+  static void tile_rows(int mr, int32_t* acc, const uint8_t* A, int lda, const int8_t* panel, int K,
+                        const PanelPrefetch&) {
     amx_tile_rows(mr, acc, A, lda, panel, K);
   }
 };

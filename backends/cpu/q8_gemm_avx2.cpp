@@ -26,7 +26,8 @@ constexpr int kAvx2MR = 6;
 
 // acc [MR][16] = Σ_q a16[i, 2q..2q+1] · panel[q][j][0..1].
 template <int MR>
-void avx2_tile(int32_t* acc, const int16_t* A, int lda, const int8_t* panel, int K) {
+void avx2_tile(int32_t* acc, const int16_t* A, int lda, const int8_t* panel, int K,
+               const PanelPrefetch& pf) {
   const __m256i z = _mm256_setzero_si256();
   __m256i c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z, c40 = z, c41 = z,
           c50 = z, c51 = z;
@@ -45,6 +46,7 @@ void avx2_tile(int32_t* acc, const int16_t* A, int lda, const int8_t* panel, int
   // of the kernel's samples (BERT-base B1 with BERTRT_Q8_KERNEL=avx2). The broadcasts are asm
   // volatile because GCC otherwise merges a row's two into one register and spills again.
   for (int q = 0; q < k2; ++q, b += 32) {
+    if (q < pf.lines) __builtin_prefetch(pf.next + 64 * q, 0, 2);
 #define BERTRT_AVX2_ROW(i, h)                                                            \
   if constexpr (MR > i) {                                                               \
     __m256i av;                                                                         \
@@ -73,6 +75,7 @@ void avx2_tile(int32_t* acc, const int16_t* A, int lda, const int8_t* panel, int
     }
 #undef BERTRT_AVX2_ROW
   }
+  prefetch_rest(pf, k2);
   auto put = [acc](int i, __m256i lo, __m256i hi) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + 16 * i), lo);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + 16 * i + 8), hi);
@@ -93,21 +96,21 @@ struct Avx2Pairs {
   static void pack_panel(int8_t* dst, const int8_t* W, int ldw, int n, int nr, int K) {
     avx2_pack_panel(dst, W, ldw, n, nr, K);
   }
-  static void tile_rows(int mr, int32_t* acc, const int16_t* A, int lda, const int8_t* panel,
-                        int K) {
+  static void tile_rows(int mr, int32_t* acc, const int16_t* A, int lda, const int8_t* panel, int K,
+                        const PanelPrefetch& pf) {
     switch (mr) {
       case 6:
-        return avx2_tile<6>(acc, A, lda, panel, K);
+        return avx2_tile<6>(acc, A, lda, panel, K, pf);
       case 5:
-        return avx2_tile<5>(acc, A, lda, panel, K);
+        return avx2_tile<5>(acc, A, lda, panel, K, pf);
       case 4:
-        return avx2_tile<4>(acc, A, lda, panel, K);
+        return avx2_tile<4>(acc, A, lda, panel, K, pf);
       case 3:
-        return avx2_tile<3>(acc, A, lda, panel, K);
+        return avx2_tile<3>(acc, A, lda, panel, K, pf);
       case 2:
-        return avx2_tile<2>(acc, A, lda, panel, K);
+        return avx2_tile<2>(acc, A, lda, panel, K, pf);
       default:
-        return avx2_tile<1>(acc, A, lda, panel, K);
+        return avx2_tile<1>(acc, A, lda, panel, K, pf);
     }
   }
 };

@@ -67,8 +67,10 @@ struct I8mmPanels {
   static void pack_panel(int8_t* dst, const int8_t* W, int ldw, int n, int nr, int K) {
     i8mm_pack_panel(dst, W, ldw, n, nr, K);
   }
-  static void tile_rows(int mr, int32_t* acc, const uint8_t* A, int lda, const int8_t* panel,
-                        int K) {
+  // The next panel is left to the hardware prefetcher (PanelPrefetch measured on the x86 vector
+  // kernels only).
+  static void tile_rows(int mr, int32_t* acc, const uint8_t* A, int lda, const int8_t* panel, int K,
+                        const PanelPrefetch&) {
     // The fewest row pairs that cover mr (M = 1, the pooler at batch 1, runs one pair).
     if (mr <= 2) return i8mm_tile<2>(mr, acc, A, lda, panel, K);
     if (mr <= 4) return i8mm_tile<4>(mr, acc, A, lda, panel, K);

@@ -26,7 +26,8 @@ namespace {
 // no load passes the end of a row (the panel is zero there). The 16 accumulators are named
 // variables: GCC keeps an array of vectors in memory (copies and spills every iteration).
 template <class Isa, int MR>
-inline void vnni_tile(int32_t* acc, const uint8_t* A, int lda, const int8_t* panel, int K) {
+inline void vnni_tile(int32_t* acc, const uint8_t* A, int lda, const int8_t* panel, int K,
+                      const PanelPrefetch& pf) {
   using V = typename Isa::V;
   constexpr int L = Isa::kLanes;
   constexpr int NRP = 2 * L;
@@ -64,6 +65,7 @@ inline void vnni_tile(int32_t* acc, const uint8_t* A, int lda, const int8_t* pan
     return x;
   };
   for (; q < k4; ++q, b += NRP * 4) {
+    if (q < pf.lines) __builtin_prefetch(pf.next + 64 * q, 0, 2);
     const V b0 = Isa::load(b), b1 = Isa::load(b + L * 4);
     BERTRT_VNNI_ROWS(quad)
   }
@@ -78,6 +80,7 @@ inline void vnni_tile(int32_t* acc, const uint8_t* A, int lda, const int8_t* pan
   }
 #undef BERTRT_VNNI_ROWS
 #undef BERTRT_VNNI_ROW
+  prefetch_rest(pf, k4);
   Isa::store(acc, c00), Isa::store(acc + L, c01);
   if constexpr (MR > 1) Isa::store(acc + 1 * NRP, c10), Isa::store(acc + 1 * NRP + L, c11);
   if constexpr (MR > 2) Isa::store(acc + 2 * NRP, c20), Isa::store(acc + 2 * NRP + L, c21);
@@ -92,12 +95,12 @@ inline void vnni_tile(int32_t* acc, const uint8_t* A, int lda, const int8_t* pan
 // the kernel's own kMR, so a 6-row kernel builds no 7- or 8-row tile).
 template <class Isa, int MR = Isa::kMR>
 inline void vnni_tile_rows(int mr, int32_t* acc, const uint8_t* A, int lda, const int8_t* panel,
-                           int K) {
+                           int K, const PanelPrefetch& pf) {
   static_assert(MR >= 1 && MR <= 8, "vnni_tile names 8 rows of accumulators");
   if constexpr (MR > 1) {
-    if (mr < MR) return vnni_tile_rows<Isa, MR - 1>(mr, acc, A, lda, panel, K);
+    if (mr < MR) return vnni_tile_rows<Isa, MR - 1>(mr, acc, A, lda, panel, K, pf);
   }
-  vnni_tile<Isa, MR>(acc, A, lda, panel, K);
+  vnni_tile<Isa, MR>(acc, A, lda, panel, K, pf);
 }
 
 // The VNNI packing of W in panels of NRP columns and A read as it is, as panel_gemm (below) sees
@@ -116,9 +119,9 @@ struct VnniPacking {
 template <class Isa>
 struct VnniPanels : VnniPacking<2 * Isa::kLanes> {
   static constexpr int kMR = Isa::kMR;  // rows of A per tile (≤ 8): 2·kMR accumulators
-  static void tile_rows(int mr, int32_t* acc, const uint8_t* A, int lda, const int8_t* panel,
-                        int K) {
-    vnni_tile_rows<Isa>(mr, acc, A, lda, panel, K);
+  static void tile_rows(int mr, int32_t* acc, const uint8_t* A, int lda, const int8_t* panel, int K,
+                        const PanelPrefetch& pf) {
+    vnni_tile_rows<Isa>(mr, acc, A, lda, panel, K, pf);
   }
 };
 
