@@ -31,9 +31,22 @@ struct NoPost {
   void operator()(int, int, int, int, const float*, size_t) const {}
 };
 
-// Runs the u8×s8 GEMM over output columns on the pool with the backend's kernel: packs A to
-// int16 once (AVX2 path), then each task computes whole columns [n0, n1) (whole tiles of the
-// kernel's width) for every row. w_packed: W packed for that kernel (q8_pack_w) or null.
+// At most this many bytes of W, the int8 Linears split their rows between the threads instead of
+// their columns. With the columns split, every thread reads all of A, half of which the other core
+// has just written (the op before split the same rows that way): at BERT-mini those cross-core
+// reads cost more than a second read of a small W from L3. bertrt bench, 2 threads, the two splits
+// alternated (Intel Xeon, avx512vnni): BERT-mini int8 B1 min 1.42-1.46 -> 1.34-1.35 ms, B8
+// 10.95-11.20 -> 10.14-10.36 ms; BERT-base, whose weights (0.6-2.4 MB each) come from memory and
+// would be read twice, is level at B8 and 1-5 % slower at B1 with its rows split, so it keeps the
+// columns. 512 KB: BERT-mini's largest weight (256 KB) with room, under BERT-base's smallest.
+constexpr size_t kQ8RowSplitWBytes = 512 * 1024;
+constexpr int kQ8RowGroup = 8;  // rows a unit of the row split: the widest kernels' tile height
+
+// Runs the u8×s8 GEMM on the pool with the backend's kernel: packs A to int16 once (AVX2 path),
+// then each task computes a block of the output: whole columns [n0, n1) (whole tiles of the
+// kernel's width) for every row, or (W small, kQ8RowSplitWBytes) all columns of rows [m0, m1).
+// Either way each output's sum is the same, so the split never changes a result.
+// w_packed: W packed for that kernel (q8_pack_w) or null.
 // post(m0, m1, c0, c1, x, ldx), when active, runs on the task's thread right after the block of
 // rows [m0, m1) × columns [c0, c1) is dequantized (kPostRows × about kPostCols) into a buffer of
 // the thread, while it is in L1 (x: its first float, ldx: its row stride); epi.out is not written.
@@ -59,33 +72,53 @@ void run_q8(cpu::ThreadPool& pool, cpu::Q8Kernel kernel, int M, int N, int K, co
     pa.a16 = a16.data();
   }
   const int tile = cpu::q8_kernel_tile_n(kernel);
-  const size_t blocks = static_cast<size_t>((N + tile - 1) / tile);
-  const double ops_per_block = static_cast<double>(tile) * M * (K > 0 ? K : 1);
-  const size_t grain = static_cast<size_t>(std::max(1.0, kQ8SplitOps / ops_per_block));
-  pool.parallel_for(blocks, grain, [&](size_t b0, size_t b1) {
-    const int n0 = static_cast<int>(b0) * tile;
-    const int n1 = std::min(N, static_cast<int>(b1) * tile);
+  // Rows [m0, m1) × columns [n0, n1) of the output, on the calling task's thread.
+  auto run_block = [&](int m0, int m1, int n0, int n1) {
+    const auto a_at = [&](int m) { return A + static_cast<size_t>(m) * lda; };
+    const auto pa_at = [&](int m) {
+      cpu::Q8PackedA p = pa;
+      if (p.a16) p.a16 += static_cast<size_t>(m) * p.stride;
+      return p;
+    };
     if constexpr (!Post::kActive) {
-      cpu::qu8s8_gemm(kernel, M, n0, n1, K, A, lda, pa, W, ldw, w_packed, epi);
+      cpu::Q8Epilogue e = epi;
+      if (e.c) e.c += static_cast<size_t>(m0) * e.ldc;
+      if (e.out) e.out += static_cast<size_t>(m0) * e.ldo;
+      cpu::qu8s8_gemm(kernel, m1 - m0, n0, n1, K, a_at(m0), lda, pa_at(m0), W, ldw, w_packed, e);
     } else {
       const int step = std::max(1, kPostCols / tile) * tile;
       thread_local std::vector<float> block;
       block.resize(static_cast<size_t>(kPostRows) * step);
       for (int c0 = n0; c0 < n1; c0 += step) {
         const int c1 = std::min(n1, c0 + step);
-        for (int m0 = 0; m0 < M; m0 += kPostRows) {
-          const int mr = std::min(kPostRows, M - m0);
+        for (int m = m0; m < m1; m += kPostRows) {
+          const int mr = std::min(kPostRows, m1 - m);
           cpu::Q8Epilogue e = epi;
           e.out = block.data(), e.ldo = step, e.out_col0 = c0;
-          if (e.c) e.c += static_cast<size_t>(m0) * e.ldc;
-          cpu::Q8PackedA pm = pa;
-          if (pm.a16) pm.a16 += static_cast<size_t>(m0) * pm.stride;
-          cpu::qu8s8_gemm(kernel, mr, c0, c1, K, A + static_cast<size_t>(m0) * lda, lda, pm, W, ldw,
-                          w_packed, e);
-          post(m0, m0 + mr, c0, c1, block.data(), static_cast<size_t>(step));
+          if (e.c) e.c += static_cast<size_t>(m) * e.ldc;
+          cpu::qu8s8_gemm(kernel, mr, c0, c1, K, a_at(m), lda, pa_at(m), W, ldw, w_packed, e);
+          post(m, m + mr, c0, c1, block.data(), static_cast<size_t>(step));
         }
       }
     }
+  };
+  const int threads = pool.threads();
+  if (threads > 1 && M >= 2 * kQ8RowGroup * threads &&
+      static_cast<size_t>(N) * static_cast<size_t>(K) <= kQ8RowSplitWBytes) {
+    const size_t groups = static_cast<size_t>((M + kQ8RowGroup - 1) / kQ8RowGroup);
+    const double ops_per_group = static_cast<double>(kQ8RowGroup) * N * K;
+    const size_t grain = static_cast<size_t>(std::max(1.0, kQ8SplitOps / ops_per_group));
+    pool.parallel_for(groups, grain, [&](size_t g0, size_t g1) {
+      run_block(static_cast<int>(g0) * kQ8RowGroup, std::min(M, static_cast<int>(g1) * kQ8RowGroup),
+                0, N);
+    });
+    return;
+  }
+  const size_t blocks = static_cast<size_t>((N + tile - 1) / tile);
+  const double ops_per_block = static_cast<double>(tile) * M * (K > 0 ? K : 1);
+  const size_t grain = static_cast<size_t>(std::max(1.0, kQ8SplitOps / ops_per_block));
+  pool.parallel_for(blocks, grain, [&](size_t b0, size_t b1) {
+    run_block(0, M, static_cast<int>(b0) * tile, std::min(N, static_cast<int>(b1) * tile));
   });
 }
 

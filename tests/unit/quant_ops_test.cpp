@@ -321,17 +321,42 @@ TEST(GemmU8S8, LongestKReachesTheInt32LimitExactly) {
   }
 }
 
+// The int8 Linear splits its rows between the threads where W is small (≤ 512 KB, at least 16
+// rows a thread) and its columns elsewhere (cpu_quant.cpp, run_q8): both give the one-thread
+// floats on every kernel, W packed and not. Shapes: rows split (96 × 768 W; 131 rows, the last
+// group cut), columns split (768 × 768 W = 576 KB; 20 rows, too few for three threads).
 TEST(GemmU8S8, ThreadCountDoesNotChangeTheInt8Linear) {
-  const int M = 128, N = 96, K = 768;
-  auto A = test::random_u8(static_cast<size_t>(M) * K, 5);
-  auto W = test::random_s8(static_cast<size_t>(N) * K, 6);
-  auto wsum = row_sums_s8(W.data(), N, K);
-  auto ws = test::uniform(N, 7, 1e-4f, 1e-2f), bias = randn(N, 8);
-  std::vector<float> o1(static_cast<size_t>(M) * N), o3 = o1;
-  CpuBackend one(1), three(3);
-  one.linear_u8s8(o1.data(), N, A.data(), K, 0.02f, 100, W.data(), ws.data(), wsum.data(), bias.data(), M, N, K);
-  three.linear_u8s8(o3.data(), N, A.data(), K, 0.02f, 100, W.data(), ws.data(), wsum.data(), bias.data(), M, N, K);
-  EXPECT_TRUE(all_close(o1, o3, {0.0}));
+  std::string tested;
+  for (cpu::Q8Kernel k : cpu::kAllQ8Kernels) {
+    if (!cpu::q8_kernel_available(k)) continue;
+    tested += std::string(tested.empty() ? "" : ", ") + cpu::q8_kernel_name(k);
+    CpuBackend one(1), three(3);
+    one.set_q8_kernel(k);
+    three.set_q8_kernel(k);
+    for (auto [M, N, K] : {std::tuple{128, 96, 768}, std::tuple{131, 40, 100},
+                           std::tuple{128, 768, 768}, std::tuple{20, 96, 768}}) {
+      SCOPED_TRACE(std::string(cpu::q8_kernel_name(k)) + " M=" + std::to_string(M) +
+                   " N=" + std::to_string(N) + " K=" + std::to_string(K));
+      const uint32_t seed = 300 + M + N + K;
+      auto A = test::random_u8(static_cast<size_t>(M) * K, seed);
+      auto W = test::random_s8(static_cast<size_t>(N) * K, seed + 1);
+      auto wsum = row_sums_s8(W.data(), N, K);
+      auto ws = test::uniform(N, seed + 2, 1e-4f, 1e-2f), bias = randn(N, seed + 3);
+      std::vector<int8_t> wp(one.q8_packed_weight_bytes(N, K));
+      if (!wp.empty()) one.pack_q8_weight(wp.data(), W.data(), N, K);
+      for (const int8_t* packed : {static_cast<const int8_t*>(nullptr),
+                                   static_cast<const int8_t*>(wp.empty() ? nullptr : wp.data())}) {
+        std::vector<float> o1(static_cast<size_t>(M) * N, 7.0f), o3 = o1;
+        one.linear_u8s8_packed(o1.data(), N, A.data(), K, 0.02f, 100, W.data(), packed, ws.data(),
+                               wsum.data(), bias.data(), M, N, K);
+        three.linear_u8s8_packed(o3.data(), N, A.data(), K, 0.02f, 100, W.data(), packed, ws.data(),
+                                 wsum.data(), bias.data(), M, N, K);
+        EXPECT_TRUE(all_close(o1, o3, {0.0}));
+        EXPECT_NE(o1[0], 7.0f);  // written
+      }
+    }
+  }
+  std::printf("[ kernels  ] %s\n", tested.c_str());
 }
 
 // The fused inter Linear of inference (GELU and quantization in the GEMM's tasks) on every int8
@@ -346,8 +371,10 @@ TEST(Int8LinearGelu, FusedEqualsTheThreeOpsOnEveryKernelAndThreadCount) {
     for (int threads : {1, 3}) {
       CpuBackend be(threads);
       be.set_q8_kernel(k);  // (the environment is read once per process: it cannot switch)
+      // 130 × 200 × 64 and 64 × 1024 × 256 split their rows at 3 threads, 40 × 1030 × 520 (W
+      // over 512 KB) its columns (run_q8).
       for (auto [M, N, K] : {std::tuple{1, 1, 16}, std::tuple{9, 65, 33}, std::tuple{130, 200, 64},
-                             std::tuple{64, 1024, 256}}) {
+                             std::tuple{64, 1024, 256}, std::tuple{40, 1030, 520}}) {
         const size_t MN = static_cast<size_t>(M) * N;
         const uint32_t seed = 900 + M + N + K;
         auto A = test::random_u8(static_cast<size_t>(M) * K, seed);
