@@ -313,6 +313,12 @@ int gemm_block(int len) {
   return std::max(block, kGemmMinBlock);
 }
 
+// At most this many bytes of W, f32_linear splits the rows of 32 a thread and more, not the
+// columns: bertrt bench of BERT-mini fp32 (weights 256 KB-1 MB), 2 threads, alternated (Intel
+// Xeon, avx512f): B1 min 3.60-3.66 -> 3.33-3.49 ms, B2 7.24-7.36 -> 6.48-6.63. BERT-base's
+// weights (2.25 MB and up) come from memory, and each thread would read all of each.
+constexpr size_t kF32RowSplitWBytes = 1024 * 1024;
+
 // Whether C is worth splitting over the pool: enough work, and at least two blocks.
 bool gemm_splits(int M, int N, int K) {
   return static_cast<double>(M) * N * K >= kGemmSplitFlops && std::max(M, N) >= 2 * kGemmMinBlock;
@@ -468,21 +474,26 @@ void CpuBackend::linear_forward_inference(float* out, float* pre, const float* x
 }
 
 // The broadcast form (f32_gemm.h) on W packed once, X read in place: one fork-join a Linear.
-// From 256 rows a thread (the panel form's 8 panels of 32), each takes a share of the rows and
-// all columns (W read once per task); below, each takes a share of the column tiles, so that it
-// streams only its share of W (BERT-base B1 and B2, 2 threads: docs/performance.md, stop 32).
-// Either way every output is the kernel's one fma chain: the split never changes a float.
+// Each thread takes an equal share of the rows and all columns (W read once per task) from 256
+// rows a thread (the panel form's 8 panels of 32), or from 32 when W is at most
+// kF32RowSplitWBytes; otherwise each takes a share of the column tiles, so that it streams only
+// its share of W (BERT-base B1 and B2, 2 threads: docs/performance.md, stop 32). A split by rows
+// keeps each thread on the rows it wrote in the op before; a split by columns makes it read the
+// other core's half of X. Either way every output is the kernel's one fma chain: the split never
+// changes a float.
 void CpuBackend::f32_linear(float* Y, int ldy, const float* X, int ldx, const float* W, int M,
                             int N, int K, const float* bias, const LinearEpilogue* ep) {
   const cpu::F32Kernel k = f32_kernel_;
   const float* Wp = f32_packed_w(W, N, K);
   if (!Wp) return f32_xwt(Y, ldy, X, ldx, false, W, K, M, N, K, bias, ep);  // the scalar kernel
-  const int tm = cpu::f32_bcast_tile_m(k), tn = cpu::f32_bcast_tile_n(k);
+  const int tn = cpu::f32_bcast_tile_n(k);
   const int threads = gemm_splits(M, N, K) ? pool_.threads() : 1;
-  if (threads > 1 && M >= 8 * 32 * threads) {
-    const size_t tiles = static_cast<size_t>((M + tm - 1) / tm);
-    pool_.parallel_for(tiles, (tiles + threads - 1) / threads, [&](size_t t0, size_t t1) {
-      const int m0 = static_cast<int>(t0) * tm, m1 = std::min(static_cast<int>(t1) * tm, M);
+  const bool small_w = static_cast<size_t>(N) * K * sizeof(float) <= kF32RowSplitWBytes;
+  if (threads > 1 && M >= (small_w ? 32 : 8 * 32) * threads) {
+    constexpr int kUnit = 4;  // rows: a thread's share is a multiple of 4, at most 3 past equal
+    const size_t units = static_cast<size_t>((M + kUnit - 1) / kUnit);
+    pool_.parallel_for(units, (units + threads - 1) / threads, [&](size_t u0, size_t u1) {
+      const int m0 = static_cast<int>(u0) * kUnit, m1 = std::min(static_cast<int>(u1) * kUnit, M);
       cpu::f32_gemm_xwt_bcast(k, m1 - m0, 0, N, K, X + static_cast<size_t>(m0) * ldx, ldx, Wp,
                               bias, Y + static_cast<size_t>(m0) * ldy, ldy);
       if (ep) finish_linear_block(Y, ldy, nullptr, ep->residual, ep->gelu, m0, m1, 0, N);

@@ -215,10 +215,12 @@ std::vector<float> linear_gemm(CpuBackend& be, const std::vector<float>& X,
   return Y;
 }
 
-// Big enough for the backend to split over its threads, both ways (panels where each thread gets
-// at least 8 of them: 520 rows; columns below that), and small.
-const Shape kBackendShapes[] = {{1, 7, 5},     {8, 2, 768},    {33, 100, 64}, {128, 96, 257},
-                                {200, 40, 40}, {20, 300, 300}, {520, 24, 40}};
+// Big enough for the backend to split over its threads, both ways, and small: rows where each
+// thread gets 256 of them (520) or, W at most 1 MB, 32 (128, 131: its last share cut, 200);
+// columns below that (20 rows) or with a larger W (70 × 520 × 520: 1.03 MiB).
+const Shape kBackendShapes[] = {{1, 7, 5},      {8, 2, 768},   {33, 100, 64},
+                                {128, 96, 257}, {131, 64, 96}, {200, 40, 40},
+                                {20, 300, 300}, {520, 24, 40}, {70, 520, 520}};
 
 TEST(F32Gemm, CpuBackendProviderBertrtIsCountedAndThreadCountIndependent) {
   for (const F32Kernel k : cpu::kAllF32Kernels) {
