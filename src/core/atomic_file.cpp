@@ -20,11 +20,31 @@ static std::string parent_dir(const std::string& path) {
   return path.substr(0, slash);
 }
 
-AtomicFile::AtomicFile(const std::string& path) : path_(path), dir_(parent_dir(path)) {
+// The file a chain of symbolic links at `path` ends in (path itself when it is no link, or when
+// the last link dangles: then its target is created). Renaming over the link itself would have
+// replaced the link with a plain file and left the file it named as it was.
+static std::string follow_links(const std::string& path) {
+  std::string p = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return p;
+    std::vector<char> buf(static_cast<size_t>(st.st_size > 0 ? st.st_size : 255) + 1);
+    const ssize_t n = ::readlink(p.c_str(), buf.data(), buf.size());
+    if (n < 0 || static_cast<size_t>(n) >= buf.size())
+      fail("{}: cannot read the symbolic link '{}': {}", path, p,
+           n < 0 ? std::strerror(errno) : "it changed while read");
+    const std::string target(buf.data(), static_cast<size_t>(n));
+    p = target.front() == '/' ? target : parent_dir(p) + "/" + target;
+  }
+  fail("{}: cannot write: too many levels of symbolic links", path);
+}
+
+AtomicFile::AtomicFile(const std::string& path)
+    : path_(path), target_(follow_links(path)), dir_(parent_dir(target_)) {
   struct stat st {};
   if (::stat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     fail("{}: cannot write: folder '{}' does not exist", path, dir_);
-  std::string tmpl = path + ".tmp.XXXXXX";
+  std::string tmpl = target_ + ".tmp.XXXXXX";
   std::vector<char> buf(tmpl.begin(), tmpl.end());
   buf.push_back('\0');
   fd_ = ::mkstemp(buf.data());
@@ -71,7 +91,7 @@ void AtomicFile::sync() {
 
 void AtomicFile::commit() {
   sync();
-  if (::rename(temp_path_.c_str(), path_.c_str()) != 0)
+  if (::rename(temp_path_.c_str(), target_.c_str()) != 0)
     fail("{}: cannot rename temp file into place: {}", path_, std::strerror(errno));
   committed_ = true;
   // Make the rename itself durable (best effort: some filesystems refuse fsync on folders).

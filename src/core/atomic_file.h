@@ -1,6 +1,8 @@
 // Writes a file atomically: bytes go to a temp file in the destination folder, which commit()
 // fsyncs and renames over `path` (rename is atomic within one filesystem, POSIX). Destroying an
 // uncommitted AtomicFile removes the temp file, so a failed write leaves any old file untouched.
+// A `path` that is a symbolic link is written through: the file it names is replaced (in that
+// file's folder), and the link stays.
 #pragma once
 
 #include <cstddef>
@@ -29,7 +31,7 @@ class AtomicFile {
   void commit();
 
  private:
-  std::string path_, temp_path_, dir_;
+  std::string path_, target_, temp_path_, dir_;  // target_: path_ with its links followed
   int fd_ = -1;
   size_t written_ = 0;
   bool committed_ = false;

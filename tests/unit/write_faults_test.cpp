@@ -89,6 +89,40 @@ TEST(WriteFaults, ModelFilePastTheSizeLimitKeepsThePreviousFile) {
   EXPECT_NO_THROW(ModelFile::open(path));
 }
 
+// -o onto a symbolic link (a "latest" link to a run's model, say) writes the file it names, in
+// that file's folder, and keeps the link; a dangling link's target is created.
+TEST(WriteFaults, AnOutputThatIsASymbolicLinkIsWrittenThrough) {
+  TempDir dir;
+  fs::create_directory(dir.file("run1"));
+  const std::string real = dir.file("run1/model.brt"), link = dir.file("latest.brt");
+  write_model_file(real, model_with(std::vector<float>(16, 1.0f)));
+  fs::create_symlink("run1/model.brt", link);  // relative, as ln -s makes it
+  write_model_file(link, model_with(std::vector<float>(16, 2.0f)));
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(read_bytes(link), read_bytes(real));
+  EXPECT_NE(read_bytes(real).find(std::string(reinterpret_cast<const char*>(
+                std::vector<float>(16, 2.0f).data()), 64)),
+            std::string::npos);
+  EXPECT_EQ(entries(dir.file("run1")), 1u);  // no temp file left
+  EXPECT_EQ(entries(dir.path()), 2u);
+
+  const std::string dangling = dir.file("next.brt");
+  fs::create_symlink(dir.file("run1/new.brt"), dangling);
+  write_model_file(dangling, model_with(std::vector<float>(16, 3.0f)));
+  EXPECT_TRUE(fs::is_symlink(dangling));
+  EXPECT_NO_THROW(ModelFile::open(dir.file("run1/new.brt")));
+
+  const std::string loop = dir.file("loop.brt");
+  fs::create_symlink("loop.brt", loop);
+  try {
+    write_model_file(loop, model_with(std::vector<float>(16, 4.0f)));
+    ADD_FAILURE() << "a link to itself was written";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("too many levels of symbolic links"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(WriteFaults, SafetensorsPastTheSizeLimitKeepsThePreviousFile) {
   TempDir dir;
   const std::string path = dir.file("model.safetensors");
