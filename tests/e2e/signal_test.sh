@@ -98,7 +98,7 @@ if [ -f "$T/f_ck.brt" ]; then
     "$BIN" finetune --resume "$T/f_ck.brt" "${FT6[@]}" -o "$T/x.brt"
   FT0=(--task sst2 --train "$T/train.tsv" --max-steps $N --batch-size 8 --learning-rate 1e-3 --seed 5)
   expect_error "finetune resume without its dropout" "$T/x.brt" \
-    '--attention-probs-dropout-prob \(checkpoint 0.1, now \(not given\)\), --hidden-dropout-prob \(checkpoint 0.1, now \(not given\)\)' -- \
+    '--attention-probs-dropout-prob \(checkpoint 0.1, now 0\), --hidden-dropout-prob \(checkpoint 0.1, now 0\)' -- \
     "$BIN" finetune --resume "$T/f_ck.brt" "${FT0[@]}" -o "$T/x.brt"
   # Flags by their names and floats as written; --max-seq-length out of the task's record (a
   # JSON blob of the task was printed, and 2e-05 as 1.9999999494757503e-05).

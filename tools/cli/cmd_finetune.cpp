@@ -42,9 +42,17 @@ std::string run_flag(const std::string& key) {
   return flag;
 }
 
-// A record value as the flag was written: floats as their float's shortest decimal.
-std::string run_value(const nlohmann::json* v) {
-  if (!v) return "(not given)";
+// A record value as the flag was written: floats as their float's shortest decimal. The keys
+// written only when set (below) are absent at their flag's default: that default.
+std::string run_value(const std::string& key, const nlohmann::json* v) {
+  if (!v) {
+    if (key == "hidden_dropout_prob" || key == "attention_probs_dropout_prob" ||
+        key == "freeze_layers")
+      return "0";
+    if (key == "freeze_embeddings") return "off";
+    return "(not given)";
+  }
+  if (v->is_boolean() && key == "freeze_embeddings") return v->get<bool>() ? "on" : "off";
   if (v->is_number_float()) return fmt::format("{}", static_cast<float>(v->get<double>()));
   if (v->is_string()) return v->get<std::string>().empty() ? "(none)" : v->get<std::string>();
   return v->dump();
@@ -63,10 +71,11 @@ void check_resumable(const std::string& path, const LoadedModel& m, const nlohma
   const nlohmann::json then = nlohmann::json::parse(it->second, nullptr, false);
   if (then.is_discarded()) fail("--resume {}: the '{}' record is not JSON", path, kRunKey);
   std::vector<std::string> diff;
-  const auto differs = [&](const std::string& name, const nlohmann::json* was,
-                           const nlohmann::json* is) {
+  const auto differs = [&](const std::string& name, const std::string& key,
+                           const nlohmann::json* was, const nlohmann::json* is) {
     if (was && is && *was == *is) return;
-    diff.push_back(fmt::format("{} (checkpoint {}, now {})", name, run_value(was), run_value(is)));
+    diff.push_back(
+        fmt::format("{} (checkpoint {}, now {})", name, run_value(key, was), run_value(key, is)));
   };
   const auto field = [](const nlohmann::json& j, const std::string& key) {
     return j.contains(key) ? &j[key] : nullptr;
@@ -82,14 +91,14 @@ void check_resumable(const std::string& path, const LoadedModel& m, const nlohma
           differs(k == "max_seq_length" ? "--max-seq-length"
                   : k == "name"         ? "--task"
                                         : "the task's " + k,
-                  field(t0, k), &v);
+                  k, field(t0, k), &v);
         continue;
       }
     }
-    differs(run_flag(key), was, &value);
+    differs(run_flag(key), key, was, &value);
   }
   for (const auto& [key, value] : then.items())  // e.g. hidden_dropout_prob, written when set
-    if (!now.contains(key)) differs(run_flag(key), &value, nullptr);
+    if (!now.contains(key)) differs(run_flag(key), key, &value, nullptr);
   if (!diff.empty())
     fail(
         "--resume {}: these flags differ from the run that wrote it, so it would not continue "
