@@ -252,6 +252,10 @@ BERTRT_API bertrt_status bertrt_trainer_step_batch(bertrt_trainer* trainer,
  * NUL into json (capacity bytes); *length (may be NULL) gets strlen + 1 even when too small. */
 BERTRT_API bertrt_status bertrt_trainer_evaluate(bertrt_trainer* trainer, const char* data_path,
                                                  char* json, size_t capacity, size_t* length);
+/* Reads `data_path` as bertrt_trainer_evaluate would and checks that it can be evaluated (the
+ * task's format and labels, enough examples for its metric), without running the model: to
+ * refuse a dev set before training on it. BERTRT_E_IO names the file and the problem. */
+BERTRT_API bertrt_status bertrt_trainer_check_data(bertrt_trainer* trainer, const char* data_path);
 /* Writes the model atomically (temp file, fsync, rename: a failure leaves an existing file as
  * it was): fp32, or with qat the int8 model; after a qat save the model is int8 and the trainer
  * takes no more steps. */

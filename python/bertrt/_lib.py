@@ -90,6 +90,7 @@ _SIGNATURES = {
     "bertrt_trainer_step_batch": (ctypes.c_int, [VP, P(Batch), P(c_int32), FP, P(StepMetrics)]),
     "bertrt_trainer_evaluate": (ctypes.c_int, [VP, c_char_p, ctypes.c_char_p, c_size_t,
                                                P(c_size_t)]),
+    "bertrt_trainer_check_data": (ctypes.c_int, [VP, c_char_p]),
     "bertrt_trainer_save": (ctypes.c_int, [VP, c_char_p]),
     "bertrt_convert": (ctypes.c_int, [c_char_p, c_char_p, c_char_p, c_char_p, c_char_p]),
 }

@@ -383,7 +383,9 @@ def finetune(model, task, train, output, dev=None, progress=None, backend="cpu",
     task "tsv"
     text_column, text_pair_column, label_column, labels, regression, no_header).
     progress(metrics dict) after every step; return True to stop (raises bertrt.Error). An
-    exception raised by progress stops the run and is raised again here (nothing is written)."""
+    exception raised by progress stops the run and is raised again here (nothing is written).
+    A dev set the task cannot evaluate (no examples, one for a correlation) is refused before
+    training."""
     # The paths first: a missing dev file, or an empty output, failed only after training.
     model_b = _input_file(model, "model")
     train_b, dev_b = _input_file(train, "train"), _input_file(dev, "dev", optional=True)
@@ -405,6 +407,8 @@ def finetune(model, task, train, output, dev=None, progress=None, backend="cpu",
     t = ctypes.c_void_p()
     _check(lib.bertrt_trainer_create(m._h, ctypes.byref(o), train_b, ctypes.byref(t)))
     try:
+        if dev is not None:  # a dev set that cannot be evaluated is refused before training
+            _check(lib.bertrt_trainer_check_data(t, dev_b))
         cb, raised = None, []
         if progress is not None:
             def trampoline(p, _user):

@@ -308,6 +308,14 @@ def test_finetune_then_predict(tmp_path):
     with pytest.raises(bertrt.Error, match="options.learning_rate"):
         bertrt.finetune(init, "sst2", tmp_path / "train.tsv", tmp_path / "bad.brt", learning_rate=-1.0)
     assert not (tmp_path / "bad.brt").exists()
+    # A dev set that cannot be evaluated is refused before training: no step, nothing written.
+    (tmp_path / "header.tsv").write_text("sentence\tlabel\n")
+    no_steps = []
+    with pytest.raises(bertrt.Error, match="header.tsv"):
+        bertrt.finetune(init, "sst2", tmp_path / "train.tsv", tmp_path / "bad.brt",
+                        dev=tmp_path / "header.tsv", epochs=1, batch_size=16, max_seq_length=64,
+                        progress=lambda s: no_steps.append(s["step"]))
+    assert no_steps == [] and not (tmp_path / "bad.brt").exists()
     with pytest.raises(bertrt.Error, match="options.hidden_dropout_prob"):
         bertrt.finetune(init, "sst2", tmp_path / "train.tsv", tmp_path / "bad.brt",
                         hidden_dropout_prob=1.0)
@@ -339,16 +347,17 @@ def test_finetune_then_predict(tmp_path):
         bertrt.finetune(init, "sst2", tmp_path / "train.tsv", tmp_path / "bad.brt", epochs=1,
                         batch_size=16, max_seq_length=64, progress=lambda s: 1 / 0)
     assert not (tmp_path / "bad.brt").exists()
-    # A dev set the task's metrics cannot score (STS-B's correlations need 2 examples) raises, but
-    # after the trained model is written (the error came after training and lost the run).
+    # A dev set the task's metrics cannot score (STS-B's correlations need 2 examples) is refused
+    # before training (it used to fail after training and lose the run), as the CLI refuses it.
     stsb = os.path.join(DATA, "glue/STS-B")
     head(os.path.join(stsb, "train.tsv"), tmp_path / "stsb.tsv", 17)
     head(os.path.join(stsb, "dev.tsv"), tmp_path / "stsb1.tsv", 2)
     with pytest.raises(bertrt.Error, match="stsb1.tsv: 1 example, and stsb's pearson and "
                                            "spearmanr need at least 2"):
         bertrt.finetune(init, "stsb", tmp_path / "stsb.tsv", tmp_path / "stsb.brt",
-                        dev=tmp_path / "stsb1.tsv", max_steps=2, batch_size=8, max_seq_length=32)
-    assert bertrt.Model(tmp_path / "stsb.brt").task == "stsb"
+                        dev=tmp_path / "stsb1.tsv", max_steps=2, batch_size=8, max_seq_length=32,
+                        progress=lambda s: no_steps.append(s["step"]))
+    assert no_steps == [] and not (tmp_path / "stsb.brt").exists()
 
 
 def test_predict_of_a_qa_model_returns_a_span_of_the_context(hf, tmp_path):

@@ -372,6 +372,33 @@ bertrt_status bertrt_trainer_step_batch(bertrt_trainer* trainer, const bertrt_ba
   });
 }
 
+namespace {
+
+// The task's labelled data at data_path, checked as evaluation needs it (BERTRT_E_IO otherwise).
+std::unique_ptr<TaskData> evaluable_data(const bertrt_trainer& t, const char* fn,
+                                         const char* data_path) {
+  require(data_path, fn, "data_path");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(data_path, ec))
+    api_fail(BERTRT_E_IO, "{}: data_path {}: {}", fn, data_path, not_a_file_reason(data_path));
+  try {
+    auto data = load_task_data(t.task, *t.model->loaded.tokenizer, data_path);
+    check_evaluable(*data, t.task, data_path);
+    return data;
+  } catch (const Error& e) {
+    api_fail(BERTRT_E_IO, "{}: data_path: {}", fn, e.what());
+  }
+}
+
+}  // namespace
+
+bertrt_status bertrt_trainer_check_data(bertrt_trainer* trainer, const char* data_path) {
+  return guard(BERTRT_E_FAILED, [&] {
+    const char* fn = "bertrt_trainer_check_data";
+    evaluable_data(trainer_arg(trainer, fn), fn, data_path);
+  });
+}
+
 bertrt_status bertrt_trainer_evaluate(bertrt_trainer* trainer, const char* data_path, char* json,
                                       size_t capacity, size_t* length) {
   return guard(BERTRT_E_FAILED, [&] {
@@ -380,16 +407,7 @@ bertrt_status bertrt_trainer_evaluate(bertrt_trainer* trainer, const char* data_
     require(data_path, fn, "data_path");
     require(json, fn, "json");
     if (!t.failure.empty()) check_usable(t, fn);
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(data_path, ec))
-      api_fail(BERTRT_E_IO, "{}: data_path {}: {}", fn, data_path, not_a_file_reason(data_path));
-    std::unique_ptr<TaskData> data;
-    try {
-      data = load_task_data(t.task, *t.model->loaded.tokenizer, data_path);
-      check_evaluable(*data, t.task, data_path);
-    } catch (const Error& e) {
-      api_fail(BERTRT_E_IO, "{}: data_path: {}", fn, e.what());
-    }
+    const std::unique_ptr<TaskData> data = evaluable_data(t, fn, data_path);
     std::lock_guard<std::mutex> lock(t.model->forward_mutex);
     const TaskMetrics ev =
         data->evaluate(*t.model->loaded.model, *t.model->backend, t.eval_batch_size);

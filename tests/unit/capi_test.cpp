@@ -569,6 +569,19 @@ TEST_F(CapiTest, TrainerTakesCallerBatches) {
             std::string::npos);
   o.max_steps = 2;
   ASSERT_EQ(bertrt_trainer_create(m, &o, nullptr, &t), BERTRT_OK) << bertrt_last_error();
+  // A dev set is checked before any training: a header-only one is refused, naming the file.
+  const std::string header = (dir_ / "header.tsv").string();
+  std::ofstream(header) << "sentence\tlabel\n";
+  EXPECT_EQ(bertrt_trainer_check_data(t, header.c_str()), BERTRT_E_IO);
+  EXPECT_NE(std::string(bertrt_last_error()).find("bertrt_trainer_check_data: data_path: "),
+            std::string::npos)
+      << bertrt_last_error();
+  EXPECT_NE(std::string(bertrt_last_error()).find("header.tsv"), std::string::npos)
+      << bertrt_last_error();
+  EXPECT_EQ(bertrt_trainer_check_data(t, dir_.c_str()), BERTRT_E_IO);
+  EXPECT_EQ(bertrt_trainer_check_data(t, nullptr), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(bertrt_trainer_check_data(nullptr, dev.c_str()), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(bertrt_trainer_check_data(t, dev.c_str()), BERTRT_OK) << bertrt_last_error();
   EXPECT_EQ(bertrt_trainer_step(t, 1, nullptr), BERTRT_E_STATE);
   EXPECT_NE(std::string(bertrt_last_error()).find("bertrt_trainer_step_batch"), std::string::npos);
   TextBatch tb = text_batch(*tokenizer_, {"a gorgeous, witty movie", "dull and long"});
