@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "core/error.h"
+#include "core/utf8.h"
 
 namespace bertrt {
 namespace {
@@ -78,6 +79,7 @@ std::vector<NerSentence> read_conll(const std::string& path, const std::vector<s
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line_no == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
+    check_utf8_line(line, path, line_no);
     if (is_blank(line)) {
       finish();
       continue;

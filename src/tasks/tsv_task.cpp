@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include "core/error.h"
+#include "core/utf8.h"
 
 namespace bertrt {
 
@@ -253,6 +254,7 @@ std::vector<TextExample> read_glue_tsv(const std::string& path, const TaskSpec& 
       continue;
     }
     if (line.empty()) continue;  // no data on it (e.g. a trailing blank line)
+    check_utf8_line(line, path, line_no);  // (after the header's check: a binary file fails that)
     out.push_back(parse_line(line, spec, path, line_no));
   }
   if (in.bad()) fail("{}: read error after line {}", path, line_no);

@@ -10,34 +10,12 @@
 #include <system_error>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "train/sentence_split.h"
 
 namespace bertrt {
 
 namespace {
-
-// Length of the well-formed UTF-8 sequence starting at s[i], or 0 when it is ill-formed
-// (Unicode 14.0, Table 3-7).
-size_t utf8_sequence_length(const std::string& s, size_t i) {
-  auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  auto cont = [&](size_t k, unsigned lo = 0x80, unsigned hi = 0xBF) {
-    return k < s.size() && byte(k) >= lo && byte(k) <= hi;
-  };
-  const unsigned b0 = byte(i);
-  if (b0 < 0x80) return 1;
-  if (b0 >= 0xC2 && b0 <= 0xDF) return cont(i + 1) ? 2 : 0;
-  if (b0 >= 0xE0 && b0 <= 0xEF) {
-    const unsigned lo = b0 == 0xE0 ? 0xA0 : 0x80;  // no overlongs
-    const unsigned hi = b0 == 0xED ? 0x9F : 0xBF;  // no surrogates
-    return cont(i + 1, lo, hi) && cont(i + 2) ? 3 : 0;
-  }
-  if (b0 >= 0xF0 && b0 <= 0xF4) {
-    const unsigned lo = b0 == 0xF0 ? 0x90 : 0x80;  // no overlongs
-    const unsigned hi = b0 == 0xF4 ? 0x8F : 0xBF;  // nothing above U+10FFFF
-    return cont(i + 1, lo, hi) && cont(i + 2) && cont(i + 3) ? 4 : 0;
-  }
-  return 0;
-}
 
 // Python's str.isspace (what line.strip() removes): category Zs or bidi class B, S or WS.
 bool is_python_space(utf8proc_int32_t cp) {

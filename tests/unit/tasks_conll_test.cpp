@@ -97,6 +97,9 @@ TEST(Conll, BadInputNamesFileAndLine) {
   expect_error([&] { read_conll(five); }, {five, "line 1", "got 5"});
   const std::string tag = write(dir, "tag.txt", "EU NNP B-NP B-ORG\nrejects VBZ B-VP B-ACT\n");
   expect_error([&] { read_conll(tag); }, {tag, "line 2", "tag 'B-ACT' is not one of {O, B-PER"});
+  const std::string latin1 =
+      write(dir, "latin1.txt", "EU NNP B-NP B-ORG\nM\xFCller NNP B-NP B-PER\n");
+  expect_error([&] { read_conll(latin1); }, {latin1, "line 2", "byte 2 (0xFC) is not UTF-8"});
   const std::string empty = write(dir, "empty.txt", "\n\n");
   expect_error([&] { read_conll(empty); }, {empty, "no sentences"});
   expect_error([&] { read_conll(dir.file("missing.txt")); }, {"not found"});

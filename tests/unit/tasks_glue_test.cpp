@@ -140,6 +140,9 @@ TEST(GluePresets, BadInputNamesFileAndLine) {
         "0\tg\tf\ty\to\ts\ts\ta\tb\t0x3\n",
         {"line 2", "expected a number", "'0x3'"});
   fails("mrpc", "mrpc_header.tsv", "Quality\t#1 String\t#2 String\n", {"line 1", "header"});
+  // Latin-1 text: the tokenizer would drop the byte and read "caf au lait".
+  fails("sst2", "latin1.tsv", "sentence\tlabel\nfine\t1\ncaf\xE9 au lait\t1\n",
+        {"line 3", "byte 4 (0xE9) is not UTF-8", "iconv -f latin1"});
   // Both RTE spellings are accepted.
   const auto ok = read_glue_tsv(write(dir, "rte_words.tsv", rte_h + "a\tb\tnot_entailment\t0\na\tb\t0\t1\n"),
                                 glue_task("rte"));

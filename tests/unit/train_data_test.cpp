@@ -11,10 +11,11 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/utf8.h"
+#include "tasks/tsv_task.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
 #include "train/corpus.h"
-#include "tasks/tsv_task.h"
 #include "train/pretraining_data.h"
 
 namespace bertrt {
@@ -91,6 +92,8 @@ TEST(Corpus, DropsInvalidUtf8LikePythonDecodeIgnore) {
       {"\xF0\x9F\x98\x80\xC3\xA9", "\xF0\x9F\x98\x80\xC3\xA9"},  // valid: 😀é
   };
   for (auto [in, want] : cases) {
+    // core/utf8.h, which the task readers use, finds the first byte that drop_invalid_utf8 drops.
+    EXPECT_EQ(first_invalid_utf8(in) == std::string::npos, in == want) << in;
     const size_t before = in.size();
     const size_t dropped = drop_invalid_utf8(in);
     EXPECT_EQ(in, want);

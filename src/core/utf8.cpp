@@ -1,0 +1,46 @@
+#include "core/utf8.h"
+
+#include "core/error.h"
+
+namespace bertrt {
+
+size_t utf8_sequence_length(std::string_view s, size_t i) {
+  auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  auto cont = [&](size_t k, unsigned lo = 0x80, unsigned hi = 0xBF) {
+    return k < s.size() && byte(k) >= lo && byte(k) <= hi;
+  };
+  const unsigned b0 = byte(i);
+  if (b0 < 0x80) return 1;
+  if (b0 >= 0xC2 && b0 <= 0xDF) return cont(i + 1) ? 2 : 0;
+  if (b0 >= 0xE0 && b0 <= 0xEF) {
+    const unsigned lo = b0 == 0xE0 ? 0xA0 : 0x80;  // no overlongs
+    const unsigned hi = b0 == 0xED ? 0x9F : 0xBF;  // no surrogates
+    return cont(i + 1, lo, hi) && cont(i + 2) ? 3 : 0;
+  }
+  if (b0 >= 0xF0 && b0 <= 0xF4) {
+    const unsigned lo = b0 == 0xF0 ? 0x90 : 0x80;  // no overlongs
+    const unsigned hi = b0 == 0xF4 ? 0x8F : 0xBF;  // nothing above U+10FFFF
+    return cont(i + 1, lo, hi) && cont(i + 2) && cont(i + 3) ? 4 : 0;
+  }
+  return 0;
+}
+
+size_t first_invalid_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = utf8_sequence_length(s, i);
+    if (n == 0) return i;
+    i += n;
+  }
+  return std::string_view::npos;
+}
+
+void check_utf8_line(std::string_view line, const std::string& path, size_t line_no) {
+  const size_t at = first_invalid_utf8(line);
+  if (at == std::string_view::npos) return;
+  fail(
+      "{}: line {}: byte {} (0x{:02X}) is not UTF-8; the file must be UTF-8 text (from Latin-1, "
+      "e.g.: iconv -f latin1 -t utf-8 in > out)",
+      path, line_no, at + 1, static_cast<unsigned char>(line[at]));
+}
+
+}  // namespace bertrt

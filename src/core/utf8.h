@@ -1,0 +1,21 @@
+// Well-formed UTF-8 (Unicode 14.0, Table 3-7: no overlongs, no surrogates, nothing past
+// U+10FFFF), byte by byte: for the readers of text files, which must find the bytes that are not
+// UTF-8 before the tokenizer drops them.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace bertrt {
+
+// Length of the well-formed sequence starting at s[i] (1 to 4), or 0 when it is ill-formed.
+size_t utf8_sequence_length(std::string_view s, size_t i);
+// Offset of the first byte of s that starts no well-formed sequence, or npos when s is UTF-8.
+size_t first_invalid_utf8(std::string_view s);
+// Throws bertrt::Error naming the file, the line, the byte and how to convert the file when a
+// line of labelled data is not UTF-8: the tokenizer would drop those bytes and change the text
+// (as Python's open() raises on them, where run_glue.py reads its files).
+void check_utf8_line(std::string_view line, const std::string& path, size_t line_no);
+
+}  // namespace bertrt
