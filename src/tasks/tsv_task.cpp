@@ -158,8 +158,9 @@ std::string first_line(const std::string& path) {
   return line;
 }
 
-int resolve_column(const std::string& ref, const char* option, const std::vector<std::string>& header,
-                   bool has_header, int num_columns, const std::string& path) {
+int resolve_column(const std::string& ref, const std::string& option,
+                   const std::vector<std::string>& header, bool has_header, int num_columns,
+                   const std::string& path) {
   if (all_digits(ref)) {
     const long idx = std::strtol(ref.c_str(), nullptr, 10);
     if (idx >= num_columns)
@@ -212,12 +213,13 @@ TaskSpec generic_tsv_task(const GenericTsvOptions& o, const std::string& path) {
   t.has_header = o.has_header;
   if (o.has_header) t.header = fields;
   t.num_columns = static_cast<int>(fields.size());
-  t.text_a_column = resolve_column(o.text_column, "--text-column", fields, o.has_header,
+  const std::string whose = o.from_model ? "the model's " : "";
+  t.text_a_column = resolve_column(o.text_column, whose + "--text-column", fields, o.has_header,
                                    t.num_columns, path);
   if (!o.text_pair_column.empty())
-    t.text_b_column = resolve_column(o.text_pair_column, "--text-pair-column", fields,
+    t.text_b_column = resolve_column(o.text_pair_column, whose + "--text-pair-column", fields,
                                      o.has_header, t.num_columns, path);
-  t.label_column = resolve_column(o.label_column, "--label-column", fields, o.has_header,
+  t.label_column = resolve_column(o.label_column, whose + "--label-column", fields, o.has_header,
                                   t.num_columns, path);
   if (t.label_column == t.text_a_column || t.label_column == t.text_b_column ||
       t.text_a_column == t.text_b_column)

@@ -58,6 +58,9 @@ struct GenericTsvOptions {
   std::vector<std::string> labels;  // classification: the label set, as spelled in the file
   bool regression = false;          // exactly one of labels / regression
   bool has_header = true;
+  // Read from a model's task record (eval, predict, quantize of a fine-tuned model), not given as
+  // flags: errors name "the model's --text-column" (a flag those commands do not take).
+  bool from_model = false;
 };
 
 // Resolves `options` against the first line of `path` (the header, or the first data line when

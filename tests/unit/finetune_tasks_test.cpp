@@ -184,6 +184,12 @@ TEST(TaskDefinitionTest, JsonRoundTrip) {
   EXPECT_TRUE(g2.tsv.regression);
   EXPECT_TRUE(g2.tsv.has_header);
   EXPECT_EQ(tsv_spec(g2, dir.file("g.tsv")).label_column, 3);
+  // Read back from the model, the columns are not the flags of the command that reads data with
+  // them (eval, predict, quantize): a file without them names the model's flag.
+  const std::string other = dir.write("other.tsv", "sentence\tscore\nx\t1\n");
+  expect_error([&] { tsv_spec(g2, other); },
+               other + ": the model's --text-column 'text' is not a column of the header");
+  expect_error([&] { tsv_spec(g, other); }, other + ": --text-column 'text' is not a column");
 
   TaskDefinition q = make_task_definition("squad");
   q.max_seq_length = 128;
