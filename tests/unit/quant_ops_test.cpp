@@ -321,6 +321,31 @@ TEST(GemmU8S8, LongestKReachesTheInt32LimitExactly) {
   }
 }
 
+// Random operands of an int8 Linear [M, N, K] (per-row weight scales in [1e-4, ws_max]) and W
+// packed for be's kernel (empty where the kernel reads W as it is).
+struct Int8LinearCase {
+  std::vector<uint8_t> A;
+  std::vector<int8_t> W, packed;
+  std::vector<int32_t> wsum;
+  std::vector<float> ws, bias;
+  // The packed W, or null: the two ways a caller passes W.
+  std::vector<const int8_t*> packings() const {
+    return {nullptr, packed.empty() ? nullptr : packed.data()};
+  }
+};
+
+Int8LinearCase int8_linear_case(CpuBackend& be, int M, int N, int K, uint32_t seed, float ws_max) {
+  Int8LinearCase c;
+  c.A = test::random_u8(static_cast<size_t>(M) * K, seed);
+  c.W = test::random_s8(static_cast<size_t>(N) * K, seed + 1);
+  c.wsum = row_sums_s8(c.W.data(), N, K);
+  c.ws = test::uniform(N, seed + 2, 1e-4f, ws_max);
+  c.bias = randn(N, seed + 3);
+  c.packed.resize(be.q8_packed_weight_bytes(N, K));
+  if (!c.packed.empty()) be.pack_q8_weight(c.packed.data(), c.W.data(), N, K);
+  return c;
+}
+
 // The int8 Linear splits its rows between the threads where W is small (≤ 512 KB, at least 16
 // rows a thread) and its columns elsewhere (cpu_quant.cpp, run_q8): both give the one-thread
 // floats on every kernel, W packed and not. Shapes: rows split (96 × 768 W; 131 rows, the last
@@ -337,20 +362,13 @@ TEST(GemmU8S8, ThreadCountDoesNotChangeTheInt8Linear) {
                            std::tuple{128, 768, 768}, std::tuple{20, 96, 768}}) {
       SCOPED_TRACE(std::string(cpu::q8_kernel_name(k)) + " M=" + std::to_string(M) +
                    " N=" + std::to_string(N) + " K=" + std::to_string(K));
-      const uint32_t seed = 300 + M + N + K;
-      auto A = test::random_u8(static_cast<size_t>(M) * K, seed);
-      auto W = test::random_s8(static_cast<size_t>(N) * K, seed + 1);
-      auto wsum = row_sums_s8(W.data(), N, K);
-      auto ws = test::uniform(N, seed + 2, 1e-4f, 1e-2f), bias = randn(N, seed + 3);
-      std::vector<int8_t> wp(one.q8_packed_weight_bytes(N, K));
-      if (!wp.empty()) one.pack_q8_weight(wp.data(), W.data(), N, K);
-      for (const int8_t* packed : {static_cast<const int8_t*>(nullptr),
-                                   static_cast<const int8_t*>(wp.empty() ? nullptr : wp.data())}) {
+      const Int8LinearCase c = int8_linear_case(one, M, N, K, 300 + M + N + K, 1e-2f);
+      for (const int8_t* packed : c.packings()) {
         std::vector<float> o1(static_cast<size_t>(M) * N, 7.0f), o3 = o1;
-        one.linear_u8s8_packed(o1.data(), N, A.data(), K, 0.02f, 100, W.data(), packed, ws.data(),
-                               wsum.data(), bias.data(), M, N, K);
-        three.linear_u8s8_packed(o3.data(), N, A.data(), K, 0.02f, 100, W.data(), packed, ws.data(),
-                                 wsum.data(), bias.data(), M, N, K);
+        one.linear_u8s8_packed(o1.data(), N, c.A.data(), K, 0.02f, 100, c.W.data(), packed,
+                               c.ws.data(), c.wsum.data(), c.bias.data(), M, N, K);
+        three.linear_u8s8_packed(o3.data(), N, c.A.data(), K, 0.02f, 100, c.W.data(), packed,
+                                 c.ws.data(), c.wsum.data(), c.bias.data(), M, N, K);
         EXPECT_TRUE(all_close(o1, o3, {0.0}));
         EXPECT_NE(o1[0], 7.0f);  // written
       }
@@ -376,16 +394,9 @@ TEST(Int8LinearGelu, FusedEqualsTheThreeOpsOnEveryKernelAndThreadCount) {
       for (auto [M, N, K] : {std::tuple{1, 1, 16}, std::tuple{9, 65, 33}, std::tuple{130, 200, 64},
                              std::tuple{64, 1024, 256}, std::tuple{40, 1030, 520}}) {
         const size_t MN = static_cast<size_t>(M) * N;
-        const uint32_t seed = 900 + M + N + K;
-        auto A = test::random_u8(static_cast<size_t>(M) * K, seed);
-        auto W = test::random_s8(static_cast<size_t>(N) * K, seed + 1);
-        auto wsum = row_sums_s8(W.data(), N, K);
-        auto ws = test::uniform(N, seed + 2, 1e-4f, 2e-3f), bias = randn(N, seed + 3);
-        std::vector<int8_t> wp(be.q8_packed_weight_bytes(N, K));
-        if (!wp.empty()) be.pack_q8_weight(wp.data(), W.data(), N, K);
-        for (const int8_t* packed :
-             {static_cast<const int8_t*>(nullptr),
-              static_cast<const int8_t*>(wp.empty() ? nullptr : wp.data())}) {
+        const Int8LinearCase c = int8_linear_case(be, M, N, K, 900 + M + N + K, 2e-3f);
+        const auto& [A, W, wp, wsum, ws, bias] = c;
+        for (const int8_t* packed : c.packings()) {
           for (const Gelu kind : {Gelu::kErf, Gelu::kTanh}) {
             std::vector<float> pre(MN), act(MN), pre3(MN), act3(MN);
             std::vector<uint8_t> q(MN), q3(MN);
