@@ -20,10 +20,9 @@ static std::string parent_dir(const std::string& path) {
   return path.substr(0, slash);
 }
 
-// The file a chain of symbolic links at `path` ends in (path itself when it is no link, or when
-// the last link dangles: then its target is created). Renaming over the link itself would have
-// replaced the link with a plain file and left the file it named as it was.
-static std::string follow_links(const std::string& path) {
+// Renaming over a link itself would replace the link with a plain file and leave the file it
+// named as it was: AtomicFile writes the target.
+std::string output_target(const std::string& path) {
   std::string p = path;
   for (int hops = 0; hops < 40; ++hops) {
     struct stat st {};
@@ -40,10 +39,13 @@ static std::string follow_links(const std::string& path) {
 }
 
 AtomicFile::AtomicFile(const std::string& path)
-    : path_(path), target_(follow_links(path)), dir_(parent_dir(target_)) {
+    : path_(path), target_(output_target(path)), dir_(parent_dir(target_)) {
   struct stat st {};
   if (::stat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     fail("{}: cannot write: folder '{}' does not exist", path, dir_);
+  if (::stat(target_.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    fail("{}: cannot write: '{}' is {}, not a regular file", path, target_,
+         S_ISDIR(st.st_mode) ? "a folder" : "a device, FIFO or socket");
   std::string tmpl = target_ + ".tmp.XXXXXX";
   std::vector<char> buf(tmpl.begin(), tmpl.end());
   buf.push_back('\0');

@@ -10,9 +10,15 @@
 
 namespace bertrt {
 
+// The file an output path names: `path` with its chain of symbolic links followed (relative
+// targets against the link's folder; a dangling link's target, which a write creates). Throws
+// bertrt::Error naming `path` for a loop (more than 40 links) or a link that cannot be read.
+std::string output_target(const std::string& path);
+
 class AtomicFile {
  public:
-  // Throws bertrt::Error naming the folder when it is missing or not writable.
+  // Throws bertrt::Error naming the folder when it is missing or not writable, and when the
+  // target exists but is not a regular file (a device or FIFO would be replaced by the rename).
   explicit AtomicFile(const std::string& path);
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;

@@ -201,6 +201,24 @@ expect_error "--metrics is -o" "" "metrics.*is also -o" -- "$BIN" pretrain --mod
 cp "$T/init.brt" "$T/init_copy.brt"
 expect_error "--metrics is --model" "$T/o12.brt" "metrics.*is also --model" -- "$BIN" pretrain --model "$T/init_copy.brt" --corpus "$T/corpus.txt" --max-steps 1 --metrics "$T/init_copy.brt" -o "$T/o12.brt"
 cmp -s "$T/init.brt" "$T/init_copy.brt" && ok || bad "--metrics clobbered --model"
+# Outputs through symbolic links (stop 47): checked where the write lands, before any training.
+FT1=(finetune --model "$T/pt.brt" --task sst2 --train "$T/train.tsv" --max-steps 1)
+ln -s loopB "$T/loopA"; ln -s loopA "$T/loopB"
+expect_error "-o a link loop (an error, not an abort)" "" "-o .*loopA: cannot write: too many levels of symbolic links" -- \
+  "$BIN" "${FT1[@]}" -o "$T/loopA"
+ln -s missing/x.brt "$T/lmiss"
+expect_error "-o a link into a missing folder" "" "lmiss \(the link's target .*missing/x.brt\): folder .* does not exist" -- \
+  "$BIN" "${FT1[@]}" -o "$T/lmiss"
+ln -s fq7.brt "$T/lfq7"
+expect_error "--save-fake-quant and -o one file through a dangling link" "$T/fq7.brt" "lfq7: is also --save-fake-quant" -- \
+  "$BIN" "${FT1[@]}" --qat int8 --save-fake-quant "$T/fq7.brt" -o "$T/lfq7"
+mkfifo "$T/fifo7"; ln -s fifo7 "$T/lfifo7"
+expect_error "-o a link to a FIFO" "" "lfifo7 \(the link's target .*fifo7\): is a device, FIFO or socket" -- \
+  "$BIN" "${FT1[@]}" -o "$T/lfifo7"
+[ -p "$T/fifo7" ] && ok || bad "the FIFO was replaced"
+ln -s o13.brt "$T/l13"
+expect_ok "-o through a link" "$BIN" "${FT1[@]}" -o "$T/l13"
+[ -L "$T/l13" ] && [ -f "$T/o13.brt" ] && ok || bad "-o through a link: the link or its target is missing"
 # A file of the wrong kind: the header error quotes at most 80 bytes, escaped (a .brt has NULs;
 # a SQuAD JSON file is one 4 MB line).
 expect_error "eval of a .brt as tsv" "" "expected the sst2 header.*BRT1.*\\\\x00" -- "$BIN" eval --model "$T/sst2.brt" --task sst2 --data "$T/sst2.brt"

@@ -5,6 +5,7 @@
 // test) so the limit does not reach the test runner.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -104,13 +105,27 @@ TEST(WriteFaults, AnOutputThatIsASymbolicLinkIsWrittenThrough) {
                 std::vector<float>(16, 2.0f).data()), 64)),
             std::string::npos);
   EXPECT_EQ(entries(dir.file("run1")), 1u);  // no temp file left
-  EXPECT_EQ(entries(dir.path()), 2u);
+  EXPECT_EQ(entries(dir.path()), 2u);        // run1, the link
 
   const std::string dangling = dir.file("next.brt");
   fs::create_symlink(dir.file("run1/new.brt"), dangling);
   write_model_file(dangling, model_with(std::vector<float>(16, 3.0f)));
   EXPECT_TRUE(fs::is_symlink(dangling));
   EXPECT_NO_THROW(ModelFile::open(dir.file("run1/new.brt")));
+
+  // A link to a FIFO (or a device: `ln -s /dev/null out.brt`) is not replaced by the rename.
+  const std::string fifo = dir.file("fifo"), to_fifo = dir.file("to_fifo.brt");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  fs::create_symlink("fifo", to_fifo);
+  try {
+    write_model_file(to_fifo, model_with(std::vector<float>(16, 5.0f)));
+    ADD_FAILURE() << "a FIFO was written";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is a device, FIFO or socket, not a regular file"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(fs::is_fifo(fifo));
 
   const std::string loop = dir.file("loop.brt");
   fs::create_symlink("loop.brt", loop);

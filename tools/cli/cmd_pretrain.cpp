@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "common.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "interrupt.h"
 #include "io/model_io.h"
@@ -378,11 +379,12 @@ std::vector<PretrainingExample> validation_examples(const Flags& o, const Tokeni
   return valid;
 }
 
-// AtomicFile's temp files (<out>.tmp.XXXXXX) of writers killed mid-save: harmless (never the
-// checkpoint), but as large as a checkpoint, so they are named for the user to delete.
+// AtomicFile's temp files (<target>.tmp.XXXXXX, beside the file `out` names through its links) of
+// writers killed mid-save: harmless (never the checkpoint), but as large as a checkpoint, so they
+// are named for the user to delete.
 void warn_stale_temp_files(const std::string& out) {
   namespace fs = std::filesystem;
-  const fs::path p(out);
+  const fs::path p(output_target(out));  // (check_output_path has refused a loop)
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   const std::string prefix = p.filename().string() + ".tmp.";
   std::vector<std::string> names;

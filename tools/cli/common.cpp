@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "backends/cpu/cpu_backend.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "io/model_file.h"
 
@@ -20,28 +21,51 @@ namespace fs = std::filesystem;
 
 void check_output_path(const std::string& flag, const std::string& path) {
   if (path.empty()) fail("{}: an output path is required", flag);
-  const fs::path p(path);
+  // Where the write lands: through symbolic links, as AtomicFile writes (a loop is an error).
+  std::string target;
+  try {
+    target = output_target(path);
+  } catch (const Error& e) {
+    fail("{} {}", flag, e.what());
+  }
+  const fs::path p(target);
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  if (!fs::is_directory(dir))
-    fail("{} {}: folder '{}' does not exist", flag, path, dir.string());
-  if (fs::is_directory(p)) fail("{} {}: is a folder, expected a file path", flag, path);
+  const std::string via = target == path ? "" : fmt::format(" (the link's target {})", target);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    fail("{} {}{}: folder '{}' does not exist", flag, path, via, dir.string());
+  const fs::file_status st = fs::status(p, ec);
+  if (fs::is_directory(st)) fail("{} {}{}: is a folder, expected a file path", flag, path, via);
+  if (fs::exists(st) && !fs::is_regular_file(st))
+    fail("{} {}{}: is a device, FIFO or socket, not a regular file", flag, path, via);
   // Writable? Found now rather than after hours of training: create and remove a probe file.
   std::string probe = (dir / ".bertrt-write-probe-XXXXXX").string();
   const int fd = mkstemp(probe.data());
-  if (fd < 0) fail("{} {}: cannot write in folder '{}': {}", flag, path, dir.string(), std::strerror(errno));
+  if (fd < 0)
+    fail("{} {}{}: cannot write in folder '{}': {}", flag, path, via, dir.string(),
+         std::strerror(errno));
   close(fd);
   std::remove(probe.c_str());
 }
 
 namespace {
 
+// The file a path names once its links are followed (a dangling link: the file it would create).
+fs::path resolved(const std::string& path, std::error_code& ec) {
+  std::string target = path;
+  try {
+    target = output_target(path);
+  } catch (const Error&) {  // a loop: compared as written (check_output_path reports it)
+  }
+  // Absolute first: weakly_canonical leaves a relative path none of whose parts exist as it is,
+  // so "X.brt" and "./X.brt" (both still to be written) compared unequal.
+  return fs::weakly_canonical(fs::absolute(target, ec), ec);
+}
+
 bool same_file(const std::string& a, const std::string& b) {
   std::error_code e1, e2;
   if (fs::equivalent(a, b, e1) && !e1) return true;  // both exist: same inode
-  // Absolute first: weakly_canonical leaves a relative path none of whose parts exist as it is,
-  // so "X.brt" and "./X.brt" (both still to be written) compared unequal.
-  const fs::path ca = fs::weakly_canonical(fs::absolute(a), e1),
-                 cb = fs::weakly_canonical(fs::absolute(b), e2);
+  const fs::path ca = resolved(a, e1), cb = resolved(b, e2);
   return !e1 && !e2 && ca == cb;
 }
 

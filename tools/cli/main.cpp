@@ -61,6 +61,11 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     fmt::print(stderr, "bertrt: error: out of memory (try a smaller --batch-size)\n");
     return 1;
+  } catch (const std::exception& e) {
+    // A library's own exception (std::filesystem, nlohmann::json) that no check turned into a
+    // bertrt::Error first: an error, not an abort.
+    fmt::print(stderr, "bertrt: error: {}\n", e.what());
+    return 1;
   }
   return 0;
 }
