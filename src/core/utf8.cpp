@@ -1,5 +1,7 @@
 #include "core/utf8.h"
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 
 namespace bertrt {
@@ -34,12 +36,25 @@ size_t first_invalid_utf8(std::string_view s) {
   return std::string_view::npos;
 }
 
+bool utf16_bom(std::string_view s) {
+  return s.size() >= 2 &&
+         ((s[0] == '\xFF' && s[1] == '\xFE') || (s[0] == '\xFE' && s[1] == '\xFF'));
+}
+
 void check_utf8_line(std::string_view line, const std::string& path, size_t line_no) {
+  const bool bom = line_no == 1 && utf16_bom(line);
+  const size_t nul = line.find('\0');
+  if (bom || nul != std::string_view::npos)
+    fail(
+        "{}: line {}: {}: the text looks like UTF-16, and must be UTF-8 (iconv -f utf-16 -t "
+        "utf-8 in > out)",
+        path, line_no,
+        bom ? std::string("a UTF-16 byte-order mark") : fmt::format("byte {} is NUL", nul + 1));
   const size_t at = first_invalid_utf8(line);
   if (at == std::string_view::npos) return;
   fail(
-      "{}: line {}: byte {} (0x{:02X}) is not UTF-8; the file must be UTF-8 text (from Latin-1, "
-      "e.g.: iconv -f latin1 -t utf-8 in > out)",
+      "{}: line {}: byte {} (0x{:02X}) is not UTF-8; the text must be UTF-8 (from Latin-1, e.g.: "
+      "iconv -f latin1 -t utf-8 in > out)",
       path, line_no, at + 1, static_cast<unsigned char>(line[at]));
 }
 

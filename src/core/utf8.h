@@ -13,9 +13,12 @@ namespace bertrt {
 size_t utf8_sequence_length(std::string_view s, size_t i);
 // Offset of the first byte of s that starts no well-formed sequence, or npos when s is UTF-8.
 size_t first_invalid_utf8(std::string_view s);
+// True when s starts with a UTF-16 byte-order mark (FF FE or FE FF).
+bool utf16_bom(std::string_view s);
 // Throws bertrt::Error naming the file, the line, the byte and how to convert the file when a
-// line of labelled data is not UTF-8: the tokenizer would drop those bytes and change the text
-// (as Python's open() raises on them, where run_glue.py reads its files).
+// line of text input is not UTF-8: the tokenizer would drop those bytes and change the text (as
+// Python's open() raises on them, where run_glue.py reads its files). A NUL, or a UTF-16
+// byte-order mark on line 1 (after a UTF-8 one is dropped), is named as UTF-16.
 void check_utf8_line(std::string_view line, const std::string& path, size_t line_no);
 
 }  // namespace bertrt

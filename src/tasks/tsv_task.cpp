@@ -155,6 +155,7 @@ std::string first_line(const std::string& path) {
   std::getline(in, line);
   if (!line.empty() && line.back() == '\r') line.pop_back();
   if (line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
+  check_utf8_line(line, path, 1);  // before its names are matched against the columns
   return line;
 }
 
@@ -249,10 +250,12 @@ std::vector<TextExample> read_glue_tsv(const std::string& path, const TaskSpec& 
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line_no == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // UTF-8 BOM
+    if (line_no == 1 && utf16_bom(line)) check_utf8_line(line, path, line_no);
     if (line_no == 1 && spec.has_header) {
       if (line != expected_header)
         fail("{}: line 1: expected the {} header '{}', got '{}'", path, spec.name,
              fmt::join(spec.header, "<TAB>"), line_excerpt(line));
+      check_utf8_line(line, path, line_no);  // a generic TSV's header is its own
       continue;
     }
     if (line.empty()) continue;  // no data on it (e.g. a trailing blank line)

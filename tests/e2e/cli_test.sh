@@ -140,6 +140,7 @@ expect_error "fill-mask without [MASK]" "" "MASK" -- "$BIN" fill-mask --model "$
 expect_error "unknown task" "$T/o5.brt" "task" -- "$BIN" finetune --model "$T/pt.brt" --task nope --train "$T/train.tsv" --dev "$T/dev.tsv" -o "$T/o5.brt"
 # eval named the model's task instead ("fine-tuned for task sst2, not nope").
 # Small leaks of the fifth bad-input pass (stop 46): each was accepted or unnamed.
+expect_error "predict of a line that is not UTF-8" "" "stdin: line 2: byte 4 \(0xE9\) is not UTF-8" -- sh -c "printf 'fine\\ncaf\\351 au lait\\n' | '$BIN' predict --model '$T/sst2.brt' --json"
 expect_error "predict of a zero-width space" "" "line 1: the sentence is empty \(no tokens" -- sh -c "printf '\342\200\213\\n' | '$BIN' predict --model '$T/sst2.brt'"
 : > "$T/empty_valid.txt"
 expect_error "pretrain --valid empty" "$T/o9.brt" "--valid .*empty_valid.txt: corpus is empty" -- "$BIN" pretrain --model "$T/init.brt" --corpus "$T/corpus.txt" --valid "$T/empty_valid.txt" --max-steps 1 -o "$T/o9.brt"

@@ -140,6 +140,11 @@ TEST(GluePresets, BadInputNamesFileAndLine) {
         "0\tg\tf\ty\to\ts\ts\ta\tb\t0x3\n",
         {"line 2", "expected a number", "'0x3'"});
   fails("mrpc", "mrpc_header.tsv", "Quality\t#1 String\t#2 String\n", {"line 1", "header"});
+  // UTF-16 (with its byte-order mark, or without: NULs) is named as such.
+  fails("sst2", "utf16.tsv", std::string("\xFF\xFEs\0e\0", 6) + "\n",
+        {"line 1", "a UTF-16 byte-order mark", "iconv -f utf-16"});
+  fails("sst2", "nul.tsv", "sentence\tlabel\n" + std::string("a\0b\t1\n", 6),
+        {"line 2", "byte 2 is NUL", "looks like UTF-16"});
   // Latin-1 text: the tokenizer would drop the byte and read "caf au lait".
   fails("sst2", "latin1.tsv", "sentence\tlabel\nfine\t1\ncaf\xE9 au lait\t1\n",
         {"line 3", "byte 4 (0xE9) is not UTF-8", "iconv -f latin1"});
@@ -196,6 +201,11 @@ TEST(GenericTsv, ColumnsByNameOrIndex) {
   bad = o;
   bad.regression = true;
   expect_error([&] { generic_tsv_task(bad, p); }, {"exactly one of"});
+  // A header that is not UTF-8 is named before its names are matched (its own header: the GLUE
+  // presets' fixed headers catch it by comparison).
+  const std::string lat =
+      write(dir, "lat.tsv", "id\tpr\xE9mise\thypothesis\tgold\n7\tA.\tB.\tyes\n");
+  expect_error([&] { generic_tsv_task(o, lat); }, {lat, "line 1", "byte 6 (0xE9) is not UTF-8"});
   bad = r;
   bad.text_column = "text";
   expect_error([&] { generic_tsv_task(bad, q); }, {"no header"});

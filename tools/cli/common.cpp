@@ -13,6 +13,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/utf8.h"
 #include "io/model_file.h"
 
 namespace bertrt::cli {
@@ -143,7 +144,10 @@ void for_each_stdin_line(const std::function<void(const std::string&, size_t)>& 
   size_t n = 0;
   while (std::getline(std::cin, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    fn(line, ++n);
+    // As the data files: bytes that are not UTF-8 would be dropped by the tokenizer (and broke
+    // --json's output of NER and SQuAD lines).
+    check_utf8_line(line, "stdin", ++n);
+    fn(line, n);
   }
 }
 
