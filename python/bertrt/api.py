@@ -60,8 +60,27 @@ def _input_file(p, name, optional=False):
     the C API's own file errors."""
     b = _path(p, name, optional)
     if b is not None and not os.path.isfile(b):
-        why = "is a folder, not a file" if os.path.isdir(b) else "no such file"
+        why = ("is a folder, not a file" if os.path.isdir(b) else
+               "not a regular file" if os.path.exists(b) else "no such file")
         raise Error(3, f"{name} {os.fsdecode(b)}: {why}")
+    return b
+
+
+def _output_file(p, name):
+    """_path of a file to write, checked before any work (finetune trained, then found a missing
+    folder): where the write lands through symbolic links, as the C API writes."""
+    b = _path(p, name)
+    target = os.path.realpath(b)
+    folder = os.path.dirname(target) or "."
+    where = "" if os.path.abspath(b) == target else f" (the link's target {os.fsdecode(target)})"
+    if not os.path.isdir(folder):
+        raise Error(3, f"{name} {os.fsdecode(b)}{where}: folder {os.fsdecode(folder)} does not exist")
+    if os.path.isdir(target):
+        raise Error(3, f"{name} {os.fsdecode(b)}{where}: is a folder, expected a file path")
+    if os.path.exists(target) and not os.path.isfile(target):
+        raise Error(3, f"{name} {os.fsdecode(b)}{where}: not a regular file")
+    if not os.access(folder, os.W_OK):
+        raise Error(3, f"{name} {os.fsdecode(b)}{where}: cannot write in folder {os.fsdecode(folder)}")
     return b
 
 
@@ -389,7 +408,7 @@ def finetune(model, task, train, output, dev=None, progress=None, backend="cpu",
     # The paths first: a missing dev file, or an empty output, failed only after training.
     model_b = _input_file(model, "model")
     train_b, dev_b = _input_file(train, "train"), _input_file(dev, "dev", optional=True)
-    out_b = _path(output, "output")
+    out_b = _output_file(output, "output")
     task_b = _bytes(task, "task", optional=False)
     m = Model(model_b, backend=backend, num_threads=num_threads)
     o = _lib.FinetuneOptions()

@@ -316,6 +316,14 @@ def test_finetune_then_predict(tmp_path):
                         dev=tmp_path / "header.tsv", epochs=1, batch_size=16, max_seq_length=64,
                         progress=lambda s: no_steps.append(s["step"]))
     assert no_steps == [] and not (tmp_path / "bad.brt").exists()
+    # So is an output that cannot be written: a missing folder, a folder, through a link too.
+    os.symlink("nodir/x.brt", tmp_path / "lnk.brt")
+    for out, why in [(tmp_path / "nodir" / "x.brt", "folder .*nodir does not exist"),
+                     (tmp_path, "is a folder"), (tmp_path / "lnk.brt", "link's target")]:
+        with pytest.raises(bertrt.Error, match=why):
+            bertrt.finetune(init, "sst2", tmp_path / "train.tsv", out, epochs=1, batch_size=16,
+                            max_seq_length=64, progress=lambda s: no_steps.append(s["step"]))
+    assert no_steps == []
     with pytest.raises(bertrt.Error, match="options.hidden_dropout_prob"):
         bertrt.finetune(init, "sst2", tmp_path / "train.tsv", tmp_path / "bad.brt",
                         hidden_dropout_prob=1.0)

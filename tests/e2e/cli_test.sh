@@ -41,6 +41,9 @@ expect_ok finetune "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/t
   --max-steps 3 --batch-size 8 --learning-rate 1e-4 --metrics "$T/ft.jsonl" -o "$T/sst2.brt"
 # plot draws finetune's curves too (its eval records name the split, metrics at top level).
 expect_ok "plot of finetune metrics" "$BIN" plot "$T/ft.jsonl" -o "$T/ft.svg"
+cp "$T/ft.jsonl" "$T/ft_copy.svg"
+expect_error "plot -o its own input" "" "-o .*ft_copy.svg: is also a metrics file" -- "$BIN" plot "$T/ft_copy.svg" -o "$T/ft_copy.svg"
+cmp -s "$T/ft.jsonl" "$T/ft_copy.svg" && ok || bad "plot overwrote its input"
 /usr/bin/python3 - "$T/ft.svg" <<'EOF2' && ok || bad "plot of finetune metrics: $(cat "$T/stdout")"
 import sys, xml.etree.ElementTree as ET
 root = ET.parse(sys.argv[1]).getroot()

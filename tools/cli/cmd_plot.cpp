@@ -341,6 +341,9 @@ void add_plot(CLI::App& app) {
     if (!o->labels.empty() && o->labels.size() != o->metrics.size())
       fail("--label given {} times for {} metrics files", o->labels.size(), o->metrics.size());
     check_output_path("-o", o->out);
+    FlagPaths inputs;
+    for (const std::string& m : o->metrics) inputs.emplace_back("a metrics file", m);
+    check_distinct_files({{"-o", o->out}}, inputs);
     const std::string ext = std::filesystem::path(o->out).extension().string();
     if (ext != ".svg") {
       const std::string stem = std::filesystem::path(o->out).stem().string();
