@@ -107,6 +107,20 @@ if [ -f "$T/f_ck.brt" ]; then
     'flags differ .*: --learning-rate \(checkpoint 0.001, now 0.002\), --max-seq-length \(checkpoint 128, now 48\)$' -- \
     "$BIN" finetune --resume "$T/f_ck.brt" "${FTL[@]}" --hidden-dropout-prob 0.1 --attention-probs-dropout-prob 0.1 -o "$T/x.brt"
 fi
+# A generic TSV run's own flags are named one by one (the task record's JSON was printed), and
+# another task is named alone (the rest follows from it).
+FTT=(--text-column sentence --label-column label --train "$T/train.tsv" --max-steps $N --batch-size 8 --learning-rate 1e-3 --seed 5)
+interrupt "finetune tsv SIGINT" INT 130 "$T/t.jsonl" "$T/t.brt" -- \
+  "$BIN" finetune --model "$T/init.brt" --task tsv --labels 0,1 "${FTT[@]}" --metrics "$T/t.jsonl" -o "$T/t.brt"
+if [ -n "$stopped" ] && [ "$stopped" -lt $N ]; then
+  expect_error "finetune resume of a tsv run with other labels and columns" "$T/x.brt" \
+    'flags differ .*: --labels \(checkpoint 0,1, now 1,0\), --text-column \(checkpoint sentence, now 0\)$' -- \
+    "$BIN" finetune --resume "$T/t.brt" --task tsv --labels 1,0 "${FTT[@]/sentence/0}" -o "$T/x.brt"
+  expect_error "finetune resume of a tsv run as sst2" "$T/x.brt" 'flags differ .*: --task \(checkpoint tsv, now sst2\)$' -- \
+    "$BIN" finetune --resume "$T/t.brt" --task sst2 --train "$T/train.tsv" --max-steps $N --batch-size 8 --learning-rate 1e-3 --seed 5 -o "$T/x.brt"
+else
+  bad "finetune tsv SIGINT: no checkpoint below step $N (got '$stopped')"
+fi
 expect_error "finetune resume of a finished model" "$T/x.brt" "no training state" -- \
   "$BIN" finetune --resume "$T/ffull.brt" "${FT[@]}" -o "$T/x.brt"
 expect_error "finetune --model with --resume" "$T/x.brt" "excludes" -- \

@@ -42,6 +42,15 @@ std::string run_flag(const std::string& key) {
   return flag;
 }
 
+// The flag behind a key of a task record's "tsv" or "squad" group.
+std::string task_flag(const std::string& key) {
+  if (key == "has_header") return "--no-header";
+  if (key == "n_best") return "--n-best";
+  std::string flag = "--" + key;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
+}
+
 // A record value as the flag was written: floats as their float's shortest decimal. The keys
 // written only when set (below) are absent at their flag's default: that default.
 std::string run_value(const std::string& key, const nlohmann::json* v) {
@@ -52,7 +61,13 @@ std::string run_value(const std::string& key, const nlohmann::json* v) {
     if (key == "freeze_embeddings") return "off";
     return "(not given)";
   }
-  if (v->is_boolean() && key == "freeze_embeddings") return v->get<bool>() ? "on" : "off";
+  if (v->is_boolean())
+    return v->get<bool>() != (key == "has_header") ? "on" : "off";  // --no-header
+  if (v->is_array()) {                                              // --labels a,b,c
+    std::vector<std::string> items;
+    for (const auto& x : *v) items.push_back(x.is_string() ? x.get<std::string>() : x.dump());
+    return fmt::format("{}", fmt::join(items, ","));
+  }
   if (v->is_number_float()) return fmt::format("{}", static_cast<float>(v->get<double>()));
   if (v->is_string()) return v->get<std::string>().empty() ? "(none)" : v->get<std::string>();
   return v->dump();
@@ -87,11 +102,17 @@ void check_resumable(const std::string& path, const LoadedModel& m, const nlohma
       const auto t0 = nlohmann::json::parse(was->get<std::string>(), nullptr, false);
       const auto t1 = nlohmann::json::parse(value.get<std::string>(), nullptr, false);
       if (t0.is_object() && t1.is_object()) {
-        for (const auto& [k, v] : t1.items())
-          differs(k == "max_seq_length" ? "--max-seq-length"
-                  : k == "name"         ? "--task"
-                                        : "the task's " + k,
-                  k, field(t0, k), &v);
+        differs("--task", "name", field(t0, "name"), field(t1, "name"));
+        if (t0.value("name", "") != t1.value("name", "")) continue;  // the rest follows from it
+        differs("--max-seq-length", "max_seq_length", field(t0, "max_seq_length"),
+                field(t1, "max_seq_length"));
+        // The generic TSV's and SQuAD's own flags; head, labels and pair follow from them.
+        for (const char* group : {"tsv", "squad"}) {
+          const nlohmann::json* g0 = field(t0, group);
+          const nlohmann::json* g1 = field(t1, group);
+          if (!g0 || !g1 || !g0->is_object() || !g1->is_object()) continue;
+          for (const auto& [k, v] : g1->items()) differs(task_flag(k), k, field(*g0, k), &v);
+        }
         continue;
       }
     }
