@@ -135,6 +135,7 @@ void write_folder(const std::string& dir, const ModelContents& c,
   for (AtomicFile& f : files) f.sync();
   // A rename fails onto a folder: checked for every file before the first is renamed, so the
   // folder never holds a mix of two exports (one model's weights beside another's config).
+  // (AtomicFile refuses a folder when it is created; this catches one made since.)
   for (AtomicFile& f : files) {
     std::error_code ec;
     const fs::file_status st = fs::symlink_status(f.path(), ec);

@@ -1,10 +1,10 @@
 // `bertrt-convert`: checkpoints trained elsewhere → one .brt file, a .brt back to the Hugging Face
 // layout, and a listing of any supported checkpoint. Exit codes: 0 ok, 1 error (one line naming
 // the file and field), 2 usage error.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <csignal>
 #include <filesystem>
 
@@ -13,6 +13,7 @@
 #include "convert/hf_import.h"
 #include "convert/inspect.h"
 #include "convert/tensor_encode.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "io/model_file.h"
 
@@ -36,12 +37,21 @@ void warn(const std::vector<std::string>& warnings) {
   for (const std::string& w : warnings) fmt::print(stderr, "bertrt-convert: warning: {}\n", w);
 }
 
-// Fails before any work when -o cannot be written (its folder is missing or not writable).
+// Fails before any work when -o cannot be written (its folder is missing or not writable), where
+// the write lands through symbolic links (as AtomicFile writes; a loop is an error).
 void check_output_folder(const std::string& path) {
-  const fs::path parent = fs::absolute(path).parent_path();
-  if (!fs::is_directory(parent)) fail("-o {}: folder {} does not exist", path, parent.string());
+  std::string target;
+  try {
+    target = output_target(path);
+  } catch (const Error& e) {
+    fail("-o {}", e.what());
+  }
+  std::error_code ec;
+  const fs::path parent = fs::absolute(target, ec).parent_path();
+  if (!fs::is_directory(parent, ec)) fail("-o {}: folder {} does not exist", path, parent.string());
   if (access(parent.c_str(), W_OK) != 0) fail("-o {}: folder {} is not writable", path, parent.string());
-  if (fs::is_directory(path)) fail("-o {}: is a folder (expected the .brt file to write)", path);
+  if (fs::is_directory(target, ec))
+    fail("-o {}: is a folder (expected the .brt file to write)", path);
   check_replaceable_brt("-o", path);  // -o sp/model.safetensors replaced the checkpoint
 }
 
