@@ -42,13 +42,11 @@ std::string run_flag(const std::string& key) {
   return flag;
 }
 
-// The flag behind a key of a task record's "tsv" or "squad" group.
+// The flag behind a key of a task record's "tsv" or "squad" group (the others are spelled as
+// run_flag spells them).
 std::string task_flag(const std::string& key) {
   if (key == "has_header") return "--no-header";
-  if (key == "n_best") return "--n-best";
-  std::string flag = "--" + key;
-  std::replace(flag.begin(), flag.end(), '_', '-');
-  return flag;
+  return run_flag(key);
 }
 
 // A record value as the flag was written: floats as their float's shortest decimal. The keys
