@@ -41,7 +41,8 @@ bool utf16_bom(std::string_view s) {
          ((s[0] == '\xFF' && s[1] == '\xFE') || (s[0] == '\xFE' && s[1] == '\xFF'));
 }
 
-void check_utf8_line(std::string_view line, const std::string& path, size_t line_no) {
+void check_utf8_line(std::string_view line, const std::string& path, size_t line_no,
+                     size_t skipped) {
   const bool bom = line_no == 1 && utf16_bom(line);
   const size_t nul = line.find('\0');
   if (bom || nul != std::string_view::npos)
@@ -49,13 +50,14 @@ void check_utf8_line(std::string_view line, const std::string& path, size_t line
         "{}: line {}: {}: the text looks like UTF-16, and must be UTF-8 (iconv -f utf-16 -t "
         "utf-8 in > out)",
         path, line_no,
-        bom ? std::string("a UTF-16 byte-order mark") : fmt::format("byte {} is NUL", nul + 1));
+        bom ? std::string("a UTF-16 byte-order mark")
+            : fmt::format("byte {} is NUL", skipped + nul + 1));
   const size_t at = first_invalid_utf8(line);
   if (at == std::string_view::npos) return;
   fail(
       "{}: line {}: byte {} (0x{:02X}) is not UTF-8; the text must be UTF-8 (from Latin-1, e.g.: "
       "iconv -f latin1 -t utf-8 in > out)",
-      path, line_no, at + 1, static_cast<unsigned char>(line[at]));
+      path, line_no, skipped + at + 1, static_cast<unsigned char>(line[at]));
 }
 
 }  // namespace bertrt

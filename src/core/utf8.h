@@ -18,7 +18,9 @@ bool utf16_bom(std::string_view s);
 // Throws bertrt::Error naming the file, the line, the byte and how to convert the file when a
 // line of text input is not UTF-8: the tokenizer would drop those bytes and change the text (as
 // Python's open() raises on them, where run_glue.py reads its files). A NUL, or a UTF-16
-// byte-order mark on line 1 (after a UTF-8 one is dropped), is named as UTF-16.
-void check_utf8_line(std::string_view line, const std::string& path, size_t line_no);
+// byte-order mark on line 1 (after a UTF-8 one is dropped), is named as UTF-16. skipped: bytes
+// the reader dropped from the line's start (a UTF-8 BOM), so that byte numbers count the file's.
+void check_utf8_line(std::string_view line, const std::string& path, size_t line_no,
+                     size_t skipped = 0);
 
 }  // namespace bertrt

@@ -154,8 +154,9 @@ std::string first_line(const std::string& path) {
   std::string line;
   std::getline(in, line);
   if (!line.empty() && line.back() == '\r') line.pop_back();
-  if (line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
-  check_utf8_line(line, path, 1);  // before its names are matched against the columns
+  const size_t bom = line.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0;
+  line.erase(0, bom);
+  check_utf8_line(line, path, 1, bom);  // before its names are matched against the columns
   return line;
 }
 
@@ -245,21 +246,23 @@ std::vector<TextExample> read_glue_tsv(const std::string& path, const TaskSpec& 
   const std::string expected_header = fmt::format("{}", fmt::join(spec.header, "\t"));
   std::vector<TextExample> out;
   std::string line;
-  size_t line_no = 0;
+  size_t line_no = 0, bom = 0;
   while (std::getline(in, line)) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line_no == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // UTF-8 BOM
+    if (line_no == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, bom = 3);  // UTF-8 BOM
+    const size_t skipped = line_no == 1 ? bom : 0;
     if (line_no == 1 && utf16_bom(line)) check_utf8_line(line, path, line_no);
     if (line_no == 1 && spec.has_header) {
       if (line != expected_header)
         fail("{}: line 1: expected the {} header '{}', got '{}'", path, spec.name,
              fmt::join(spec.header, "<TAB>"), line_excerpt(line));
-      check_utf8_line(line, path, line_no);  // a generic TSV's header is its own
+      check_utf8_line(line, path, line_no, skipped);  // a generic TSV's header is its own
       continue;
     }
     if (line.empty()) continue;  // no data on it (e.g. a trailing blank line)
-    check_utf8_line(line, path, line_no);  // (after the header's check: a binary file fails that)
+    // (After the header's check: a binary file fails that.)
+    check_utf8_line(line, path, line_no, skipped);
     out.push_back(parse_line(line, spec, path, line_no));
   }
   if (in.bad()) fail("{}: read error after line {}", path, line_no);

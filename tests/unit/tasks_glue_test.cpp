@@ -145,6 +145,8 @@ TEST(GluePresets, BadInputNamesFileAndLine) {
         {"line 1", "a UTF-16 byte-order mark", "iconv -f utf-16"});
   fails("sst2", "nul.tsv", "sentence\tlabel\n" + std::string("a\0b\t1\n", 6),
         {"line 2", "byte 2 is NUL", "looks like UTF-16"});
+  // Byte numbers count the file's bytes, a UTF-8 BOM included (CoLA has no header).
+  fails("cola", "bom.tsv", "\xEF\xBB\xBFgj04\t1\t\tcaf\xE9.\n", {"line 1", "byte 15 (0xE9)"});
   // Latin-1 text: the tokenizer would drop the byte and read "caf au lait".
   fails("sst2", "latin1.tsv", "sentence\tlabel\nfine\t1\ncaf\xE9 au lait\t1\n",
         {"line 3", "byte 4 (0xE9) is not UTF-8", "iconv -f latin1"});
