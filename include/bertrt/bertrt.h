@@ -260,6 +260,11 @@ BERTRT_API bertrt_status bertrt_trainer_check_data(bertrt_trainer* trainer, cons
  * it was): fp32, or with qat the int8 model; after a qat save the model is int8 and the trainer
  * takes no more steps. */
 BERTRT_API bertrt_status bertrt_trainer_save(bertrt_trainer* trainer, const char* path);
+/* Checks that `path` can be written now as bertrt_trainer_save and bertrt_convert write it
+ * (through symbolic links): its folder exists and takes a new file, and the target is not a
+ * folder, device or FIFO. To refuse an output before training for it; BERTRT_E_IO names the path,
+ * the link's target and the problem. */
+BERTRT_API bertrt_status bertrt_check_output(const char* path);
 
 /* ---- host converter -------------------------------------------------------------------------- */
 

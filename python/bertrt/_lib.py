@@ -92,6 +92,7 @@ _SIGNATURES = {
                                                P(c_size_t)]),
     "bertrt_trainer_check_data": (ctypes.c_int, [VP, c_char_p]),
     "bertrt_trainer_save": (ctypes.c_int, [VP, c_char_p]),
+    "bertrt_check_output": (ctypes.c_int, [c_char_p]),
     "bertrt_convert": (ctypes.c_int, [c_char_p, c_char_p, c_char_p, c_char_p, c_char_p]),
 }
 

@@ -68,19 +68,11 @@ def _input_file(p, name, optional=False):
 
 def _output_file(p, name):
     """_path of a file to write, checked before any work (finetune trained, then found a missing
-    folder): where the write lands through symbolic links, as the C API writes."""
+    folder) by the C API's own check, where the write lands through symbolic links."""
     b = _path(p, name)
-    target = os.path.realpath(b)
-    folder = os.path.dirname(target) or "."
-    where = "" if os.path.abspath(b) == target else f" (the link's target {os.fsdecode(target)})"
-    if not os.path.isdir(folder):
-        raise Error(3, f"{name} {os.fsdecode(b)}{where}: folder {os.fsdecode(folder)} does not exist")
-    if os.path.isdir(target):
-        raise Error(3, f"{name} {os.fsdecode(b)}{where}: is a folder, expected a file path")
-    if os.path.exists(target) and not os.path.isfile(target):
-        raise Error(3, f"{name} {os.fsdecode(b)}{where}: not a regular file")
-    if not os.access(folder, os.W_OK):
-        raise Error(3, f"{name} {os.fsdecode(b)}{where}: cannot write in folder {os.fsdecode(folder)}")
+    status = lib.bertrt_check_output(b)
+    if status != 0:
+        raise Error(status, f"{name} {lib.bertrt_last_error().decode(errors='replace')}")
     return b
 
 

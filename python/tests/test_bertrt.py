@@ -318,7 +318,7 @@ def test_finetune_then_predict(tmp_path):
     assert no_steps == [] and not (tmp_path / "bad.brt").exists()
     # So is an output that cannot be written: a missing folder, a folder, through a link too.
     os.symlink("nodir/x.brt", tmp_path / "lnk.brt")
-    for out, why in [(tmp_path / "nodir" / "x.brt", "folder .*nodir does not exist"),
+    for out, why in [(tmp_path / "nodir" / "x.brt", "output .*nodir/x.brt: folder .*nodir' does not exist"),
                      (tmp_path, "is a folder"), (tmp_path / "lnk.brt", "link's target")]:
         with pytest.raises(bertrt.Error, match=why):
             bertrt.finetune(init, "sst2", tmp_path / "train.tsv", out, epochs=1, batch_size=16,

@@ -9,6 +9,7 @@
 #include "capi/api_error.h"
 #include "capi/batch.h"
 #include "capi/handles.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "tasks/tsv_task.h"
 #include "train/finetune.h"
@@ -434,6 +435,14 @@ bertrt_status bertrt_trainer_save(bertrt_trainer* trainer, const char* path) {
     save_finetuned_model(path, *t.model->loaded.model, *t.model->loaded.tokenizer, t.metadata,
                          t.qat);
     if (t.qat) t.converted = true;
+  });
+}
+
+bertrt_status bertrt_check_output(const char* path) {
+  return guard(BERTRT_E_IO, [&] {
+    require(path, "bertrt_check_output", "path");
+    if (!*path) api_fail(BERTRT_E_INVALID_ARGUMENT, "bertrt_check_output: path is empty");
+    check_writable(path);
   });
 }
 

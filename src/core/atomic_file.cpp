@@ -29,30 +29,62 @@ std::string output_target(const std::string& path) {
     if (::lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return p;
     std::vector<char> buf(static_cast<size_t>(st.st_size > 0 ? st.st_size : 255) + 1);
     const ssize_t n = ::readlink(p.c_str(), buf.data(), buf.size());
-    if (n < 0 || static_cast<size_t>(n) >= buf.size())
+    if (n <= 0 || static_cast<size_t>(n) >= buf.size())
       fail("{}: cannot read the symbolic link '{}': {}", path, p,
-           n < 0 ? std::strerror(errno) : "it changed while read");
+           n < 0    ? std::strerror(errno)
+           : n == 0 ? "it is empty"
+                    : "it changed while read");
     const std::string target(buf.data(), static_cast<size_t>(n));
     p = target.front() == '/' ? target : parent_dir(p) + "/" + target;
   }
   fail("{}: cannot write: too many levels of symbolic links", path);
 }
 
-AtomicFile::AtomicFile(const std::string& path)
-    : path_(path), target_(output_target(path)), dir_(parent_dir(target_)) {
+namespace {
+
+// An output's target, with the checks that need no write: its folder exists, and nothing but a
+// regular file is there. `via` gets " (the link's target T)" where the path is a link.
+std::string checked_target(const std::string& path, std::string& via) {
+  const std::string target = output_target(path);
+  via = target == path ? "" : fmt::format(" (the link's target {})", target);
+  const std::string dir = parent_dir(target);
   struct stat st {};
-  if (::stat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    fail("{}: cannot write: folder '{}' does not exist", path, dir_);
-  if (::stat(target_.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-    fail("{}: cannot write: '{}' is {}, not a regular file", path, target_,
-         S_ISDIR(st.st_mode) ? "a folder" : "a device, FIFO or socket");
-  std::string tmpl = target_ + ".tmp.XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  fd_ = ::mkstemp(buf.data());
-  if (fd_ < 0) fail("{}: cannot create a temp file in '{}': {}", path, dir_, std::strerror(errno));
-  temp_path_ = buf.data();
-  ::fchmod(fd_, 0644);  // mkstemp creates 0600; a model file is an ordinary readable file
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    fail("{}{}: folder '{}' does not exist", path, via, dir);
+  if (::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    fail("{}{}: {}", path, via,
+         S_ISDIR(st.st_mode) ? "is a folder, expected a file path"
+                             : "is a device, FIFO or socket, not a regular file");
+  return target;
+}
+
+// mkstemp of `target`.tmp.XXXXXX, 0644; returns the fd and sets temp_path.
+int make_temp(const std::string& path, const std::string& via, const std::string& target,
+              std::string& temp_path) {
+  std::string tmpl = target + ".tmp.XXXXXX";
+  const int fd = ::mkstemp(tmpl.data());
+  if (fd < 0)
+    fail("{}{}: cannot write in folder '{}': {}", path, via, parent_dir(target),
+         std::strerror(errno));
+  ::fchmod(fd, 0644);  // mkstemp creates 0600; a model file is an ordinary readable file
+  temp_path = tmpl;
+  return fd;
+}
+
+}  // namespace
+
+void check_writable(const std::string& path) {
+  std::string via, temp;
+  const std::string target = checked_target(path, via);
+  ::close(make_temp(path, via, target, temp));
+  ::unlink(temp.c_str());
+}
+
+AtomicFile::AtomicFile(const std::string& path) : path_(path) {
+  std::string via;
+  target_ = checked_target(path, via);
+  dir_ = parent_dir(target_);
+  fd_ = make_temp(path, via, target_, temp_path_);
 }
 
 AtomicFile::~AtomicFile() {

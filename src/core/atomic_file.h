@@ -15,10 +15,17 @@ namespace bertrt {
 // bertrt::Error naming `path` for a loop (more than 40 links) or a link that cannot be read.
 std::string output_target(const std::string& path);
 
+// Fails now, before any work, where AtomicFile(path) would fail later: a link loop, a missing
+// folder, a folder or a device/FIFO/socket at the target, or a folder that takes no new file (a
+// probe file is created and removed). Throws bertrt::Error that starts with `path` and names the
+// link's target where it differs. The one check behind the CLI's, the converter's and the C API's
+// output checks.
+void check_writable(const std::string& path);
+
 class AtomicFile {
  public:
-  // Throws bertrt::Error naming the folder when it is missing or not writable, and when the
-  // target exists but is not a regular file (a device or FIFO would be replaced by the rename).
+  // Throws bertrt::Error as check_writable does: a missing or unwritable folder, or a target that
+  // is not a regular file (a device or FIFO would be replaced by the rename).
   explicit AtomicFile(const std::string& path);
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;

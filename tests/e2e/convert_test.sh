@@ -202,7 +202,7 @@ expect_ok quantized-hf-reconvert "$CONV" "$T/q_hf" -o "$T/q_rt.brt"
 expect_ok hf-keep "$CONV" --to hf "$T/ti_sst2.brt" -o "$T/hfkeep"
 rm "$T/hfkeep/vocab.txt" && mkdir "$T/hfkeep/vocab.txt"
 sum_before=$(cat "$T/hfkeep/model.safetensors" "$T/hfkeep/config.json" | md5sum)
-expect_error hf-no-mix 1 "" "hfkeep/vocab.txt: cannot write: .*hfkeep/vocab.txt' is a folder, not a regular file" -- "$CONV" --to hf "$T/stsb.brt" -o "$T/hfkeep"
+expect_error hf-no-mix 1 "" "hfkeep/vocab.txt: is a folder, expected a file path" -- "$CONV" --to hf "$T/stsb.brt" -o "$T/hfkeep"
 [ "$(cat "$T/hfkeep/model.safetensors" "$T/hfkeep/config.json" | md5sum)" = "$sum_before" ] && ok || bad "a failed --to hf changed the folder"
 expect_error hf-parent-file 1 "" "cannot create the folder: .*ti_sst2.brt is a file, not a folder" -- "$CONV" --to hf "$T/stsb.brt" -o "$T/ti_sst2.brt/sub"
 expect_error hf-vocab 2 "" "--vocab applies to conversions into .brt" -- "$CONV" --to hf "$T/ti_sst2.brt" -o "$T/hfv" --vocab "$M/st_seqcls/vocab.txt"
@@ -241,7 +241,7 @@ expect_error o-missing-folder 1 "" "-o $T/no/such/x.brt: folder .* does not exis
 # -o through symbolic links (stop 47): checked where the write lands; a loop is one error line.
 ln -s loopB "$T/loopA"; ln -s loopA "$T/loopB"; ln -s no/such/y.brt "$T/lno"
 expect_error o-link-loop 1 "" "-o .*loopA: cannot write: too many levels of symbolic links" -- "$CONV" "$M/st_pretraining_f32" -o "$T/loopA"
-expect_error o-link-missing-folder 1 "" "-o .*lno: folder .*no/such does not exist" -- "$CONV" "$M/st_pretraining_f32" -o "$T/lno"
+expect_error o-link-missing-folder 1 "" "-o .*lno \\(the link's target .*no/such/y.brt\\): folder .*no/such' does not exist" -- "$CONV" "$M/st_pretraining_f32" -o "$T/lno"
 expect_error o-is-folder 1 "" "is a folder" -- "$CONV" "$M/st_pretraining_f32" -o "$T"
 expect_error hf-o-parent 1 "" "does not exist" -- "$CONV" --to hf "$T/a.brt" -o "$T/no/such/dir"
 # -o naming a file of the input (a shell slip) overwrote the checkpoint and exited 0.

@@ -797,6 +797,31 @@ TEST_F(CapiTest, AStepAfterAFailedOneIsRefusedAndNothingIsSaved) {
   bertrt_model_free(m);
 }
 
+// The output check behind Python's finetune: what the save would refuse, refused before any work,
+// through links too; a writable path is left with nothing new in its folder.
+TEST_F(CapiTest, CheckOutputRefusesWhatTheSaveWouldRefuse) {
+  const std::string ok = (dir_ / "out.brt").string();
+  EXPECT_EQ(bertrt_check_output(ok.c_str()), BERTRT_OK) << bertrt_last_error();
+  EXPECT_TRUE(fs::is_empty(dir_));
+  fs::create_symlink("nodir/x.brt", dir_ / "lnk.brt");
+  const struct {
+    std::string path, error;
+  } bad[] = {
+      {(dir_ / "nodir" / "x.brt").string(), (dir_ / "nodir" / "x.brt").string() + ": folder '" +
+                                                (dir_ / "nodir").string() + "' does not exist"},
+      {dir_.string(), dir_.string() + ": is a folder, expected a file path"},
+      {(dir_ / "lnk.brt").string(), (dir_ / "lnk.brt").string() + " (the link's target " +
+                                        (dir_ / "nodir/x.brt").string() + "): folder '" +
+                                        (dir_ / "nodir").string() + "' does not exist"},
+  };
+  for (const auto& b : bad) {
+    EXPECT_EQ(bertrt_check_output(b.path.c_str()), BERTRT_E_IO) << b.path;
+    EXPECT_EQ(bertrt_last_error(), b.error);
+  }
+  EXPECT_EQ(bertrt_check_output(nullptr), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(bertrt_check_output(""), BERTRT_E_INVALID_ARGUMENT);
+}
+
 TEST_F(CapiTest, StatusStringsAndVersion) {
   EXPECT_STREQ(bertrt_status_string(BERTRT_OK), "ok");
   EXPECT_STREQ(bertrt_status_string(BERTRT_E_STATE), "invalid state");

@@ -22,31 +22,11 @@ namespace fs = std::filesystem;
 
 void check_output_path(const std::string& flag, const std::string& path) {
   if (path.empty()) fail("{}: an output path is required", flag);
-  // Where the write lands: through symbolic links, as AtomicFile writes (a loop is an error).
-  std::string target;
-  try {
-    target = output_target(path);
+  try {  // found now rather than after hours of training
+    check_writable(path);
   } catch (const Error& e) {
     fail("{} {}", flag, e.what());
   }
-  const fs::path p(target);
-  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  const std::string via = target == path ? "" : fmt::format(" (the link's target {})", target);
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec))
-    fail("{} {}{}: folder '{}' does not exist", flag, path, via, dir.string());
-  const fs::file_status st = fs::status(p, ec);
-  if (fs::is_directory(st)) fail("{} {}{}: is a folder, expected a file path", flag, path, via);
-  if (fs::exists(st) && !fs::is_regular_file(st))
-    fail("{} {}{}: is a device, FIFO or socket, not a regular file", flag, path, via);
-  // Writable? Found now rather than after hours of training: create and remove a probe file.
-  std::string probe = (dir / ".bertrt-write-probe-XXXXXX").string();
-  const int fd = mkstemp(probe.data());
-  if (fd < 0)
-    fail("{} {}{}: cannot write in folder '{}': {}", flag, path, via, dir.string(),
-         std::strerror(errno));
-  close(fd);
-  std::remove(probe.c_str());
 }
 
 namespace {

@@ -40,18 +40,11 @@ void warn(const std::vector<std::string>& warnings) {
 // Fails before any work when -o cannot be written (its folder is missing or not writable), where
 // the write lands through symbolic links (as AtomicFile writes; a loop is an error).
 void check_output_folder(const std::string& path) {
-  std::string target;
   try {
-    target = output_target(path);
+    check_writable(path);
   } catch (const Error& e) {
     fail("-o {}", e.what());
   }
-  std::error_code ec;
-  const fs::path parent = fs::absolute(target, ec).parent_path();
-  if (!fs::is_directory(parent, ec)) fail("-o {}: folder {} does not exist", path, parent.string());
-  if (access(parent.c_str(), W_OK) != 0) fail("-o {}: folder {} is not writable", path, parent.string());
-  if (fs::is_directory(target, ec))
-    fail("-o {}: is a folder (expected the .brt file to write)", path);
   check_replaceable_brt("-o", path);  // -o sp/model.safetensors replaced the checkpoint
 }
 
