@@ -132,7 +132,8 @@ BERTRT_API bertrt_status bertrt_model_token(const bertrt_model* model, int32_t t
  * pieces into each non-NULL array, which hold `capacity` elements (offsets: 2 · capacity):
  * token ids, token type ids, attention mask (all 1) and byte offsets [begin, end) of each piece
  * in its own text (A for type 0, B for type 1; -1, -1 for [CLS] and [SEP]). *length is set even
- * when capacity is too small (the call then fails), so a caller can size its buffers. */
+ * when capacity is too small (the call then fails), so a caller can size its buffers. Texts
+ * must be UTF-8 (BERTRT_E_INVALID_ARGUMENT names the first byte that is not). */
 BERTRT_API bertrt_status bertrt_tokenize(const bertrt_model* model, const char* text_a,
                                          const char* text_b, int32_t max_seq_length,
                                          int32_t* input_ids, int32_t* token_type_ids,

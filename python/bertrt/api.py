@@ -24,7 +24,8 @@ class Error(RuntimeError):
 
 def _check(status):
     if status != 0:
-        raise Error(status, lib.bertrt_last_error().decode())
+        # replace: a message that echoes a non-UTF-8 path would raise UnicodeDecodeError instead
+        raise Error(status, lib.bertrt_last_error().decode(errors="replace"))
 
 
 def _bytes(s, name="text", optional=True):
@@ -74,6 +75,16 @@ def _output_file(p, name):
     if status != 0:
         raise Error(status, f"{name} {lib.bertrt_last_error().decode(errors='replace')}")
     return b
+
+
+def _texts(v, name):
+    """v as given when it is a str, bytes or a sequence of them (text_pairs may be None); any
+    other type is a TypeError naming the argument (None had no len())."""
+    if v is None and name == "text_pairs":
+        return None
+    if isinstance(v, (str, bytes, list, tuple)):
+        return v
+    raise TypeError(f"{name}: expected a str, bytes or a list of them, got {type(v).__name__}")
 
 
 def _int_range(v, name, lo=-2**31, hi=2**31 - 1):
@@ -225,6 +236,7 @@ class Model:
 
     def encode(self, texts, text_pairs=None, max_seq_length=0):
         """A padded batch of texts (or pairs): input_ids, token_type_ids, attention_mask [B, T]."""
+        texts, text_pairs = _texts(texts, "texts"), _texts(text_pairs, "text_pairs")
         if isinstance(texts, (str, bytes)):
             texts = [texts]
         if isinstance(text_pairs, (str, bytes)):
@@ -295,10 +307,12 @@ class Model:
     def predict(self, texts, text_pairs=None, max_seq_length=None):
         """Per text (pair): classification {label, probabilities}, regression {score}, tagging
         {tokens, tags} (per piece), QA (text = question, pair = context) {answer, start, end}
-        (byte offsets into the context; the best span with start <= end, at most 30 pieces).
+        (start and end index the context: characters of a str, as the CLI's, bytes of a bytes;
+        the best span with start <= end, at most 30 pieces).
         QA reads one window: [CLS] question [SEP] context [SEP] truncated at max_seq_length (128
         pieces by default), so an answer past it is not found; the CLI's `bertrt predict` splits
         a long context into overlapping windows (doc stride) instead."""
+        texts, text_pairs = _texts(texts, "texts"), _texts(text_pairs, "text_pairs")
         if isinstance(texts, (str, bytes)):
             texts = [texts]
         if isinstance(text_pairs, (str, bytes)):
@@ -337,9 +351,15 @@ class Model:
                     res.append({"answer": "", "start": -1, "end": -1})
                     continue
                 _, a, b = best
-                start, end = int(enc["offsets"][a, 0]), int(enc["offsets"][b, 1])
-                res.append({"answer": text_pairs[i].encode()[start:end].decode(errors="replace"),
-                            "start": start, "end": end})
+                start, end = int(enc["offsets"][a, 0]), int(enc["offsets"][b, 1])  # bytes
+                ctx_b = text_pairs[i]
+                if isinstance(ctx_b, str):
+                    ctx_b = ctx_b.encode()
+                answer = ctx_b[start:end].decode(errors="replace")
+                if isinstance(text_pairs[i], str):  # offsets fall between characters: exact
+                    start = len(ctx_b[:start].decode())
+                    end = start + len(answer)
+                res.append({"answer": answer, "start": start, "end": end})
         return res
 
     def fill_mask(self, text, top_k=5):

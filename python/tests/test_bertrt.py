@@ -114,6 +114,9 @@ def test_model_queries_tokenize_and_fill_mask_match_the_cli(hf, tmp_path):
     assert enc["tokens"][0] == "[CLS]" and enc["tokens"][-1] == "[SEP]"
     assert enc["token_type_ids"][-1] == 1 and enc["offsets"][0].tolist() == [-1, -1]
     assert text.encode()[enc["offsets"][1][0]:enc["offsets"][1][1]].decode() == words[0]
+    # Bytes that are not UTF-8 are refused, not dropped (Latin-1 "café" read as "caf").
+    with pytest.raises(bertrt.Error, match="text_a: byte 4 \\(0xE9\\) is not UTF-8"):
+        m.tokenize(b"caf\xe9 ok")
     got = m.fill_mask(text, top_k=4)
     assert len(got) == 1 and len(got[0]["candidates"]) == 4
     if not CLI:
@@ -133,6 +136,10 @@ def test_errors_name_the_argument(hf, tmp_path):
     with pytest.raises(bertrt.Error, match="missing.brt: No such file") as e:
         bertrt.Model(tmp_path / "missing.brt")
     assert e.value.status == "i/o error"
+    # A message that echoes a path that is not UTF-8 is still a bertrt.Error (was
+    # UnicodeDecodeError, hiding the message).
+    with pytest.raises(bertrt.Error, match="no-such-\ufffd.brt"):
+        bertrt.Model(os.fsencode(tmp_path) + b"/no-such-\xff.brt")
     brt = tmp_path / "m.brt"
     bertrt.convert(out / "st_seqcls", brt)
     m = bertrt.Model(brt)
@@ -374,10 +381,18 @@ def test_predict_of_a_qa_model_returns_a_span_of_the_context(hf, tmp_path):
     bertrt.convert(out / "st_qa", brt)
     m = bertrt.Model(brt)
     words = [w for w in (m.token(i) for i in range(m.config["vocab_size"])) if w.isalpha()]
-    question, context = " ".join(words[:2]), " ".join(words[2:8])
+    # Accents before the words: a str's offsets count characters (as the CLI's), a bytes' bytes.
+    question, context = " ".join(words[:2]), "Ça été über " + " ".join(words[2:8])
     (p,) = m.predict([question], [context])
-    assert 0 <= p["start"] < p["end"] <= len(context.encode())
-    assert p["answer"] == context.encode()[p["start"]:p["end"]].decode() and p["answer"] in context
+    assert 0 <= p["start"] < p["end"] <= len(context)
+    assert p["answer"] == context[p["start"]:p["end"]] and p["answer"] in context
+    (pb,) = m.predict([question.encode()], [context.encode()])
+    assert pb["answer"] == p["answer"]
+    assert (pb["start"], pb["end"]) == (len(context[:p["start"]].encode()),
+                                        len(context[:p["end"]].encode()))
+    with pytest.raises(TypeError, match="texts: expected a str, bytes or a list of them, got "
+                                        "NoneType"):
+        m.predict(None)
     with pytest.raises(ValueError, match="text_pairs"):
         m.predict([question])
     # One window, no doc stride (the CLI's predict windows): the answer lies in the pieces that

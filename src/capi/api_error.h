@@ -40,6 +40,10 @@ void require(const T* p, const char* fn, const char* name) {
   if (!p) api_fail(BERTRT_E_INVALID_ARGUMENT, "{}: argument '{}' is NULL", fn, name);
 }
 
+// Fails with BERTRT_E_INVALID_ARGUMENT naming the byte when `text` is not UTF-8: the tokenizer
+// would drop those bytes and read other words (the CLI refuses such lines: core/utf8.h).
+void require_utf8(const char* text, const char* fn, const char* name);
+
 // Why `path`, which is not a regular file, cannot be read as one: "is a folder, not a file" or
 // "no such file".
 inline const char* not_a_file_reason(const char* path) {

@@ -121,6 +121,7 @@ bertrt_status bertrt_fill_mask(bertrt_model* model, const char* text, int32_t to
     require(text, fn, "text");
     require(count, fn, "count");
     *count = 0;
+    require_utf8(text, fn, "text");
     BertModel& bm = *m.loaded.model;
     const Tokenizer& tok = *m.loaded.tokenizer;
     if (!bm.heads().mlm)

@@ -20,6 +20,8 @@ bertrt_status bertrt_tokenize(const bertrt_model* model, const char* text_a, con
     const Tokenizer& tok = *model_arg(model, fn).loaded.tokenizer;
     require(text_a, fn, "text_a");
     require(length, fn, "length");
+    require_utf8(text_a, fn, "text_a");
+    if (text_b) require_utf8(text_b, fn, "text_b");
     if (max_seq_length < 0 || (max_seq_length > 0 && max_seq_length < (text_b ? 3 : 2)))
       api_fail(BERTRT_E_INVALID_ARGUMENT,
                "{}: max_seq_length must be 0 (no limit) or ≥ {} ([CLS] A [SEP]{}), got {}", fn,

@@ -222,6 +222,15 @@ TEST_F(CapiTest, TokenizesPairsWithOffsetsIntoTheirTexts) {
             BERTRT_OK);
   EXPECT_EQ(t, 8u);
   EXPECT_EQ(off8[2], off[2]);
+  // Latin-1 "café" is refused, as the CLI refuses it: the tokenizer would drop the byte and
+  // read "caf" (it did, with BERTRT_OK).
+  EXPECT_EQ(bertrt_tokenize(m, "ok", "caf\xe9 ok", 0, ids.data(), nullptr, nullptr, nullptr, n, &t),
+            BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_STREQ(bertrt_last_error(),
+               "bertrt_tokenize: text_b: byte 4 (0xE9) is not UTF-8; the text must be UTF-8 (the "
+               "tokenizer would drop that byte and read other words)");
+  EXPECT_EQ(bertrt_tokenize(m, "\xff", nullptr, 0, ids.data(), nullptr, nullptr, nullptr, n, &t),
+            BERTRT_E_INVALID_ARGUMENT);
   bertrt_model_free(m);
 }
 
@@ -267,6 +276,11 @@ TEST_F(CapiTest, EncoderHeadsAndFillMaskMatchTheLibrary) {
                "so)");
   EXPECT_EQ(bertrt_fill_mask(m, "no mask here", 3, c.data(), c.size(), &count),
             BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(bertrt_fill_mask(m, "caf\xe9 [MASK]", 3, c.data(), c.size(), &count),
+            BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bertrt_last_error()).find("bertrt_fill_mask: text: byte 4 (0xE9)"),
+            std::string::npos)
+      << bertrt_last_error();
   std::string words;
   for (int i = 0; i < 30; ++i) words += "word ";
   EXPECT_EQ(bertrt_fill_mask(m, (words + "[MASK]").c_str(), 1, c.data(), c.size(), &count),
