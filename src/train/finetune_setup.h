@@ -31,7 +31,8 @@ int64_t finetune_total_steps(const FinetuneHyper& h, size_t train_rows);
 OptimOptions finetune_optim_options(const FinetuneHyper& h, int64_t total_steps);
 
 // The metadata of a fine-tuned model: the input model's, with source, finetune_task,
-// finetune_steps and the task definition (what eval/predict read), and without the resumable-run
+// finetune_steps and the task definition (what eval/predict read), the converter's
+// "architecture" renamed "source_architecture", and without the resumable-run
 // record `run_key` of an interrupted CLI run (a finished model equals an uninterrupted run's).
 std::map<std::string, std::string> finetuned_metadata(std::map<std::string, std::string> base,
                                                       const TaskDefinition& task,

@@ -91,6 +91,9 @@ expect_ok quantize-converted "$BERTRT" quantize --model "$T/stsb.brt" --task sts
 expect_ok predict-converted-default-length sh -c "printf 'A plane.\tAn air plane.\n' | '$BERTRT' predict --model '$T/stsb.brt'"
 expect_ok finetune-default-length "$BERTRT" finetune --model "$T/stsb.brt" --task stsb --train "$T/stsb.tsv" --max-steps 1 --batch-size 1 -o "$T/stsb_ft.brt"
 grep -q "note: --max-seq-length 24 (the model's max_position_embeddings" "$T/stderr" && ok || bad "finetune-default-length: $(cat "$T/stderr")"
+# The source's class is named as the source's: the fine-tuned model's is its new head's.
+"$BERTRT" info "$T/stsb_ft.brt" > "$T/info_ft.txt"
+grep -q "source_architecture = BertForSequenceClassification" "$T/info_ft.txt" && ! grep -q "metadata   architecture =" "$T/info_ft.txt" && ok || bad "finetuned metadata: $(grep metadata "$T/info_ft.txt")"
 expect_ok bench-default-length "$BERTRT" bench --model "$T/stsb.brt" --iters 1 --warmup 0
 grep -q "T=24" "$T/stdout" && ok || bad "bench-default-length: $(cat "$T/stdout")"
 expect_error quantize-converted-other-task 1 "$T/sst2_q.brt" "stsb.brt: the model was fine-tuned for task stsb, not sst2" -- "$BERTRT" quantize --model "$T/stsb.brt" --task sst2 --calibration "$T/stsb.tsv" -o "$T/sst2_q.brt"

@@ -287,6 +287,21 @@ TEST_F(ConvertHf, PreTrainingWithoutNspKeepsTheHeadsPresent) {
   EXPECT_EQ(c.metadata.at("converter.missing_heads"), "nsp");
   expect_same_bytes(out(), SafetensorsFile::open(model("st_pretraining_no_nsp/model.safetensors")));
   expect_forward(out(), ref(), "gelu_f32");  // encoder, pooler and MLM logits vs float64 PyTorch
+  // Exported as BertForMaskedLM, which has no pooler: the source's pooler is kept all the same
+  // (dropped, it came back initialised at random), so every source tensor round-trips.
+  const std::string hf = tmp_.file("hf_mlm");
+  export_hf(out(), hf);
+  const SafetensorsFile src =
+      SafetensorsFile::open(model("st_pretraining_no_nsp/model.safetensors"));
+  const SafetensorsFile back = SafetensorsFile::open(hf + "/model.safetensors");
+  ASSERT_NE(back.find("bert.pooler.dense.weight"), nullptr);
+  EXPECT_EQ(back.tensors().size(), src.tensors().size());
+  for (const SafetensorsTensor& t : src.tensors()) {
+    const SafetensorsTensor* b = back.find(t.name);
+    ASSERT_NE(b, nullptr) << t.name;
+    ASSERT_EQ(b->nbytes, t.nbytes) << t.name;
+    EXPECT_EQ(std::memcmp(b->data, t.data, t.nbytes), 0) << t.name;
+  }
   // A fine-tuning architecture without its head: converted as the bare encoder, said so.
   const std::string dir = tmp_.file("nocls");
   fs::copy(model("st_pretraining_no_nsp"), dir, fs::copy_options::recursive);

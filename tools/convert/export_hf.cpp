@@ -158,6 +158,10 @@ std::vector<std::string> export_hf(const std::string& brt_path, const std::strin
   // Regression without a name: transformers' default for num_labels = 1.
   if (c.heads.resolved_kind() == HeadKind::kRegression && labels.empty()) labels = {"LABEL_0"};
 
+  // The pooler came from a checkpoint (not initialised by bertrt-convert or bertrt init).
+  const bool source_pooler =
+      meta_or(c, "source_format", "") != "" &&
+      meta_or(c, "converter.initialized", "").find("bert.pooler.") == std::string::npos;
   std::vector<SafetensorsTensor> out;
   std::deque<std::vector<uint8_t>> storage;  // dequantized tensors
   std::map<std::string, size_t> dtype_count;
@@ -169,8 +173,12 @@ std::vector<std::string> export_hf(const std::string& brt_path, const std::strin
       ++observers;
       continue;
     }
-    if (!belongs(arch, t.name)) {
-      if (t.name.rfind("bert.pooler.", 0) != 0)
+    // A pooler read from the source checkpoint is kept where transformers' class has none
+    // (it ignores the weights, as it does bert-base-uncased's with BertForMaskedLM): dropped, it
+    // came back initialised at random, and a classifier fine-tuned from it started from that.
+    const bool pooler = t.name.rfind("bert.pooler.", 0) == 0;
+    if (!belongs(arch, t.name) && !(pooler && source_pooler)) {
+      if (!pooler)
         warnings.push_back(fmt::format("{}: tensor '{}' is not part of {}; not exported", brt_path, t.name, arch));
       continue;
     }
