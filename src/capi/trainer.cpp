@@ -1,5 +1,6 @@
 // On-device fine-tuning through the C API: the loop, options and save of `bertrt finetune`
 // (train/finetune.h FinetuneLoop, train/finetune_setup.h), one step call at a time.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -336,10 +337,18 @@ bertrt_status bertrt_trainer_step_batch(bertrt_trainer* trainer, const bertrt_ba
                t.task.regression() ? "labels" : "scores");
     if (t.task.regression()) {
       require(scores, fn, "scores");
-      for (int b = 0; b < in.B; ++b)
+      // A preset's range, as its files are read (STS-B: [0, 5]); a generic TSV task has none.
+      const std::vector<std::string> presets = glue_task_names();
+      const bool preset = std::find(presets.begin(), presets.end(), t.task.name) != presets.end();
+      const TaskSpec* spec = preset ? &glue_task(t.task.name) : nullptr;
+      for (int b = 0; b < in.B; ++b) {
         if (!std::isfinite(scores[b]))
           api_fail(BERTRT_E_INVALID_ARGUMENT, "{}: scores[{}] = {} is not finite", fn, b,
                    scores[b]);
+        if (spec && (scores[b] < spec->target_min || scores[b] > spec->target_max))
+          api_fail(BERTRT_E_INVALID_ARGUMENT, "{}: scores[{}] = {} is outside [{}, {}] ({})", fn, b,
+                   scores[b], spec->target_min, spec->target_max, t.task.name);
+      }
       targets.scores = scores;
     } else {
       require(labels, fn, "labels");

@@ -633,6 +633,19 @@ TEST_F(CapiTest, TrainerTakesCallerBatches) {
       << bertrt_last_error();
   bertrt_trainer_free(t);
   bertrt_model_free(m);
+  // STS-B's scores lie in [0, 5], as its files are read (99 and -99 trained, with BERTRT_OK).
+  m = load(write_model("init_stsb.brt", HeadsConfig{}));
+  ASSERT_NE(m, nullptr);
+  o.task = "stsb";
+  ASSERT_EQ(bertrt_trainer_create(m, &o, nullptr, &t), BERTRT_OK) << bertrt_last_error();
+  const float far[] = {99.0f, -99.0f}, edges[] = {5.0f, 0.0f};
+  EXPECT_EQ(bertrt_trainer_step_batch(t, &tb.batch, nullptr, far, &s), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_STREQ(bertrt_last_error(),
+               "bertrt_trainer_step_batch: scores[0] = 99 is outside [0, 5] (stsb)");
+  EXPECT_EQ(bertrt_trainer_step_batch(t, &tb.batch, nullptr, edges, &s), BERTRT_OK)
+      << bertrt_last_error();
+  bertrt_trainer_free(t);
+  bertrt_model_free(m);
 }
 
 // options.hidden_dropout_prob / attention_probs_dropout_prob are `finetune
