@@ -52,11 +52,12 @@ TaskDefinition task_from_options(const bertrt_finetune_options& o, const std::st
     api_fail(BERTRT_E_INVALID_ARGUMENT, "{}: options.task is required (e.g. \"sst2\")", fn);
   const std::string name = o.task;
   GenericTsvOptions tsv;
+  tsv.names = GenericTsvOptions::Names::kApiOptions;
   if (name == "tsv") {
     tsv.text_column = str(o.text_column);
     tsv.text_pair_column = str(o.text_pair_column);
     tsv.label_column = str(o.label_column);
-    if (o.labels && *o.labels) tsv.labels = parse_label_list(o.labels);
+    if (o.labels && *o.labels) tsv.labels = parse_label_list(o.labels, "options.labels");
     tsv.regression = o.regression != 0;
     tsv.has_header = o.no_header == 0;
     if (tsv.text_column.empty() || tsv.label_column.empty())

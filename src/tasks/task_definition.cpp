@@ -105,7 +105,7 @@ TaskDefinition parse_task_definition(const std::string& text, const std::string&
       d.tsv.labels = t.at("labels").get<std::vector<std::string>>();
       d.tsv.regression = t.at("regression").get<bool>();
       d.tsv.has_header = t.at("has_header").get<bool>();
-      d.tsv.from_model = true;
+      d.tsv.names = GenericTsvOptions::Names::kModelRecord;
     }
     if (j.contains("squad")) {
       const auto& s = j["squad"];

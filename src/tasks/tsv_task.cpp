@@ -182,26 +182,43 @@ int resolve_column(const std::string& ref, const std::string& option,
 
 }  // namespace
 
-std::vector<std::string> parse_label_list(const std::string& text) {
+std::string tsv_option_name(GenericTsvOptions::Names names, const std::string& flag) {
+  switch (names) {
+    case GenericTsvOptions::Names::kFlags:
+      return "--" + flag;
+    case GenericTsvOptions::Names::kModelRecord:
+      return "the model's --" + flag;
+    case GenericTsvOptions::Names::kApiOptions: {
+      std::string field = flag;
+      std::replace(field.begin(), field.end(), '-', '_');
+      return "options." + field;
+    }
+  }
+  return flag;
+}
+
+std::vector<std::string> parse_label_list(const std::string& text, const std::string& option) {
   std::vector<std::string> labels;
   size_t start = 0;
   for (;;) {
     const size_t comma = text.find(',', start);
     labels.push_back(text.substr(start, comma - start));
-    if (labels.back().empty()) fail("--labels '{}': empty label (expected a,b,c)", text);
+    if (labels.back().empty()) fail("{} '{}': empty label (expected a,b,c)", option, text);
     if (comma == std::string::npos) return labels;
     start = comma + 1;
   }
 }
 
 void check_generic_tsv_options(const GenericTsvOptions& o) {
+  auto name = [&](const char* flag) { return tsv_option_name(o.names, flag); };
   if (o.text_column.empty()) fail("generic TSV task: the text column is required");
   if (o.label_column.empty()) fail("generic TSV task: the label column is required");
   if (o.regression == !o.labels.empty())
-    fail("generic TSV task: give exactly one of --labels a,b,c and --regression");
+    fail("generic TSV task: give exactly one of {} a,b,c and {}", name("labels"),
+         name("regression"));
   for (size_t i = 0; i < o.labels.size(); ++i)
     for (size_t j = 0; j < i; ++j)
-      if (o.labels[i] == o.labels[j]) fail("--labels: '{}' appears twice", o.labels[i]);
+      if (o.labels[i] == o.labels[j]) fail("{}: '{}' appears twice", name("labels"), o.labels[i]);
 }
 
 TaskSpec generic_tsv_task(const GenericTsvOptions& o, const std::string& path) {
@@ -215,13 +232,13 @@ TaskSpec generic_tsv_task(const GenericTsvOptions& o, const std::string& path) {
   t.has_header = o.has_header;
   if (o.has_header) t.header = fields;
   t.num_columns = static_cast<int>(fields.size());
-  const std::string whose = o.from_model ? "the model's " : "";
-  t.text_a_column = resolve_column(o.text_column, whose + "--text-column", fields, o.has_header,
-                                   t.num_columns, path);
+  auto name = [&](const char* flag) { return tsv_option_name(o.names, flag); };
+  t.text_a_column =
+      resolve_column(o.text_column, name("text-column"), fields, o.has_header, t.num_columns, path);
   if (!o.text_pair_column.empty())
-    t.text_b_column = resolve_column(o.text_pair_column, whose + "--text-pair-column", fields,
+    t.text_b_column = resolve_column(o.text_pair_column, name("text-pair-column"), fields,
                                      o.has_header, t.num_columns, path);
-  t.label_column = resolve_column(o.label_column, whose + "--label-column", fields, o.has_header,
+  t.label_column = resolve_column(o.label_column, name("label-column"), fields, o.has_header,
                                   t.num_columns, path);
   if (t.label_column == t.text_a_column || t.label_column == t.text_b_column ||
       t.text_a_column == t.text_b_column)

@@ -58,10 +58,14 @@ struct GenericTsvOptions {
   std::vector<std::string> labels;  // classification: the label set, as spelled in the file
   bool regression = false;          // exactly one of labels / regression
   bool has_header = true;
-  // Read from a model's task record (eval, predict, quantize of a fine-tuned model), not given as
-  // flags: errors name "the model's --text-column" (a flag those commands do not take).
-  bool from_model = false;
+  // What the errors call the options: the CLI's flags ("--text-column"); a model's task record
+  // for eval, predict and quantize, which take no such flag ("the model's --text-column"); or the
+  // C API's fields ("options.text_column", which Python passes as text_column=).
+  enum class Names { kFlags, kModelRecord, kApiOptions } names = Names::kFlags;
 };
+
+// What the errors call option `flag` ("text-column", "labels") under `names`.
+std::string tsv_option_name(GenericTsvOptions::Names names, const std::string& flag);
 
 // Resolves `options` against the first line of `path` (the header, or the first data line when
 // has_header is false, which fixes the column count). Metrics: accuracy (+ f1 of label 1 for two
@@ -74,8 +78,9 @@ TaskSpec generic_tsv_task(const GenericTsvOptions& options, const std::string& p
 // exported task record.
 void check_generic_tsv_options(const GenericTsvOptions& options);
 
-// Splits "a,b,c" on commas (for --labels); empty items are an error.
-std::vector<std::string> parse_label_list(const std::string& text);
+// Splits "a,b,c" on commas (for --labels); empty items are an error naming `option`.
+std::vector<std::string> parse_label_list(const std::string& text,
+                                          const std::string& option = "--labels");
 
 // Reads a task TSV: fields split on tabs with no quoting (GLUE processors use csv.reader with
 // quotechar=None), a trailing \r and a leading UTF-8 byte-order mark are dropped, blank lines are

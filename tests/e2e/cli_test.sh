@@ -163,7 +163,7 @@ expect_error "eval --batch-size 0" "" "batch-size" -- "$BIN" eval --model "$T/ss
 expect_error "forward id that would wrap" "" "line 1.*32-bit" -- sh -c "echo '{\"input_ids\":[101,4294967397,102]}' | '$BIN' forward --model '$T/init.brt'"
 # A value nested 100,000 deep is named by its kind, not dumped (that overflowed the stack: exit 139).
 python3 -c "print('{\"input_ids\":' + '[' * 100000 + ']' * 100000 + '}')" > "$T/deep.jsonl"
-expect_error "forward with a deeply nested id" "" "line 1.*32-bit integers, got an array of 1 entries" -- sh -c "'$BIN' forward --model '$T/init.brt' < '$T/deep.jsonl'"
+expect_error "forward with a deeply nested id" "" "line 1.*32-bit integers \\(one sequence a line\\), but entry 0 is an array of 1 entries" -- sh -c "'$BIN' forward --model '$T/init.brt' < '$T/deep.jsonl'"
 expect_error "forward id outside vocab names the line" "" "line 2.*outside the vocabulary" -- sh -c "printf '{\"input_ids\":[101,102]}\n{\"input_ids\":[101,-5]}\n' | '$BIN' forward --model '$T/init.brt'"
 expect_error "learning rate inf" "$T/o6.brt" "learning-rate" -- "$BIN" pretrain --model "$T/init.brt" --corpus "$T/corpus.txt" --max-steps 1 --learning-rate inf -o "$T/o6.brt"
 expect_error "unwritable output folder, before training" "" "cannot write" -- "$BIN" pretrain --model "$T/init.brt" --corpus "$T/corpus.txt" --max-steps 1 -o /proc/x.brt

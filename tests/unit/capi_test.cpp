@@ -781,6 +781,18 @@ TEST_F(CapiTest, BadTrainerOptionsAndDataLeaveTheModelAsItWas) {
   EXPECT_EQ(bertrt_trainer_create(m, &o, cola.c_str(), &t), BERTRT_E_IO);
   EXPECT_NE(std::string(bertrt_last_error()).find("train_path"), std::string::npos)
       << bertrt_last_error();
+  // A generic TSV task's errors name the options' fields, not the CLI's flags.
+  o.task = "tsv", o.text_column = "5", o.label_column = "1", o.labels = "0,1";
+  EXPECT_EQ(bertrt_trainer_create(m, &o, train.c_str(), &t), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bertrt_last_error())
+                .find("options.text_column 5 is out of range: the file has 2 columns"),
+            std::string::npos)
+      << bertrt_last_error();
+  o.text_column = "0", o.labels = "0,0";
+  EXPECT_EQ(bertrt_trainer_create(m, &o, train.c_str(), &t), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bertrt_last_error()).find("options.labels: '0' appears twice"),
+            std::string::npos)
+      << bertrt_last_error();
   EXPECT_EQ(t, nullptr);
   bertrt_heads h{};
   ASSERT_EQ(bertrt_model_heads(m, &h), BERTRT_OK);

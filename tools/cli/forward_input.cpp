@@ -20,12 +20,15 @@ std::vector<int32_t> int_list(const nlohmann::json& j, const char* key, size_t l
   const auto& a = j[key];
   if (!a.is_array()) fail("stdin line {}: \"{}\" must be a list of integers", line, key);
   std::vector<int32_t> v;
-  for (const auto& x : a) {
+  for (size_t i = 0; i < a.size(); ++i) {
+    const auto& x = a[i];
     // Range-checked before narrowing: 4294967397 must not wrap around to 101.
     if (!x.is_number_integer() || x.get<int64_t>() < INT32_MIN || x.get<int64_t>() > INT32_MAX ||
         (x.is_number_unsigned() && x.get<uint64_t>() > uint64_t(INT32_MAX)))
-      fail("stdin line {}: \"{}\" must be a list of 32-bit integers, got {}", line, key,
-           json_excerpt(x));
+      fail(
+          "stdin line {}: \"{}\" must be a flat list of 32-bit integers (one sequence a line), "
+          "but entry {} is {}",
+          line, key, i, json_excerpt(x));
     v.push_back(x.get<int32_t>());
   }
   if (expect_len && v.size() != expect_len)
