@@ -1,7 +1,7 @@
 /* classify: label each line of stdin with a fine-tuned sequence-classification model, through
  * the C API of the installed package. Prints what `bertrt predict` prints for such a model:
  *   label<TAB>label0=p0<TAB>label1=p1...
- * Build: cc classify.c $(pkg-config --cflags --libs bertrt) -o classify
+ * Build: cc classify.c $(pkg-config --cflags --libs bertrt) -lm -o classify
  * Usage: classify MODEL.brt [MAX_SEQ_LENGTH] < sentences.txt */
 #include <bertrt/bertrt.h>
 #include <math.h>

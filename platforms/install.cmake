@@ -28,7 +28,9 @@ install(FILES ${CMAKE_BINARY_DIR}/bertrtConfig.cmake ${CMAKE_BINARY_DIR}/bertrtC
         DESTINATION lib/cmake/bertrt)
 # The Python module (python/bertrt, ctypes over libbertrt.so) into the prefix's dist-packages for
 # Debian's python3 (/usr/local/lib/python3.X/dist-packages with the default prefix), told where
-# the installed library is.
+# the installed library is relative to itself: the prefix can be moved or unpacked anywhere (an
+# absolute path pointed the CPack tarball's module at the build's staging folder), and the file
+# is in install_manifest.txt like the others.
 if(NOT CMAKE_CROSSCOMPILING)
   execute_process(COMMAND /usr/bin/python3 -c "import sys; print('%d.%d' % sys.version_info[:2])"
                   OUTPUT_VARIABLE _py OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
@@ -37,8 +39,13 @@ if(NOT CMAKE_CROSSCOMPILING)
         "where cmake --install puts the bertrt Python module (relative to the prefix)")
     install(DIRECTORY ${CMAKE_SOURCE_DIR}/python/bertrt DESTINATION ${BERTRT_PYTHON_DIR}
             FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
-    install(CODE "file(WRITE \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${BERTRT_PYTHON_DIR}/bertrt/_library_path.py\"
-      \"# Written by cmake --install: the libbertrt.so this module loads.\\nLIBRARY = '\${CMAKE_INSTALL_PREFIX}/lib/libbertrt.so.${PROJECT_VERSION_MAJOR}'\\n\")")
+    file(RELATIVE_PATH _rel /prefix/${BERTRT_PYTHON_DIR}/bertrt
+         /prefix/lib/libbertrt.so.${PROJECT_VERSION_MAJOR})
+    file(WRITE ${CMAKE_BINARY_DIR}/python/_library_path.py
+         "# Written by cmake: the installed libbertrt.so, relative to this folder.\n"
+         "RELATIVE_LIBRARY = \"${_rel}\"\n")
+    install(FILES ${CMAKE_BINARY_DIR}/python/_library_path.py
+            DESTINATION ${BERTRT_PYTHON_DIR}/bertrt)
   endif()
 endif()
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/src/ DESTINATION include/bertrt FILES_MATCHING PATTERN "*.h")
@@ -79,4 +86,8 @@ set(CPACK_PACKAGE_VENDOR bertrt)
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "BERT inference, pre-training and fine-tuning on small devices")
 set(CPACK_PACKAGE_FILE_NAME "bertrt-${PROJECT_VERSION}-Linux-${CMAKE_SYSTEM_PROCESSOR}")
 set(CPACK_STRIP_FILES ON)
+# The source tarball (`--target package_source`): the tracked tree, not build folders or .git
+# (CPack's default list took build/ with its binaries and CMakeCache.txt).
+set(CPACK_SOURCE_GENERATOR TGZ)
+set(CPACK_SOURCE_IGNORE_FILES "/\\.git/" "/build[^/]*/" "/__pycache__/" "\\.swp$")
 include(CPack)

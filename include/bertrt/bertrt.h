@@ -274,7 +274,7 @@ BERTRT_API bertrt_status bertrt_check_output(const char* path);
  * .brt file `output` atomically, its weights stored as `dtype` ("f32" (NULL), "f16", "bf16");
  * `vocab` (may be NULL) replaces or supplies vocab.txt. `to` "hf" writes the .brt `input` as a
  * Hugging Face folder `output`. Warnings go to stderr. In the shared library of host builds only
- * (elsewhere BERTRT_E_UNSUPPORTED). */
+ * (elsewhere BERTRT_E_UNSUPPORTED; libbertrt.a does not define it). */
 BERTRT_API bertrt_status bertrt_convert(const char* input, const char* output, const char* to,
                                         const char* dtype, const char* vocab);
 

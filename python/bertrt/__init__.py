@@ -13,4 +13,5 @@ A Model may be used from several threads (the forwards are serialized on it); se
 """
 from .api import Error, Model, convert, finetune, version
 
-__all__ = ["Error", "Model", "convert", "finetune", "version"]
+__version__ = "0.1.0"  # the module's; version() is the loaded library's (the tests hold them equal)
+__all__ = ["Error", "Model", "convert", "finetune", "version", "__version__"]

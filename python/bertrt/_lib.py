@@ -1,7 +1,7 @@
 """ctypes declarations of include/bertrt/bertrt.h and the library they are bound to.
 
-The library is, in order: $BERTRT_LIBRARY, the one `cmake --install` recorded in
-_library_path.py, libbertrt.so.0 on the loader's path.
+The library is, in order: $BERTRT_LIBRARY, the installed one (_library_path.py, written by cmake,
+holds its path relative to the module), libbertrt.so.0 on the loader's path.
 """
 import ctypes
 import os
@@ -98,15 +98,29 @@ _SIGNATURES = {
 
 
 def _load():
-    path = os.environ.get("BERTRT_LIBRARY")
+    """The library, with an error that says where its path came from and what to do (ctypes said
+    only "cannot open shared object file")."""
+    path, source = os.environ.get("BERTRT_LIBRARY"), "BERTRT_LIBRARY"
     if not path:
         try:
-            from ._library_path import LIBRARY as path  # written by cmake --install
+            from ._library_path import RELATIVE_LIBRARY  # written by cmake for the install
+            path = os.path.join(os.path.dirname(os.path.abspath(__file__)), RELATIVE_LIBRARY)
+            source = "the installed module (_library_path.py)"
         except ImportError:
-            path = "libbertrt.so.0"
-    lib = ctypes.CDLL(path)
+            path, source = "libbertrt.so.0", "the loader's search path"
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as e:
+        raise ImportError(
+            f"bertrt: cannot load the C library {path} (from {source}): {e}. Set BERTRT_LIBRARY "
+            "to a built libbertrt.so (e.g. build/libbertrt.so), or install with "
+            "`cmake --install build`") from None
     for name, (restype, argtypes) in _SIGNATURES.items():
-        f = getattr(lib, name)
+        try:
+            f = getattr(lib, name)
+        except AttributeError:
+            raise ImportError(f"bertrt: {path} (from {source}) is not libbertrt: it has no "
+                              f"{name}") from None
         f.restype, f.argtypes = restype, argtypes
     return lib
 

@@ -404,3 +404,16 @@ def test_predict_of_a_qa_model_returns_a_span_of_the_context(hf, tmp_path):
     assert len(kept["input_ids"]) == T
     end = kept["offsets"][kept["token_type_ids"] == 1, 1].max()  # where the kept context ends
     assert 0 <= p["start"] < p["end"] <= end < len(long_context.encode())
+
+
+def test_version_and_library_load_errors():
+    assert bertrt.__version__ == bertrt.version()  # the module and the library it loaded
+    # A library that cannot be loaded, or one that is not libbertrt, is an ImportError saying
+    # where its path came from (ctypes said only "cannot open shared object file").
+    for lib, why in [("/nonexistent/libbertrt.so", "cannot load the C library "
+                      "/nonexistent/libbertrt.so \\(from BERTRT_LIBRARY\\)"),
+                     ("libm.so.6", "libm.so.6 \\(from BERTRT_LIBRARY\\) is not libbertrt")]:
+        p = subprocess.run([sys.executable, "-c", "import bertrt"], capture_output=True,
+                           text=True, env={**os.environ, "BERTRT_LIBRARY": lib})
+        assert p.returncode != 0 and "ImportError" in p.stderr
+        assert re.search(why, p.stderr), p.stderr

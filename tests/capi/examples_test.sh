@@ -80,6 +80,15 @@ import bertrt
 m = bertrt.Model('$T/fp32.brt')
 print(m.predict(['a gorgeous, witty movie'])[0]['label'], bertrt.__file__)" 2>&1)
 echo "$out" | grep "^[01] $PYDIR/bertrt/__init__.py$" > /dev/null && ok || bad "installed Python module: $out"
+# ... from the manifest, and after the prefix is moved (the path is relative to the module: an
+# absolute one sent the CPack tarball's module to the build's staging folder).
+grep -q "/bertrt/_library_path.py$" "$BUILD/install_manifest.txt" && ok || bad "_library_path.py is not in install_manifest.txt"
+mv "$P" "$T/moved"
+MOVED=${PYDIR/#$P/$T/moved}
+out=$(cd "$T" && env -u BERTRT_LIBRARY PYTHONPATH="$MOVED" /usr/bin/python3 -c "
+import bertrt
+print(bertrt.Model('$T/fp32.brt').predict(['a gorgeous, witty movie'])[0]['label'], bertrt.version())" 2>&1)
+echo "$out" | grep "^[01] 0\." > /dev/null && ok || bad "the moved prefix's Python module: $out"
 
 echo "examples_test: $pass passed, $fail failed"
 [ $fail -eq 0 ]
