@@ -49,8 +49,11 @@ std::string checked_target(const std::string& path, std::string& via) {
   via = target == path ? "" : fmt::format(" (the link's target {})", target);
   const std::string dir = parent_dir(target);
   struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    fail("{}{}: folder '{}' does not exist", path, via, dir);
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (errno == ENOENT) fail("{}{}: folder '{}' does not exist", path, via, dir);
+    fail("{}{}: folder '{}': {}", path, via, dir, std::strerror(errno));  // a loop, EACCES
+  }
+  if (!S_ISDIR(st.st_mode)) fail("{}{}: '{}' is not a folder", path, via, dir);
   if (::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
     fail("{}{}: {}", path, via,
          S_ISDIR(st.st_mode) ? "is a folder, expected a file path"
@@ -58,10 +61,15 @@ std::string checked_target(const std::string& path, std::string& via) {
   return target;
 }
 
-// mkstemp of `target`.tmp.XXXXXX, 0644; returns the fd and sets temp_path.
+// mkstemp of `target`.tmp.XXXXXX, 0644; returns the fd and sets temp_path. A name near NAME_MAX
+// (255) gets a shortened stem, so that a name the folder takes also takes its temp file.
 int make_temp(const std::string& path, const std::string& via, const std::string& target,
               std::string& temp_path) {
-  std::string tmpl = target + ".tmp.XXXXXX";
+  constexpr size_t kNameMax = 255, kSuffix = sizeof(".tmp.XXXXXX") - 1;
+  const size_t slash = target.find_last_of('/');
+  const size_t name = target.size() - (slash == std::string::npos ? 0 : slash + 1);
+  const size_t cut = name + kSuffix > kNameMax ? name + kSuffix - kNameMax : 0;
+  std::string tmpl = target.substr(0, target.size() - cut) + ".tmp.XXXXXX";
   const int fd = ::mkstemp(tmpl.data());
   if (fd < 0)
     fail("{}{}: cannot write in folder '{}': {}", path, via, parent_dir(target),

@@ -138,6 +138,35 @@ TEST(WriteFaults, AnOutputThatIsASymbolicLinkIsWrittenThrough) {
   }
 }
 
+// check_writable's errors say what is wrong with the folder, and a name at NAME_MAX's edge is
+// written (its temp file's name was 11 bytes too long: "cannot write in folder").
+TEST(WriteFaults, CheckWritableNamesTheProblemAndLongNamesAreWritten) {
+  TempDir dir;
+  const std::string file = dir.file("file.brt");
+  std::ofstream(file) << "x";
+  auto error = [](const std::string& path) -> std::string {
+    try {
+      check_writable(path);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(error(file + "/x.brt"), file + "/x.brt: '" + file + "' is not a folder");
+  EXPECT_EQ(error(dir.file("no/x.brt")),
+            dir.file("no/x.brt") + ": folder '" + dir.file("no") + "' does not exist");
+  fs::create_symlink("self/x", dir.file("self"));  // a loop through a folder component
+  EXPECT_EQ(error(dir.file("self/z.brt")), dir.file("self/z.brt") + ": folder '" +
+                                               dir.file("self") +
+                                               "': Too many levels of symbolic links");
+  EXPECT_EQ(error(dir.file("ok.brt")), "");
+  const std::string longest = dir.file(std::string(251, 'n') + ".brt");  // 255 bytes
+  EXPECT_EQ(error(longest), "");
+  write_model_file(longest, model_with(std::vector<float>(16, 1.0f)));
+  EXPECT_NO_THROW(ModelFile::open(longest));
+  EXPECT_EQ(entries(dir.path()), 3u);  // file.brt, self, the long one: no temp or probe left
+}
+
 TEST(WriteFaults, SafetensorsPastTheSizeLimitKeepsThePreviousFile) {
   TempDir dir;
   const std::string path = dir.file("model.safetensors");
