@@ -140,6 +140,7 @@ expect_error "output in missing folder" "" "-o.*no/such/dir" -- "$BIN" init --pr
 expect_error "truncated model" "" "trunc.brt" -- sh -c "head -c 5000 '$T/init.brt' > '$T/trunc.brt' && '$BIN' info '$T/trunc.brt'"
 expect_error "foreign model" "" "BRT1|not a bertrt" -- "$BIN" info "$VOCAB"
 expect_error "fill-mask without [MASK]" "" "MASK" -- "$BIN" fill-mask --model "$T/pt.brt" "no mask here"
+expect_error "fill-mask of Latin-1 text" "" "text: byte 4 \\(0xE9\\) is not UTF-8" -- "$BIN" fill-mask --model "$T/pt.brt" "$(printf 'caf\xe9 is [MASK].')"
 expect_error "unknown task" "$T/o5.brt" "task" -- "$BIN" finetune --model "$T/pt.brt" --task nope --train "$T/train.tsv" --dev "$T/dev.tsv" -o "$T/o5.brt"
 # eval named the model's task instead ("fine-tuned for task sst2, not nope").
 # Small leaks of the fifth bad-input pass (stop 46): each was accepted or unnamed.

@@ -7,6 +7,7 @@
 
 #include "common.h"
 #include "core/error.h"
+#include "core/utf8.h"
 #include "io/model_io.h"
 
 namespace bertrt::cli {
@@ -27,6 +28,10 @@ void add_fill_mask(CLI::App& app) {
   c->add_option("text", o->text, "text with one or more [MASK] tokens")->required();
   o->backend.add_to(c);
   c->callback([o] {
+    // As stdin lines are checked: the tokenizer would drop the bytes and read other words.
+    if (const size_t at = first_invalid_utf8(o->text); at != std::string::npos)
+      fail("text: byte {} (0x{:02X}) is not UTF-8; the text must be UTF-8", at + 1,
+           static_cast<unsigned char>(o->text[at]));
     check_input_file("--model", o->model);
     LoadedModel m = load_model(o->model);
     BertModel& model = *m.model;
@@ -66,8 +71,10 @@ void add_fill_mask(CLI::App& app) {
         else
           fmt::print("{}\t{:.4f}\n", tok.vocab().token(idx[i]), p);
       }
-      if (o->json) fmt::print("{}\n", nlohmann::json{{"position", pos}, {"candidates", cands}}.dump());
-      else if (masks.size() > 1 && pos != masks.back()) fmt::print("\n");
+      if (o->json)
+        fmt::print("{}\n", nlohmann::json{{"position", pos}, {"candidates", cands}}.dump());
+      else if (masks.size() > 1 && pos != masks.back())
+        fmt::print("\n");
     }
   });
 }
