@@ -28,13 +28,18 @@ def _check(status):
         raise Error(status, lib.bertrt_last_error().decode(errors="replace"))
 
 
-def _bytes(s, name="text", optional=True):
-    """A str (UTF-8) or bytes argument for the C API, None passed through when optional. Anything
-    else, or a NUL inside (C would end the string there), is an error naming the argument."""
+def _bytes(s, name="text", optional=True, encode=None):
+    """A str (UTF-8, or `encode`'s bytes) or bytes argument for the C API, None passed through
+    when optional. Anything else, a str UTF-8 cannot encode (a lone surrogate), or a NUL inside
+    (C would end the string there) is an error naming the argument."""
     if s is None and optional:
         return None
     if isinstance(s, str):
-        b = s.encode()
+        try:
+            b = encode(s) if encode else s.encode()
+        except UnicodeEncodeError as e:
+            raise ValueError(f"{name}: not encodable as UTF-8 ({e.reason} at index "
+                             f"{e.start})") from None
     elif isinstance(s, (bytes, bytearray)):
         b = bytes(s)
     else:
@@ -49,7 +54,8 @@ def _path(p, name="path", optional=False):
     failed with ': cannot rename temp file into place', naming nothing)."""
     if isinstance(p, os.PathLike):
         p = os.fspath(p)
-    b = _bytes(p, name, optional)
+    # os.fsencode: a name os.listdir gave with surrogate escapes ('m\udce9.brt') is its bytes.
+    b = _bytes(p, name, optional, encode=os.fsencode)
     if b == b"":
         raise ValueError(f"{name}: empty path")
     return b

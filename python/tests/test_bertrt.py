@@ -117,6 +117,13 @@ def test_model_queries_tokenize_and_fill_mask_match_the_cli(hf, tmp_path):
     # Bytes that are not UTF-8 are refused, not dropped (Latin-1 "café" read as "caf").
     with pytest.raises(bertrt.Error, match="text_a: byte 4 \\(0xE9\\) is not UTF-8"):
         m.tokenize(b"caf\xe9 ok")
+    with pytest.raises(ValueError, match="text: not encodable as UTF-8 \\(surrogates not "
+                                         "allowed at index 1\\)"):
+        m.tokenize("a\ud800b")
+    # A file name os.listdir returns with surrogate escapes is opened by its bytes.
+    odd = os.path.join(os.fsdecode(bytes(tmp_path)), os.fsdecode(b"m\xe9.brt"))
+    os.link(brt, os.fsencode(odd))
+    assert bertrt.Model(odd, num_threads=1).config["hidden_size"] == 36
     got = m.fill_mask(text, top_k=4)
     assert len(got) == 1 and len(got[0]["candidates"]) == 4
     if not CLI:
