@@ -158,6 +158,10 @@ def test_errors_name_the_argument(hf, tmp_path):
     assert not (tmp_path / "x.brt").exists()
     with pytest.raises(bertrt.Error, match="vocab /nope/vocab.txt: no such file"):
         bertrt.convert(out / "st_seqcls", tmp_path / "x.brt", vocab="/nope/vocab.txt")
+    # An output that cannot be written is refused before the checkpoint is read (as by the CLI).
+    with pytest.raises(bertrt.Error, match="bertrt_convert: output .*nodir/x.brt: folder "
+                                           ".*nodir' does not exist"):
+        bertrt.convert(out / "st_seqcls", tmp_path / "nodir" / "x.brt")
     st = out / "st_seqcls" / "model.safetensors"
     before = st.read_bytes()
     with pytest.raises(bertrt.Error, match="exists and is not a .brt model file"):

@@ -149,6 +149,18 @@ for name in ("classifier.weight", "classifier.bias"):
     data[b:e] = b"".join(rows)
 open(d + "/model.safetensors", "wb").write(raw[:8 + n] + bytes(data))
 EOF2
+# The NER export keeps bertrt's own pooler (a pretrain with NSP trains it; dropped, it came back
+# random), though transformers' BertForTokenClassification has none.
+grep -aq '"bert.pooler.dense.weight"' "$T/ner_hf/model.safetensors" && ok || bad "NER export lacks bertrt's pooler"
+# --to hf -o: "new/" is the folder new (its parent was taken to be new itself); a dangling link's
+# target folder is created, as files are written through links; a loop is one error line.
+expect_ok hf-o-trailing-slash "$CONV" --to hf "$T/ti_ner.brt" -o "$T/hf_slash/"
+[ -f "$T/hf_slash/config.json" ] && ok || bad "hf-o-trailing-slash: no config.json"
+ln -s hf_dangling_target "$T/hf_dangling"
+expect_ok hf-o-dangling-link "$CONV" --to hf "$T/ti_ner.brt" -o "$T/hf_dangling"
+[ -f "$T/hf_dangling_target/config.json" ] && [ -L "$T/hf_dangling" ] && ok || bad "hf-o-dangling-link: not written through the link"
+ln -s hfloopB "$T/hfloopA"; ln -s hfloopA "$T/hfloopB"
+expect_error hf-o-loop 1 "" "hfloopA: cannot write: too many levels of symbolic links" -- "$CONV" --to hf "$T/ti_ner.brt" -o "$T/hfloopA"
 echo "EU rejects German call by Peter Blackburn" > "$T/ner_in.txt"
 "$BERTRT" predict --model "$T/ti_ner.brt" --json < "$T/ner_in.txt" > "$T/ner_a.json" 2>/dev/null
 expect_ok predict-ner-permuted sh -c "'$BERTRT' predict --model '$T/ner_perm.brt' --task conll2003 --json < '$T/ner_in.txt'"

@@ -11,6 +11,8 @@
 #include "convert/export_hf.h"
 #include "convert/hf_import.h"
 #include "convert/tensor_encode.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
 #include "io/model_file.h"
 
 using namespace bertrt;
@@ -42,6 +44,12 @@ extern "C" bertrt_status bertrt_convert(const char* input, const char* output, c
       const auto parsed = convert::parse_float_dtype(type);
       if (!parsed)
         api_fail(BERTRT_E_INVALID_ARGUMENT, "{}: dtype must be f32, f16 or bf16, got {}", fn, type);
+      // Before the import, which reads the whole checkpoint (the CLI's order).
+      try {
+        check_writable(output);
+      } catch (const Error& e) {
+        api_fail(BERTRT_E_IO, "{}: output {}", fn, e.what());
+      }
       convert::check_replaceable_brt("output", output);
       if (vocab && !std::filesystem::is_regular_file(vocab, ec))
         api_fail(BERTRT_E_IO, "{}: vocab {}: {}", fn, vocab, not_a_file_reason(vocab));

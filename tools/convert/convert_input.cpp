@@ -119,7 +119,8 @@ std::unique_ptr<CheckpointReader> open_checkpoint(const std::string& path) {
 }
 
 void check_replaceable_brt(const std::string& what, const std::string& path) {
-  if (!std::filesystem::is_regular_file(path)) return;
+  std::error_code ec;  // a link loop: not a file here (check_writable names the loop)
+  if (!std::filesystem::is_regular_file(path, ec)) return;
   if (!is_brt_file(path))
     fail("{} {}: exists and is not a .brt model file (an input of the conversion?); it would be "
          "replaced: remove it or choose another name", what, path);

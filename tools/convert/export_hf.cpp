@@ -158,9 +158,9 @@ std::vector<std::string> export_hf(const std::string& brt_path, const std::strin
   // Regression without a name: transformers' default for num_labels = 1.
   if (c.heads.resolved_kind() == HeadKind::kRegression && labels.empty()) labels = {"LABEL_0"};
 
-  // The pooler came from a checkpoint (not initialised by bertrt-convert or bertrt init).
+  // The pooler is not the converter's random one: read from a checkpoint, or bertrt's own (a
+  // `bertrt pretrain` with NSP trains it; one fine-tuned for NER or QA after it keeps it).
   const bool source_pooler =
-      meta_or(c, "source_format", "") != "" &&
       meta_or(c, "converter.initialized", "").find("bert.pooler.") == std::string::npos;
   std::vector<SafetensorsTensor> out;
   std::deque<std::vector<uint8_t>> storage;  // dequantized tensors
@@ -173,9 +173,9 @@ std::vector<std::string> export_hf(const std::string& brt_path, const std::strin
       ++observers;
       continue;
     }
-    // A pooler read from the source checkpoint is kept where transformers' class has none
-    // (it ignores the weights, as it does bert-base-uncased's with BertForMaskedLM): dropped, it
-    // came back initialised at random, and a classifier fine-tuned from it started from that.
+    // Such a pooler is kept where transformers' class has none (it ignores the weights, as it
+    // does bert-base-uncased's with BertForMaskedLM): dropped, it came back initialised at
+    // random, and a classifier fine-tuned from it started from that.
     const bool pooler = t.name.rfind("bert.pooler.", 0) == 0;
     if (!belongs(arch, t.name) && !(pooler && source_pooler)) {
       if (!pooler)
@@ -213,32 +213,37 @@ std::vector<std::string> export_hf(const std::string& brt_path, const std::strin
                                    brt_path, observers));
   if (c.training_state) warnings.push_back(brt_path + ": optimizer state is not exported (Hugging Face has no place for it)");
 
-  if (fs::exists(dir) && !fs::is_directory(dir)) fail("{}: exists and is not a folder", dir);
+  // The folder a link names (a dangling one's target is created, as files are written through
+  // links; a loop is an error), and "new/" or "new/." is the folder "new" (its parent was taken
+  // to be "new" itself).
+  fs::path folder = fs::path(output_target(dir)).lexically_normal();
+  if (!folder.has_filename()) folder = folder.parent_path();
+  std::error_code ec;
+  const fs::file_status st = fs::status(folder, ec);
+  if (fs::exists(st) && !fs::is_directory(st)) fail("{}: exists and is not a folder", dir);
   // Files transformers reads that this export does not write: left beside the new ones they would
   // win (a stale tokenizer.json over the new vocab.txt, an old index over model.safetensors).
   // Nothing is deleted: the user decides.
   for (const char* stale : {"tokenizer.json", "added_tokens.json",
                             "model.safetensors.index.json", "pytorch_model.bin",
                             "pytorch_model.bin.index.json", "tf_model.h5", "flax_model.msgpack"})
-    if (fs::exists(fs::path(dir) / stale))
+    if (fs::exists(folder / stale, ec))
       fail("{}: holds {}, which this export does not write and transformers would read beside "
            "the new files: remove it, or export to a new folder", dir, stale);
   bool created = false;
-  if (!fs::exists(dir)) {
-    const fs::path parent = fs::absolute(dir).parent_path();
-    if (!fs::is_directory(parent))
+  if (!fs::exists(st)) {
+    const fs::path parent = fs::absolute(folder, ec).parent_path();
+    if (!fs::is_directory(parent, ec))
       fail("{}: cannot create the folder: {} {}", dir, parent.string(),
-           fs::exists(parent) ? "is a file, not a folder" : "does not exist");
-    std::error_code ec;
-    fs::create_directory(dir, ec);
+           fs::exists(parent, ec) ? "is a file, not a folder" : "does not exist");
+    fs::create_directory(folder, ec);
     if (ec) fail("{}: cannot create the folder: {}", dir, ec.message());
     created = true;
   }
   try {
-    write_folder(dir, c, out, arch, labels, torch_dtype);
+    write_folder(folder.string(), c, out, arch, labels, torch_dtype);
   } catch (...) {
-    std::error_code ec;
-    if (created) fs::remove(dir, ec);  // empty again: the temp files are gone
+    if (created) fs::remove(folder, ec);  // empty again: the temp files are gone
     throw;
   }
   return warnings;
