@@ -317,7 +317,9 @@ class Model:
         the best span with start <= end, at most 30 pieces).
         QA reads one window: [CLS] question [SEP] context [SEP] truncated at max_seq_length (128
         pieces by default), so an answer past it is not found; the CLI's `bertrt predict` splits
-        a long context into overlapping windows (doc stride) instead."""
+        a long context into overlapping windows (doc stride) instead. A text or pair with no
+        tokens (empty, or only spaces, control or zero-width characters) is a ValueError, as the
+        CLI refuses such a line."""
         texts, text_pairs = _texts(texts, "texts"), _texts(text_pairs, "text_pairs")
         if isinstance(texts, (str, bytes)):
             texts = [texts]
@@ -330,6 +332,12 @@ class Model:
             raise ValueError("predict: a QA model takes questions and text_pairs= (the contexts)")
         if max_seq_length is None:
             max_seq_length = min(128, self.config["max_position_embeddings"])
+        # Refused as `bertrt predict` refuses the line: the model would answer a bare [CLS] [SEP].
+        for name, seq in (("texts", texts), ("text_pairs", text_pairs or [])):
+            for i, t in enumerate(seq):
+                if t is not None and len(self.tokenize(t)["input_ids"]) == 2:
+                    raise ValueError(f"{name}[{i}]: no tokens (empty, or only spaces, control or "
+                                     "zero-width characters)")
         batch = self.encode(texts, text_pairs, max_seq_length)
         out = self.forward(**batch)
         res = []

@@ -404,6 +404,8 @@ def test_predict_of_a_qa_model_returns_a_span_of_the_context(hf, tmp_path):
     with pytest.raises(TypeError, match="texts: expected a str, bytes or a list of them, got "
                                         "NoneType"):
         m.predict(None)
+    with pytest.raises(ValueError, match="text_pairs\\[0\\]: no tokens"):
+        m.predict([question], ["\u200b"])  # zero-width: the CLI refuses it too
     with pytest.raises(ValueError, match="text_pairs"):
         m.predict([question])
     # One window, no doc stride (the CLI's predict windows): the answer lies in the pieces that

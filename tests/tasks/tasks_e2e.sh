@@ -157,6 +157,8 @@ for c, line in zip(ctx, open(sys.argv[1], encoding="utf-8")):
     assert c[j["start"]:j["end"]] == j["answer"], (c, j)
 ' "$T/p_qa.json" && ok || bad "predict squad answer offsets"
 printf 'Who?\tThe cat.\n' | "$BIN" predict --model "$T/qa.brt" > "$T/p_qa.txt"
+expect_error "predict squad, a zero-width context" "" "line 1: the context is empty \\(no tokens" -- \
+  sh -c "printf 'Who?\\t\\342\\200\\213\\n' | '$BIN' predict --model '$T/qa.brt'"
 check "predict squad plain" '^.+	[0-9.]+$' "$T/p_qa.txt"
 
 # --- bad input: each names the file and line ----------------------------------------------------------

@@ -202,8 +202,12 @@ struct Predictor {
       ex.question = fields[0];
       ex.context = fields[1];
     }
-    if (tok.tokenize(ex.question).empty()) fail("stdin: line {}: the question is empty", n);
-    if (tok.tokenize(ex.context).empty()) fail("stdin: line {}: the context is empty", n);
+    for (const auto& [text, what] : {std::pair{&ex.question, "question"}, {&ex.context, "context"}})
+      if (tok.tokenize(*text).empty())
+        fail(
+            "stdin: line {}: the {} is empty (no tokens: only spaces, control or zero-width "
+            "characters)",
+            n, what);
     const auto features = make_squad_features(tok, {ex}, task.squad);
     const SpanOutputs out = run_spans(model, be, features, 8, tok.pad_id(), false);
     const SquadPrediction p =
