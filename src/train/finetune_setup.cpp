@@ -26,18 +26,19 @@ OptimOptions finetune_optim_options(const FinetuneHyper& h, int64_t total_steps)
   return oo;
 }
 
+void rename_source_architecture(std::map<std::string, std::string>& meta) {
+  if (const auto it = meta.find("architecture"); it != meta.end()) {
+    meta["source_architecture"] = it->second;
+    meta.erase(it);
+  }
+}
+
 std::map<std::string, std::string> finetuned_metadata(std::map<std::string, std::string> base,
                                                       const TaskDefinition& task,
                                                       int64_t total_steps,
                                                       const std::string& source,
                                                       const std::string& run_key) {
-  // The converter's "architecture" names the source checkpoint's class, which the new head
-  // replaces (info showed BertForMaskedLM for an SST-2 model): kept as the source's, beside
-  // source_path and source_format.
-  if (const auto it = base.find("architecture"); it != base.end()) {
-    base["source_architecture"] = it->second;
-    base.erase(it);
-  }
+  rename_source_architecture(base);
   base["source"] = source;
   base["finetune_task"] = task.name;
   base["finetune_steps"] = std::to_string(total_steps);

@@ -30,6 +30,11 @@ int64_t finetune_total_steps(const FinetuneHyper& h, size_t train_rows);
 // AdamW at learning_rate, weight_decay, warm-up ceil(total · warmup_ratio), linear decay.
 OptimOptions finetune_optim_options(const FinetuneHyper& h, int64_t total_steps);
 
+// The converter's "architecture" names the source checkpoint's class, which a fine-tuning head
+// replaces (info showed BertForMaskedLM for an SST-2 model): renamed "source_architecture",
+// beside source_path and source_format.
+void rename_source_architecture(std::map<std::string, std::string>& meta);
+
 // The metadata of a fine-tuned model: the input model's, with source, finetune_task,
 // finetune_steps and the task definition (what eval/predict read), the converter's
 // "architecture" renamed "source_architecture", and without the resumable-run

@@ -94,6 +94,8 @@ grep -q "note: --max-seq-length 24 (the model's max_position_embeddings" "$T/std
 # The source's class is named as the source's: the fine-tuned model's is its new head's.
 "$BERTRT" info "$T/stsb_ft.brt" > "$T/info_ft.txt"
 grep -q "source_architecture = BertForSequenceClassification" "$T/info_ft.txt" && ! grep -q "metadata   architecture =" "$T/info_ft.txt" && ok || bad "finetuned metadata: $(grep metadata "$T/info_ft.txt")"
+"$BERTRT" info "$T/stsb_q.brt" > "$T/info_q.txt"  # quantize renames it too
+grep -q "source_architecture = BertForSequenceClassification" "$T/info_q.txt" && ! grep -q "metadata   architecture =" "$T/info_q.txt" && ok || bad "quantized metadata: $(grep metadata "$T/info_q.txt")"
 expect_ok bench-default-length "$BERTRT" bench --model "$T/stsb.brt" --iters 1 --warmup 0
 grep -q "T=24" "$T/stdout" && ok || bad "bench-default-length: $(cat "$T/stdout")"
 expect_error quantize-converted-other-task 1 "$T/sst2_q.brt" "stsb.brt: the model was fine-tuned for task stsb, not sst2" -- "$BERTRT" quantize --model "$T/stsb.brt" --task sst2 --calibration "$T/stsb.tsv" -o "$T/sst2_q.brt"

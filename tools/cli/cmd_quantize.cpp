@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "io/model_io.h"
 #include "task_flags.h"
+#include "train/finetune_setup.h"
 #include "train/task_data.h"
 
 namespace bertrt::cli {
@@ -84,6 +85,7 @@ void add_quantize(CLI::App& app) {
       model.forward(*be, data->batch(order, begin, o->batch_size).inputs(), Targets{}, false);
     model.finish_calibration();
     auto meta = m.metadata;
+    rename_source_architecture(meta);  // a model fine-tuned before stop 48 still has the key
     meta["source"] = "bertrt quantize";
     meta["quantization.source"] = "ptq";
     meta["quantization.calibration"] =
