@@ -84,11 +84,12 @@ def _output_file(p, name):
 
 
 def _texts(v, name):
-    """v as given when it is a str, bytes or a sequence of them (text_pairs may be None); any
-    other type is a TypeError naming the argument (None had no len())."""
+    """v as given when it is a str, bytes or a sequence of them (a list, tuple, NumPy array;
+    text_pairs may be None); None or a non-sequence is a TypeError naming the argument (None had
+    no len())."""
     if v is None and name == "text_pairs":
         return None
-    if isinstance(v, (str, bytes, list, tuple)):
+    if v is not None and (isinstance(v, (str, bytes)) or hasattr(v, "__len__")):
         return v
     raise TypeError(f"{name}: expected a str, bytes or a list of them, got {type(v).__name__}")
 
@@ -332,13 +333,16 @@ class Model:
             raise ValueError("predict: a QA model takes questions and text_pairs= (the contexts)")
         if max_seq_length is None:
             max_seq_length = min(128, self.config["max_position_embeddings"])
-        # Refused as `bertrt predict` refuses the line: the model would answer a bare [CLS] [SEP].
-        for name, seq in (("texts", texts), ("text_pairs", text_pairs or [])):
-            for i, t in enumerate(seq):
-                if t is not None and len(self.tokenize(t)["input_ids"]) == 2:
+        batch = self.encode(texts, text_pairs, max_seq_length)
+        # A text with no pieces is refused as `bertrt predict` refuses the line (the model would
+        # answer a bare [CLS] [SEP]): [CLS] and [SEP] are A's (type 0), B's [SEP] is its own.
+        for i in range(len(texts)):
+            on, types = batch["attention_mask"][i] == 1, batch["token_type_ids"][i]
+            for name, pieces in (("texts", int((on & (types == 0)).sum()) - 2),
+                                 ("text_pairs", int((on & (types == 1)).sum()) - 1)):
+                if pieces == 0:
                     raise ValueError(f"{name}[{i}]: no tokens (empty, or only spaces, control or "
                                      "zero-width characters)")
-        batch = self.encode(texts, text_pairs, max_seq_length)
         out = self.forward(**batch)
         res = []
         for i in range(len(texts)):

@@ -406,6 +406,9 @@ def test_predict_of_a_qa_model_returns_a_span_of_the_context(hf, tmp_path):
         m.predict(None)
     with pytest.raises(ValueError, match="text_pairs\\[0\\]: no tokens"):
         m.predict([question], ["\u200b"])  # zero-width: the CLI refuses it too
+    with pytest.raises(ValueError, match="texts\\[1\\]: no tokens"):
+        m.predict([question, " "], [context, context])
+    assert m.predict(np.array([question]), np.array([context])) == [p]  # any sequence of texts
     with pytest.raises(ValueError, match="text_pairs"):
         m.predict([question])
     # One window, no doc stride (the CLI's predict windows): the answer lies in the pieces that
