@@ -21,12 +21,11 @@ void set_last_error(const std::string& message) {
 void clear_last_error() { last_error.clear(); }
 
 void require_utf8(const char* text, const char* fn, const char* name) {
-  const size_t at = first_invalid_utf8(text);
-  if (at != std::string_view::npos)
-    api_fail(BERTRT_E_INVALID_ARGUMENT,
-             "{}: {}: byte {} (0x{:02X}) is not UTF-8; the text must be UTF-8 (the tokenizer "
-             "would drop that byte and read other words)",
-             fn, name, at + 1, static_cast<unsigned char>(text[at]));
+  try {
+    check_utf8_text(text, name);
+  } catch (const Error& e) {
+    api_fail(BERTRT_E_INVALID_ARGUMENT, "{}: {}", fn, e.what());
+  }
 }
 
 bertrt_status status_of_current_exception(bertrt_status fallback) noexcept {

@@ -60,4 +60,13 @@ void check_utf8_line(std::string_view line, const std::string& path, size_t line
       path, line_no, skipped + at + 1, static_cast<unsigned char>(line[at]));
 }
 
+void check_utf8_text(std::string_view text, const std::string& what) {
+  const size_t at = first_invalid_utf8(text);
+  if (at == std::string_view::npos) return;
+  fail(
+      "{}: byte {} (0x{:02X}) is not UTF-8; the text must be UTF-8 (the tokenizer would drop that "
+      "byte and read other words)",
+      what, at + 1, static_cast<unsigned char>(text[at]));
+}
+
 }  // namespace bertrt

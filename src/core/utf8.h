@@ -22,5 +22,8 @@ bool utf16_bom(std::string_view s);
 // the reader dropped from the line's start (a UTF-8 BOM), so that byte numbers count the file's.
 void check_utf8_line(std::string_view line, const std::string& path, size_t line_no,
                      size_t skipped = 0);
+// Throws bertrt::Error "<what>: byte N (0xXX) is not UTF-8; ..." when a text given whole (a
+// command-line argument, a C API string) is not UTF-8, for the same reason.
+void check_utf8_text(std::string_view text, const std::string& what);
 
 }  // namespace bertrt

@@ -28,10 +28,7 @@ void add_fill_mask(CLI::App& app) {
   c->add_option("text", o->text, "text with one or more [MASK] tokens")->required();
   o->backend.add_to(c);
   c->callback([o] {
-    // As stdin lines are checked: the tokenizer would drop the bytes and read other words.
-    if (const size_t at = first_invalid_utf8(o->text); at != std::string::npos)
-      fail("text: byte {} (0x{:02X}) is not UTF-8; the text must be UTF-8", at + 1,
-           static_cast<unsigned char>(o->text[at]));
+    check_utf8_text(o->text, "text");  // as stdin lines are checked
     check_input_file("--model", o->model);
     LoadedModel m = load_model(o->model);
     BertModel& model = *m.model;
