@@ -36,6 +36,12 @@ size_t first_invalid_utf8(std::string_view s) {
   return std::string_view::npos;
 }
 
+size_t drop_utf8_bom(std::string& line) {
+  if (line.rfind("\xEF\xBB\xBF", 0) != 0) return 0;
+  line.erase(0, 3);
+  return 3;
+}
+
 bool utf16_bom(std::string_view s) {
   return s.size() >= 2 &&
          ((s[0] == '\xFF' && s[1] == '\xFE') || (s[0] == '\xFE' && s[1] == '\xFF'));

@@ -13,6 +13,9 @@ namespace bertrt {
 size_t utf8_sequence_length(std::string_view s, size_t i);
 // Offset of the first byte of s that starts no well-formed sequence, or npos when s is UTF-8.
 size_t first_invalid_utf8(std::string_view s);
+// Drops a UTF-8 byte-order mark (EF BB BF) from the start of a file's first line; returns the
+// bytes dropped, 3 or 0 (check_utf8_line's `skipped`).
+size_t drop_utf8_bom(std::string& line);
 // True when s starts with a UTF-16 byte-order mark (FF FE or FE FF).
 bool utf16_bom(std::string_view s);
 // Throws bertrt::Error naming the file, the line, the byte and how to convert the file when a

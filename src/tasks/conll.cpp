@@ -78,8 +78,7 @@ std::vector<NerSentence> read_conll(const std::string& path, const std::vector<s
   while (std::getline(in, line)) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    const size_t bom = line_no == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0;
-    line.erase(0, bom);
+    const size_t bom = line_no == 1 ? drop_utf8_bom(line) : 0;
     check_utf8_line(line, path, line_no, bom);
     if (is_blank(line)) {
       finish();

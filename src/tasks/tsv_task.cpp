@@ -154,8 +154,7 @@ std::string first_line(const std::string& path) {
   std::string line;
   std::getline(in, line);
   if (!line.empty() && line.back() == '\r') line.pop_back();
-  const size_t bom = line.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0;
-  line.erase(0, bom);
+  const size_t bom = drop_utf8_bom(line);
   check_utf8_line(line, path, 1, bom);  // before its names are matched against the columns
   return line;
 }
@@ -267,7 +266,7 @@ std::vector<TextExample> read_glue_tsv(const std::string& path, const TaskSpec& 
   while (std::getline(in, line)) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line_no == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, bom = 3);  // UTF-8 BOM
+    if (line_no == 1) bom = drop_utf8_bom(line);
     const size_t skipped = line_no == 1 ? bom : 0;
     if (line_no == 1 && utf16_bom(line)) check_utf8_line(line, path, line_no);
     if (line_no == 1 && spec.has_header) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "tokenizer/tokenizer.h"
 
 namespace bertrt {
@@ -24,7 +25,7 @@ std::vector<std::string> Vocab::read_tokens(const std::string& path) {
     while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.pop_back();
     // A byte-order mark (an editor's, on Windows) is not part of the first token: with it,
     // "[PAD]" went missing. The TSV readers drop it the same way.
-    if (tokens.empty() && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
+    if (tokens.empty()) drop_utf8_bom(line);
     tokens.push_back(line);
   }
   if (in.bad()) fail("vocab {}: read error after line {}", path, tokens.size());
