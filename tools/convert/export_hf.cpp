@@ -160,7 +160,7 @@ std::vector<std::string> export_hf(const std::string& brt_path, const std::strin
 
   // The pooler is not the converter's random one: read from a checkpoint, or bertrt's own (a
   // `bertrt pretrain` with NSP trains it; one fine-tuned for NER or QA after it keeps it).
-  const bool source_pooler =
+  const bool trained_pooler =
       meta_or(c, "converter.initialized", "").find("bert.pooler.") == std::string::npos;
   std::vector<SafetensorsTensor> out;
   std::deque<std::vector<uint8_t>> storage;  // dequantized tensors
@@ -177,7 +177,7 @@ std::vector<std::string> export_hf(const std::string& brt_path, const std::strin
     // does bert-base-uncased's with BertForMaskedLM): dropped, it came back initialised at
     // random, and a classifier fine-tuned from it started from that.
     const bool pooler = t.name.rfind("bert.pooler.", 0) == 0;
-    if (!belongs(arch, t.name) && !(pooler && source_pooler)) {
+    if (!belongs(arch, t.name) && !(pooler && trained_pooler)) {
       if (!pooler)
         warnings.push_back(fmt::format("{}: tensor '{}' is not part of {}; not exported", brt_path, t.name, arch));
       continue;
