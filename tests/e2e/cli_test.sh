@@ -206,6 +206,15 @@ expect_error "--metrics is -o" "" "metrics.*is also -o" -- "$BIN" pretrain --mod
 cp "$T/init.brt" "$T/init_copy.brt"
 expect_error "--metrics is --model" "$T/o12.brt" "metrics.*is also --model" -- "$BIN" pretrain --model "$T/init_copy.brt" --corpus "$T/corpus.txt" --max-steps 1 --metrics "$T/init_copy.brt" -o "$T/o12.brt"
 cmp -s "$T/init.brt" "$T/init_copy.brt" && ok || bad "--metrics clobbered --model"
+# The .txt files of a --corpus folder are inputs too: an output among them replaced training text.
+mkdir "$T/cdir" && cp "$T/corpus.txt" "$T/cdir/a.txt" && cp "$T/corpus.txt" "$T/cdir/b.txt"
+for flag in --metrics --dump-instances -o; do
+  args=(--metrics "$T/m13.jsonl" --dump-instances "$T/d13.inst" -o "$T/o13.brt")
+  for i in 0 2 4; do [ "${args[$i]}" = "$flag" ] && args[i + 1]=$T/cdir/b.txt; done
+  expect_error "pretrain $flag in the --corpus folder" "" "$flag .*cdir/b.txt: is also a file of --corpus .*cdir" -- \
+    "$BIN" pretrain --model "$T/init.brt" --corpus "$T/cdir" --max-steps 1 "${args[@]}"
+  cmp -s "$T/corpus.txt" "$T/cdir/b.txt" && ok || bad "pretrain $flag replaced a file of the --corpus folder"
+done
 # Outputs through symbolic links (stop 47): checked where the write lands, before any training.
 FT1=(finetune --model "$T/pt.brt" --task sst2 --train "$T/train.tsv" --max-steps 1)
 ln -s loopB "$T/loopA"; ln -s loopA "$T/loopB"

@@ -139,7 +139,11 @@ cmp -s "$T/a.brt" "$T/b.brt" && ok || bad "--recompute changed the result"
 # A held-out text of one document (no blank line) serves MLM alone; NSP needs a second document.
 grep -v '^$' "$T/valid.txt" > "$T/valid1.txt"
 expect_ok "--no-nsp --valid with one document" "$BIN" pretrain --model "$T/init.brt" "${COMMON[@]}" --no-nsp \
-  --max-steps 2 --valid "$T/valid1.txt" --valid-examples 8 -o "$T/v1.brt"
+  --max-steps 2 --valid "$T/valid1.txt" --valid-examples 8 --metrics "$T/nonsp.jsonl" -o "$T/v1.brt"
+# Without NSP no NSP figure is reported (zeros were printed, logged and plotted as flat curves).
+! grep -qiE 'nsp (accuracy|loss)|random next' "$T/stdout" && ! grep -qi nsp "$T/nonsp.jsonl" \
+  && grep -q '"mlm_loss"' "$T/nonsp.jsonl" && ok \
+  || bad "--no-nsp run reports NSP: $(grep -iE 'nsp|random next' "$T/stdout" "$T/nonsp.jsonl" | head -3)"
 expect_error "NSP --valid with one document" "$T/v2.brt" "valid1.txt: 1 document.*need at least 2" -- \
   "$BIN" pretrain --model "$T/init.brt" "${COMMON[@]}" --max-steps 2 --valid "$T/valid1.txt" -o "$T/v2.brt"
 [ "$(grep -c '"eval":{' "$T/m.jsonl")" -eq 4 ] && grep -q '"step":4,' "$T/m.jsonl" && ok || bad "eval lines (before, 4, 8, 12): $(grep eval "$T/m.jsonl")"

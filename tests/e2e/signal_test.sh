@@ -52,10 +52,14 @@ PT=(--corpus "$T/corpus.txt" --batch-size 4 --max-seq-length 32 --max-prediction
   && ok || bad "uninterrupted pretrain"
 for sig in INT TERM; do
   want=$([ $sig = INT ] && echo 130 || echo 143)
+  rm -f "$T/p.inst"
   interrupt "pretrain SIG$sig" $sig "$want" "$T/p.jsonl" "$T/p.brt" -- \
-    "$BIN" pretrain --model "$T/init.brt" "${PT[@]}" --metrics "$T/p.jsonl" -o "$T/p.brt"
+    "$BIN" pretrain --model "$T/init.brt" "${PT[@]}" --metrics "$T/p.jsonl" --dump-instances "$T/p.inst" -o "$T/p.brt"
   if [ -n "$stopped" ] && [ "$stopped" -lt $M ]; then
     ok
+    # The steps it trained are in its --dump-instances file (it was dropped), named in the output.
+    [ -s "$T/p.inst" ] && grep -q "wrote $T/p.inst (steps 1..$stopped)" "$T/stdout" && ok \
+      || bad "pretrain SIG$sig: dump of steps 1..$stopped: $(ls -l "$T/p.inst" 2>&1; grep wrote "$T/stdout")"
     "$BIN" pretrain --resume "$T/p.brt" "${PT[@]}" --metrics "$T/p.jsonl" -o "$T/p.brt" > "$T/resume.out" 2>&1 \
       && ok || bad "pretrain resume after SIG$sig: $(tail -2 "$T/resume.out")"
     cmp -s "$T/full.brt" "$T/p.brt" && ok || bad "pretrain stopped by SIG$sig at step $stopped + resumed differs"
@@ -65,6 +69,19 @@ for sig in INT TERM; do
     bad "pretrain SIG$sig: no checkpoint below step $M (got '$stopped')"
   fi
 done
+
+# A signal before the first step (here while the held-out text is evaluated, seconds at 1 thread):
+# nothing trained, nothing written. It used to train a new step first, then save it.
+rm -f "$T/early.brt"
+"$BIN" pretrain --model "$T/init.brt" "${PT[@]}" --valid "$TEXT" --valid-examples 0 \
+  -o "$T/early.brt" > "$T/stdout" 2> "$T/stderr" < /dev/null &
+pid=$!
+for _ in $(seq 3000); do grep -q 'reading --valid 1000/1000' "$T/stderr" && break; sleep 0.01; done
+kill -INT $pid
+wait $pid
+rc=$?
+[ $rc -eq 130 ] && grep -q "interrupted: SIGINT before step 1 of $M: nothing trained, $T/early.brt not written" "$T/stderr" \
+  && [ ! -e "$T/early.brt" ] && ok || bad "SIGINT before the first step: exit $rc: $(tail -c 300 "$T/stderr")"
 
 # --- finetune --------------------------------------------------------------------------------------
 N=60

@@ -136,6 +136,8 @@ void add_optim_flags(CLI::App* c, OptimFlags& o) {
 void validate(const Flags& o) {
   if (o.data_only) {
     if (o.dump_instances.empty()) fail("--data-only needs --dump-instances (the file it writes)");
+    if (!o.out.empty())
+      fmt::print(stderr, "note: --data-only trains nothing: -o {} is not written\n", o.out);
   } else {
     check_output_path("-o", o.out);
   }
@@ -153,7 +155,15 @@ void validate(const Flags& o) {
   if (!o.dump_instances.empty()) check_output_path("--dump-instances", o.dump_instances);
   {
     FlagPaths data{{"--valid", d.valid}};
-    for (const std::string& c : d.corpus) data.push_back({"--corpus", c});
+    for (const std::string& c : d.corpus) {
+      data.push_back({"--corpus", c});
+      // A folder's .txt files are read too: an output among them would replace training text.
+      std::error_code ec;
+      if (std::filesystem::is_directory(c, ec))
+        for (const auto& e : std::filesystem::directory_iterator(c, ec))
+          if (e.path().extension() == ".txt")
+            data.push_back({fmt::format("a file of --corpus {}", c), e.path().string()});
+    }
     const FlagPaths logs{{"--metrics", o.metrics}, {"--dump-instances", o.dump_instances}};
     FlagPaths outputs = logs;
     if (!o.data_only) outputs.push_back({"-o", o.out});
@@ -275,23 +285,30 @@ void check_resumable(const std::string& path, const LoadedModel& m, const nlohma
                "but not bit-identically\n", path, be->second, backend);
 }
 
-nlohmann::json eval_json(const PretrainEval& e) {
-  return {{"mlm_loss", e.mlm_loss}, {"mlm_accuracy", e.mlm_accuracy}, {"nsp_loss", e.nsp_loss},
-          {"nsp_accuracy", e.nsp_accuracy}, {"examples", e.examples}, {"masked_tokens", e.masked}};
+// Without NSP (--no-nsp) the NSP keys are left out: zeros would plot as flat curves.
+nlohmann::json eval_json(const PretrainEval& e, bool nsp) {
+  nlohmann::json j = {{"mlm_loss", e.mlm_loss}, {"mlm_accuracy", e.mlm_accuracy}};
+  if (nsp) j["nsp_loss"] = e.nsp_loss, j["nsp_accuracy"] = e.nsp_accuracy;
+  j["examples"] = e.examples;
+  j["masked_tokens"] = e.masked;
+  return j;
 }
 
-nlohmann::json step_json(const PretrainStepLog& log, int64_t skipped_steps) {
+nlohmann::json step_json(const PretrainStepLog& log, int64_t skipped_steps, bool nsp) {
   const ForwardResult& f = log.result.fwd;
   const double mlm_acc = f.mlm.count ? double(f.mlm.correct) / f.mlm.count : 0;
   const double nsp_acc = f.nsp.count ? double(f.nsp.correct) / f.nsp.count : 0;
-  nlohmann::json j = {{"step", log.step}, {"epoch", log.epoch}, {"loss", f.loss},
-                      {"mlm_loss", f.mlm.loss}, {"nsp_loss", f.nsp.loss},
-                      {"mlm_accuracy", mlm_acc}, {"nsp_accuracy", nsp_acc},
+  nlohmann::json j = {{"step", log.step},
+                      {"epoch", log.epoch},
+                      {"loss", f.loss},
+                      {"mlm_loss", f.mlm.loss},
+                      {"mlm_accuracy", mlm_acc},
                       {"learning_rate", log.result.learning_rate},
                       {"grad_norm", log.result.grad_norm},  // NaN/inf are written as null
                       {"tokens_per_second", log.tokens_per_second},
                       {"elapsed_seconds", log.elapsed_seconds},
                       {"skipped_steps", skipped_steps}};
+  if (nsp) j["nsp_loss"] = f.nsp.loss, j["nsp_accuracy"] = nsp_acc;
   if (log.result.skipped) j["skipped"] = true;
   return j;
 }
@@ -374,8 +391,11 @@ std::vector<PretrainingExample> validation_examples(const Flags& o, const Tokeni
     valid.resize(o.data.valid_examples);
   size_t random_next = 0;
   for (const PretrainingExample& e : valid) random_next += e.next_sentence_label == 1;
-  fmt::print("valid: {} examples, {:.1f}% with a random next segment (NSP label 1)\n",
-             valid.size(), 100.0 * random_next / std::max<size_t>(1, valid.size()));
+  if (o.data.no_nsp)
+    fmt::print("valid: {} examples\n", valid.size());
+  else
+    fmt::print("valid: {} examples, {:.1f}% with a random next segment (NSP label 1)\n",
+               valid.size(), 100.0 * random_next / std::max<size_t>(1, valid.size()));
   return valid;
 }
 
@@ -447,17 +467,20 @@ void run(const Flags& o) {
                        : resuming        ? MetricsLog(o.metrics, trainer.steps_done())
                                          : MetricsLog(o.metrics);
 
+  const bool nsp = !o.data.no_nsp;
   std::vector<PretrainingExample> valid;
   auto evaluate = [&](const char* when, int64_t step) -> double {
     if (valid.empty()) return 0.0;
     const PretrainEval e = evaluate_pretraining(model, *be, valid, o.batch_size,
                                                 o.data.max_seq_length, tok.pad_id());
-    fmt::print("valid {} (step {}): MLM accuracy {:.4f} (loss {:.3f}), NSP accuracy {:.4f} "
-               "(loss {:.3f}) on {} examples / {} masked tokens\n",
-               when, step, e.mlm_accuracy, e.mlm_loss, e.nsp_accuracy, e.nsp_loss, e.examples,
-               e.masked);
+    fmt::print(
+        "valid {} (step {}): MLM accuracy {:.4f} (loss {:.3f}){} on {} examples / {} "
+        "masked tokens\n",
+        when, step, e.mlm_accuracy, e.mlm_loss,
+        nsp ? fmt::format(", NSP accuracy {:.4f} (loss {:.3f})", e.nsp_accuracy, e.nsp_loss) : "",
+        e.examples, e.masked);
     std::fflush(stdout);  // visible at once when piped (tee, logs)
-    metrics.write({{"step", step}, {"eval", eval_json(e)}});
+    metrics.write({{"step", step}, {"eval", eval_json(e, nsp)}});
     return e.mlm_loss;
   };
   if (!o.data.valid.empty() && !o.data_only) {
@@ -479,6 +502,13 @@ void run(const Flags& o) {
   };
 
   std::optional<InstanceDump> dump;
+  const int64_t first_step = trainer.steps_done() + 1;
+  // The dump holds the steps this run trained (a resumed run's from its resume on).
+  auto commit_dump = [&] {
+    if (!dump) return;
+    dump->commit();
+    fmt::print("wrote {} (steps {}..{})\n", o.dump_instances, first_step, trainer.steps_done());
+  };
   if (!o.dump_instances.empty())
     dump.emplace(o.dump_instances, o.data.max_seq_length, o.batch_size / o.optim.accumulation,
                  o.optim.accumulation);
@@ -496,6 +526,10 @@ void run(const Flags& o) {
     return;
   }
 
+  // A signal while loading (a large first shard takes a while): no step ran, so nothing to save.
+  if (const int sig = stop_signal())
+    throw Interrupted(sig, fmt::format("{} before step {} of {}: nothing trained, {} not written",
+                                       signal_name(sig), first_step, o.max_steps, o.out));
   ProgressBar bar("pretrain", o.max_steps);
   // A step skipped on its loss leaves the weights that gave it: they are not saved (a checkpoint
   // of them would be offered for --resume). last_applied: the last step that changed them.
@@ -509,14 +543,15 @@ void run(const Flags& o) {
         [&](const PretrainStepLog& log) {
           last_loss_nonfinite = log.result.skipped && !std::isfinite(log.result.fwd.loss);
           if (!log.result.skipped) last_applied = log.step;
-          metrics.write(step_json(log, trainer.skipped_steps()));
+          metrics.write(step_json(log, trainer.skipped_steps(), nsp));
           const ForwardResult& f = log.result.fwd;
-          bar.update(log.step,
-                     fmt::format("loss {:.3f} mlm {:.3f} nsp {:.3f} | {:.0f} tok/s{}", f.loss,
-                                 f.mlm.loss, f.nsp.loss, log.tokens_per_second,
-                                 trainer.skipped_steps()
-                                     ? fmt::format(" | {} skipped", trainer.skipped_steps())
-                                     : ""));
+          bar.update(
+              log.step,
+              fmt::format("loss {:.3f} mlm {:.3f}{} | {:.0f} tok/s{}", f.loss, f.mlm.loss,
+                          nsp ? fmt::format(" nsp {:.3f}", f.nsp.loss) : "", log.tokens_per_second,
+                          trainer.skipped_steps()
+                              ? fmt::format(" | {} skipped", trainer.skipped_steps())
+                              : ""));
           if (o.eval_steps > 0 && log.step % o.eval_steps == 0 && log.step != o.max_steps)
             evaluate("periodic", log.step);
           if (o.save_steps > 0 && log.step % o.save_steps == 0 && log.step != o.max_steps &&
@@ -527,6 +562,7 @@ void run(const Flags& o) {
           if (const int sig = stop_signal(); sig && log.step != o.max_steps) {
             if (last_saved != log.step && !last_loss_nonfinite) save();
             bar.stop(log.step, signal_name(sig));
+            commit_dump();
             if (last_saved != log.step)
               throw Interrupted(
                   sig,
@@ -580,10 +616,7 @@ void run(const Flags& o) {
                                            "these same weights: no update was applied after it)",
                                            last_saved)
                              : fmt::format(" (it keeps the checkpoint of step {})", last_saved));
-  if (dump) {
-    dump->commit();
-    fmt::print("wrote {}\n", o.dump_instances);
-  }
+  commit_dump();
   save();
   fmt::print("wrote {}\n", o.out);
 }
