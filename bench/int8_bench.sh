@@ -6,8 +6,17 @@
 #   BERTRT: the bertrt command (default build/bertrt); ITERS (default 20).
 # Example: bench/int8_bench.sh runs/main/sst2_from_pretrained.brt runs/main/sst2_qat_int8.brt 1 2
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR
+. "$(dirname "$0")/lib_checks.sh"
+USAGE="usage: $0 FP32_MODEL INT8_MODEL [THREADS ...]   env: BERTRT=build/bertrt ITERS=20
+example: $0 runs/main/sst2_from_pretrained.brt runs/main/sst2_qat_int8.brt 1 2"
+need_args 2 "$@"
 BERTRT=${BERTRT:-build/bertrt}
 ITERS=${ITERS:-20}
+# BERTRT may name a command on PATH: it runs as a command, not a path
+need_exe BERTRT "$(command -v -- "$BERTRT" || echo "$BERTRT")"
+need_file FP32_MODEL "$1"
+need_file INT8_MODEL "$2"
 fp32=$1 int8=$2
 shift 2
 threads=("$@")

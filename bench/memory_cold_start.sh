@@ -8,6 +8,13 @@
 # Usage: bench/memory_cold_start.sh BERTRT_BINARY MODEL.brt...
 # env:   RUNS=5  THREADS="1 2" (BERTRT_NUM_THREADS of each row)
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR
+. "$(dirname "$0")/lib_checks.sh"
+USAGE="usage: $0 BERTRT_BINARY MODEL.brt...   env: RUNS=5 THREADS=\"1 2\"
+example: RUNS=3 $0 build/bertrt base.cls.brt base.int8.brt"
+need_args 2 "$@"
+need_exe BERTRT_BINARY "$1"
+for m in "${@:2}"; do need_file MODEL.brt "$m"; done
 BIN=$(realpath "$1"); shift
 RUNS=${RUNS:-5} THREADS=${THREADS:-"1 2"}
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT

@@ -8,8 +8,19 @@
 # Usage: bench/pretrain_memory.sh BERTRT_BINARY [DATA_DIR] [PRESETS...]   (default: mini small base)
 # BENCH_TORCH=0 skips the PyTorch runs (their column shows "-").
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR
+. "$(dirname "$0")/lib_checks.sh"
+USAGE="usage: $0 BERTRT_BINARY [DATA_DIR] [PRESETS...]   env: BENCH_TORCH=1 (0: no PyTorch runs)
+  DATA_DIR default: bench/../../shared/data (the vocab, corpus/enwiki); PRESETS: mini small base
+example: BENCH_TORCH=0 $0 build/bertrt ../shared/data mini"
+need_args 1 "$@"
+need_exe BERTRT_BINARY "$1"
 BIN=$(realpath "$1")
 DATA=${2:-$(dirname "$0")/../../shared/data}
+# The default is relative to this script: a clone elsewhere has to name its data folder.
+need_dir DATA_DIR "$DATA" "give the data folder as the second argument: $0 $1 DATA_DIR [PRESETS...]"
+need_file DATA_DIR/corpus "$DATA/corpus/enwiki/enwiki_train_20MB.txt"
+need_file DATA_DIR/vocab "$DATA/vocab/bert-base-uncased-vocab.txt"
 shift $(( $# >= 2 ? 2 : 1 ))
 PRESETS=("$@"); [ ${#PRESETS[@]} -eq 0 ] && PRESETS=(mini small base)
 HERE=$(cd "$(dirname "$0")" && pwd)

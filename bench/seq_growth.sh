@@ -7,6 +7,13 @@
 # Usage: bench/seq_growth.sh BERTRT_BINARY MODEL.brt...
 # env:   ROUNDS=2  ITERS=20 (timed forwards per bench; 5 for files over 200 MB)
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR
+. "$(dirname "$0")/lib_checks.sh"
+USAGE="usage: $0 BERTRT_BINARY MODEL.brt...   env: ROUNDS=2 ITERS=20
+example: ROUNDS=1 $0 build/bertrt mini.int8.brt mini.cls.brt"
+need_args 2 "$@"
+need_exe BERTRT_BINARY "$1"
+for m in "${@:2}"; do need_file MODEL.brt "$m"; done
 BIN=$(realpath "$1"); shift
 ROUNDS=${ROUNDS:-2} ITERS=${ITERS:-20}
 flags=$(grep -m1 '^flags' /proc/cpuinfo | grep -ow 'avx2\|fma\|avx512f\|avx512_vnni\|amx_int8' | xargs)

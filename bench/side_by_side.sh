@@ -29,15 +29,28 @@
 set -u -o pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
-BUILD=$(cd "${1:-$ROOT/build}" && pwd)
+# shellcheck source-path=SCRIPTDIR
+. "$HERE/lib_checks.sh"
+USAGE="usage: $0 [BUILD_DIR] [OUT_DIR]   (defaults: build, /tmp/bertrt-side-by-side)
+  env: CONFIGS=\"mini base\" BATCHES=\"1 8\" SEQ=128 ROUNDS=2 THREADS=2 TORCH=1 TRAIN=0 BERTRT_DATA=../shared/data
+example: CONFIGS=mini TORCH=0 $0 build /tmp/sbs"
+need_args 0 "$@"
+[ $# -le 2 ] || usage
+BUILD=${1:-$ROOT/build}
+need_dir BUILD_DIR "$BUILD" "build first: cmake --preset default && cmake --build build; or name the build folder"
+BUILD=$(cd "$BUILD" && pwd)
 OUT=${2:-${TMPDIR:-/tmp}/bertrt-side-by-side}
-mkdir -p "$OUT"
 B=$BUILD/bertrt CV=$BUILD/bertrt-convert PY=/usr/bin/python3 PEERS=$HERE/peers
 DATA=${BERTRT_DATA:-$ROOT/../shared/data}
 CONFIGS=${CONFIGS:-"mini base"} BATCHES=${BATCHES:-"1 8"} SEQ=${SEQ:-128} ROUNDS=${ROUNDS:-2}
 THREADS=${THREADS:-2} TORCH=${TORCH:-1} TRAIN=${TRAIN:-0}
-for f in "$B" "$CV"; do [ -x "$f" ] || { echo "$f: not built (cmake --build $BUILD)"; exit 1; }; done
-[ -f "$DATA/vocab/bert-base-uncased-vocab.txt" ] || { echo "$DATA: no vocab (set BERTRT_DATA)"; exit 1; }
+for f in "$B" "$CV"; do
+  [[ -f $f && -x $f ]] || check_fail "BUILD_DIR $BUILD: no ${f##*/} in it (cmake --build $BUILD)"
+done
+need_dir BERTRT_DATA "$DATA" "set BERTRT_DATA to the data folder"
+need_file BERTRT_DATA/vocab "$DATA/vocab/bert-base-uncased-vocab.txt"
+# Only now: a mistyped BUILD_DIR or data folder leaves no OUT_DIR behind.
+mkdir -p "$OUT" 2>/dev/null || check_fail "OUT_DIR $OUT: cannot make the folder"
 
 # --- the host ------------------------------------------------------------------------------------
 fam=$(sed -n 's/^cpu family\s*: //p' /proc/cpuinfo | head -1) mod=$(sed -n 's/^model\s*: //p' /proc/cpuinfo | head -1)
