@@ -140,6 +140,13 @@ expect_ok "finetune squad" "$BIN" finetune --model "$T/init.brt" --task squad --
   --train-articles 0 --dev "$T/squad.json" --dev-articles 1 --max-steps 2 --batch-size 8 \
   --max-seq-length 96 --doc-stride 32 --max-query-length 32 --learning-rate 1e-3 -o "$T/qa.brt"
 cp "$T/stdout" "$T/qa.log"
+! grep -q 'note: --doc-stride' "$T/stderr" && ok || bad "doc-stride note with a 61-piece window: $(grep note "$T/stderr")"
+# With the default --max-query-length 64 the window after the longest question is 96 − 67 = 29
+# pieces: the note names that bound (it suggested max-seq-length / 2 = 48, longer than 32).
+expect_ok "finetune squad, stride above the shortest window" "$BIN" finetune --model "$T/init.brt" --task squad \
+  --train "$T/squad.json" --train-articles 0 --max-steps 1 --batch-size 8 --max-seq-length 96 --doc-stride 32 -o "$T/o8.brt"
+grep -q 'note: --doc-stride 32 is longer than the context window after a question of --max-query-length 64 pieces (29 pieces with --max-seq-length 96).*--doc-stride 29 or less covers every piece' "$T/stderr" \
+  && ok || bad "doc-stride note: $(grep note "$T/stderr")"
 expect_ok "eval squad" "$BIN" eval --model "$T/qa.brt" --data "$T/squad.json" --articles 1 --json
 cp "$T/stdout" "$T/qa.json"
 check "eval squad json" '^\{"exact_match":[0-9.e-]+,"examples":[0-9]+,"f1":[0-9.e-]+,"features":[0-9]+,.*"task":"squad"\}$' "$T/qa.json"

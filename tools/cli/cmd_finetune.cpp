@@ -263,11 +263,15 @@ void add_finetune(CLI::App& app) {
                          model.config().max_position_embeddings);
     if (task.name == "squad") {
       const int window = task.max_seq_length - task.squad.max_query_length - 3;
+      // The window shrinks as the question grows: warn for the longest question allowed.
       if (task.squad.doc_stride > window)
-        fmt::print(stderr, "note: --doc-stride {} exceeds the context window (≥ {} pieces with "
-                   "--max-seq-length {}): windows will not overlap and may skip context; use a "
-                   "smaller --doc-stride (e.g. {})\n", task.squad.doc_stride, window,
-                   task.max_seq_length, task.max_seq_length / 2);
+        fmt::print(stderr,
+                   "note: --doc-stride {} is longer than the context window after a question of "
+                   "--max-query-length {} pieces ({} pieces with --max-seq-length {}): after "
+                   "questions that long, windows leave context out; --doc-stride {} or less "
+                   "covers every piece\n",
+                   task.squad.doc_stride, task.squad.max_query_length, window, task.max_seq_length,
+                   std::max(1, window));
     }
     if (!resuming && model.heads().resolved_kind() != HeadKind::kNone)
       fmt::print(stderr,
