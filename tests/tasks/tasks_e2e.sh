@@ -207,14 +207,17 @@ expect_error "tsv regression given a non-number" "" "gr_bad.tsv: line 1: .*expec
   "$BIN" eval --model "$T/gr.brt" --data "$T/gr_bad.tsv"
 expect_error "predict QA bad line" "" "stdin: line 1: expected a JSON object" -- \
   sh -c "printf 'no tab here\n' | '$BIN' predict --model '$T/qa.brt'"
-expect_error "predict QA bad JSON" "" "stdin line 1: field \"context\" is missing" -- \
+expect_error "predict QA bad JSON" "" "stdin: line 1: field \"context\" is missing" -- \
   sh -c "printf '{\"question\": \"Who?\"}\n' | '$BIN' predict --model '$T/qa.brt'"
 # Keys as forward checks them: an unknown one was ignored, a repeated one decided by the parser.
-expect_error "predict QA unknown key" "" "stdin line 1: unknown key \"extra\" \(expected question, context\)" -- \
+expect_error "predict QA unknown key" "" "stdin: line 1: unknown key \"extra\" \(expected question, context\)" -- \
   sh -c "printf '{\"question\": \"Who?\", \"context\": \"Bob.\", \"extra\": 1}\n' | '$BIN' predict --model '$T/qa.brt'"
-expect_error "forward repeated key" "" "stdin line 1: key \"input_ids\" appears twice" -- \
+# Whitespace-only lines are skipped as blank ones are (the first said "not valid JSON").
+printf ' \t\n{"input_ids": [101, 2848, 102]}\n\n   \n' | "$BIN" forward --model "$T/ner.brt" > "$T/f_ws.json" 2> "$T/err" \
+  && [ "$(wc -l < "$T/f_ws.json")" -eq 1 ] && ok || bad "forward with whitespace lines: $(cat "$T/err")"
+expect_error "forward repeated key" "" "stdin: line 1: key \"input_ids\" appears twice" -- \
   sh -c "printf '{\"input_ids\": [101, 102], \"input_ids\": [101]}\n' | '$BIN' forward --model '$T/qa.brt'"
-expect_error "forward number out of range" "" "stdin line 1: not valid JSON: number overflow" -- \
+expect_error "forward number out of range" "" "stdin: line 1: not valid JSON: number overflow" -- \
   sh -c "printf '{\"input_ids\": [101, 1e400, 102]}\n' | '$BIN' forward --model '$T/qa.brt'"
 expect_error "predict with a pre-trained model" "" "no fine-tuning head" -- \
   sh -c "echo hi | '$BIN' predict --model '$T/init.brt'"

@@ -190,7 +190,7 @@ struct Predictor {
           parse_json_object_line(line, n, {"question", "context"}, {"question", "context"});
       for (const char* key : {"question", "context"})
         if (!j[key].is_string())
-          fail("stdin line {}: \"{}\" must be a string, got {}", n, key, json_excerpt(j[key]));
+          fail("stdin: line {}: \"{}\" must be a string, got {}", n, key, json_excerpt(j[key]));
       ex.question = j["question"].get<std::string>();
       ex.context = j["context"].get<std::string>();
     } else {

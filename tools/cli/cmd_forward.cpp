@@ -41,7 +41,8 @@ void add_forward(CLI::App& app) {
     BertModel& model = *m.model;
     const BertConfig& cfg = model.config();
     for_each_stdin_line([&](const std::string& line, size_t n) {
-      if (line.empty()) return;
+      // Blank and whitespace-only lines are skipped alike (JSON Lines readers do).
+      if (line.find_first_not_of(" \t") == std::string::npos) return;
       const ForwardInput fin = parse_forward_line(line, n);
       const auto& ids = fin.input_ids;
       const auto& types = fin.token_type_ids;
@@ -52,7 +53,7 @@ void add_forward(CLI::App& app) {
       try {
         model.forward(*be, in, Targets{}, false);
       } catch (const Error& e) {
-        fail("stdin line {}: {}", n, e.what());
+        fail("stdin: line {}: {}", n, e.what());
       }
       nlohmann::json out;
       out["last_hidden_state"] = matrix(model.last_hidden_state(), T, cfg.hidden_size);
