@@ -206,6 +206,17 @@ expect_error "--metrics is -o" "" "metrics.*is also -o" -- "$BIN" pretrain --mod
 cp "$T/init.brt" "$T/init_copy.brt"
 expect_error "--metrics is --model" "$T/o12.brt" "metrics.*is also --model" -- "$BIN" pretrain --model "$T/init_copy.brt" --corpus "$T/corpus.txt" --max-steps 1 --metrics "$T/init_copy.brt" -o "$T/o12.brt"
 cmp -s "$T/init.brt" "$T/init_copy.brt" && ok || bad "--metrics clobbered --model"
+# Out-of-range values and flags that cannot go together exit 2 as CLI11's usage errors do (these
+# exited 1).
+PT1=(pretrain --model "$T/init.brt" --corpus "$T/corpus.txt" --max-steps 1 -o "$T/o14.brt")
+for bad_flags in "--freeze-layers -1" "--warmup-ratio 1.5" "--weight-decay -1" "--resume $T/init.brt"; do
+  # shellcheck disable=SC2086
+  "$BIN" "${PT1[@]}" $bad_flags > /dev/null 2> "$T/err"
+  rc=$?
+  [ $rc -eq 2 ] && [ ! -e "$T/o14.brt" ] && ok || bad "pretrain $bad_flags: exit $rc (expected 2): $(cat "$T/err")"
+done
+"$BIN" bench --model "$T/init.brt" --seq-len 513 > /dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] && ok || bad "bench --seq-len 513: exit $rc (expected 2)"
 # The .txt files of a --corpus folder are inputs too: an output among them replaced training text.
 mkdir "$T/cdir" && cp "$T/corpus.txt" "$T/cdir/a.txt" && cp "$T/corpus.txt" "$T/cdir/b.txt"
 for flag in --metrics --dump-instances -o; do

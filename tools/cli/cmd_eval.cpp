@@ -56,7 +56,8 @@ void add_eval(CLI::App& app) {
     if (o->max_seq_length > 0) task.max_seq_length = o->max_seq_length;
     check_max_seq_length("--max-seq-length", task.max_seq_length,
                          m.model->config().max_position_embeddings);
-    if (task.name != "squad" && !o->articles.empty()) fail("--articles applies to --task squad only");
+    if (task.name != "squad" && !o->articles.empty())
+      fail_usage("--articles applies to --task squad only");
     const ArticleRange articles =
         o->articles.empty() ? ArticleRange{} : parse_article_range(o->articles, "--articles");
     const auto data = load_task_data(task, *m.tokenizer, o->data, articles);

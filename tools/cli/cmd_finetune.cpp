@@ -213,15 +213,16 @@ void add_finetune(CLI::App& app) {
     check_qat_options(o->qat);
     check_memory_options(o->memory);
     if (o->memory.recompute && o->qat.enabled())
-      fail("--recompute with --qat int8: a recomputed forward would update the activation "
-           "observers twice a step; drop one of the two");
+      fail_usage(
+          "--recompute with --qat int8: a recomputed forward would update the activation "
+          "observers twice a step; drop one of the two");
     check_output_path("-o", o->out);
-    if (o->model.empty() && o->resume.empty()) fail("--model or --resume is required");
+    if (o->model.empty() && o->resume.empty()) fail_usage("--model or --resume is required");
     const bool resuming = !o->resume.empty();
     const std::string& model_path = resuming ? o->resume : o->model;
     check_input_file(resuming ? "--resume" : "--model", model_path);
     if (resuming && o->qat.enabled())
-      fail("--resume with --qat int8: resuming quantization-aware runs is not supported yet");
+      fail_usage("--resume with --qat int8: resuming quantization-aware runs is not supported yet");
     check_input_file("--train", o->train);
     if (!o->dev.empty()) check_input_file("--dev", o->dev);
     if (!o->metrics.empty()) check_output_path("--metrics", o->metrics);
@@ -230,16 +231,18 @@ void add_finetune(CLI::App& app) {
         {{"--train", o->train}, {"--dev", o->dev}});
     check_distinct_files({{"--metrics", o->metrics}},
                          {{resuming ? "--resume" : "--model", model_path}});
-    if (o->epochs < 1 && o->max_steps <= 0) fail("--epochs must be ≥ 1, got {}", o->epochs);
+    if (o->epochs < 1 && o->max_steps <= 0) fail_usage("--epochs must be ≥ 1, got {}", o->epochs);
+    if (!(o->warmup_ratio >= 0 && o->warmup_ratio <= 1))
+      fail_usage("--warmup-ratio must be in [0, 1], got {}", o->warmup_ratio);
     check_positive("--learning-rate", o->lr);
     check_positive("--weight-decay", o->weight_decay, /*allow_zero=*/true);
     if (!(o->hidden_dropout >= 0.0f && o->hidden_dropout < 1.0f))
-      fail("--hidden-dropout-prob must be in [0, 1), got {}", o->hidden_dropout);
+      fail_usage("--hidden-dropout-prob must be in [0, 1), got {}", o->hidden_dropout);
     if (!(o->attention_dropout >= 0.0f && o->attention_dropout < 1.0f))
-      fail("--attention-probs-dropout-prob must be in [0, 1), got {}", o->attention_dropout);
+      fail_usage("--attention-probs-dropout-prob must be in [0, 1), got {}", o->attention_dropout);
     TaskDefinition task = task_from_flags(o->task, o->train, o->max_seq_length);
     if (task.name != "squad" && !(o->train_articles.empty() && o->dev_articles.empty()))
-      fail("--train-articles/--dev-articles apply to --task squad only");
+      fail_usage("--train-articles/--dev-articles apply to --task squad only");
     const ArticleRange train_articles = o->train_articles.empty()
         ? ArticleRange{} : parse_article_range(o->train_articles, "--train-articles");
     const ArticleRange dev_articles = o->dev_articles.empty()

@@ -39,7 +39,7 @@ void add_init(CLI::App& app) {
     check_output_path("-o", o->out);
     check_input_file("--vocab", o->vocab);
     if (!(o->initializer_range > 0 && o->initializer_range <= 1))
-      fail("--initializer-range must be in (0, 1], got {}", o->initializer_range);
+      fail_usage("--initializer-range must be in (0, 1], got {}", o->initializer_range);
     TokenizerOptions topts;
     topts.do_lower_case = !o->cased;
     topts.max_input_chars_per_word = o->max_chars;

@@ -339,7 +339,8 @@ void add_plot(CLI::App& app) {
   c->callback([o] {
     for (const std::string& m : o->metrics) check_input_file("metrics", m);
     if (!o->labels.empty() && o->labels.size() != o->metrics.size())
-      fail("--label given {} times for {} metrics files", o->labels.size(), o->metrics.size());
+      fail_usage("--label given {} times for {} metrics files", o->labels.size(),
+                 o->metrics.size());
     check_output_path("-o", o->out);
     FlagPaths inputs;
     for (const std::string& m : o->metrics) inputs.emplace_back("a metrics file", m);

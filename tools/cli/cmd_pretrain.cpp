@@ -135,21 +135,22 @@ void add_optim_flags(CLI::App* c, OptimFlags& o) {
 
 void validate(const Flags& o) {
   if (o.data_only) {
-    if (o.dump_instances.empty()) fail("--data-only needs --dump-instances (the file it writes)");
+    if (o.dump_instances.empty())
+      fail_usage("--data-only needs --dump-instances (the file it writes)");
     if (!o.out.empty())
       fmt::print(stderr, "note: --data-only trains nothing: -o {} is not written\n", o.out);
   } else {
     check_output_path("-o", o.out);
   }
   if (o.model.empty() == o.resume.empty())
-    fail("give exactly one of --model (start a run) and --resume (continue one)");
+    fail_usage("give exactly one of --model (start a run) and --resume (continue one)");
   if (!o.model.empty()) check_input_file("--model", o.model);
   if (!o.resume.empty()) check_input_file("--resume", o.resume);
   const DataFlags& d = o.data;
   if (d.dynamic_masking && d.dupe_option && d.dupe_option->count() > 0 && d.dupe_factor != 1)
-    fail("--dynamic-masking makes fresh masks each epoch: --dupe-factor must be 1, got {}",
-         d.dupe_factor);
-  if (d.doc_sentences && !d.no_nsp) fail("--doc-sentences needs --no-nsp");
+    fail_usage("--dynamic-masking makes fresh masks each epoch: --dupe-factor must be 1, got {}",
+               d.dupe_factor);
+  if (d.doc_sentences && !d.no_nsp) fail_usage("--doc-sentences needs --no-nsp");
   if (!d.valid.empty()) check_input_file("--valid", d.valid);
   if (!o.metrics.empty()) check_output_path("--metrics", o.metrics);
   if (!o.dump_instances.empty()) check_output_path("--dump-instances", o.dump_instances);
@@ -170,23 +171,25 @@ void validate(const Flags& o) {
     check_distinct_files(outputs, data);
     check_distinct_files(logs, {{"--model", o.model}, {"--resume", o.resume}});
   }
-  if (o.max_steps < 0) fail("--max-steps must be ≥ 0, got {}", o.max_steps);
+  if (o.max_steps < 0) fail_usage("--max-steps must be ≥ 0, got {}", o.max_steps);
   if (o.eval_steps > 0 && d.valid.empty())
-    fail("--eval-steps {} needs --valid (the held-out text to evaluate on)", o.eval_steps);
+    fail_usage("--eval-steps {} needs --valid (the held-out text to evaluate on)", o.eval_steps);
   const OptimFlags& p = o.optim;
   check_positive("--learning-rate", p.lr);
   check_positive("--weight-decay", p.weight_decay, /*allow_zero=*/true);
   check_positive("--max-grad-norm", p.max_grad_norm, /*allow_zero=*/true);
-  if (!(p.beta1 >= 0 && p.beta1 < 1)) fail("--adam-beta1 must be in [0, 1), got {}", p.beta1);
-  if (!(p.beta2 >= 0 && p.beta2 < 1)) fail("--adam-beta2 must be in [0, 1), got {}", p.beta2);
+  if (p.warmup_ratio && !(*p.warmup_ratio >= 0 && *p.warmup_ratio <= 1))
+    fail_usage("--warmup-ratio must be in [0, 1], got {}", *p.warmup_ratio);
+  if (!(p.beta1 >= 0 && p.beta1 < 1)) fail_usage("--adam-beta1 must be in [0, 1), got {}", p.beta1);
+  if (!(p.beta2 >= 0 && p.beta2 < 1)) fail_usage("--adam-beta2 must be in [0, 1), got {}", p.beta2);
   if (p.eps) check_positive("--adam-epsilon", *p.eps);
   if (p.warmup_steps && *p.warmup_steps < 0)
-    fail("--warmup-steps must be ≥ 0, got {}", *p.warmup_steps);
+    fail_usage("--warmup-steps must be ≥ 0, got {}", *p.warmup_steps);
   if (p.accumulation < 1)
-    fail("--gradient-accumulation-steps must be ≥ 1, got {}", p.accumulation);
+    fail_usage("--gradient-accumulation-steps must be ≥ 1, got {}", p.accumulation);
   if (o.batch_size % p.accumulation != 0)
-    fail("--batch-size {} is not a multiple of --gradient-accumulation-steps {}", o.batch_size,
-         p.accumulation);
+    fail_usage("--batch-size {} is not a multiple of --gradient-accumulation-steps {}",
+               o.batch_size, p.accumulation);
   check_memory_options(o.memory);
 }
 

@@ -103,15 +103,15 @@ CLI::Validator seed_value() {
 
 void check_positive(const std::string& flag, double value, bool allow_zero) {
   if (!std::isfinite(value) || value < 0 || (!allow_zero && value == 0))
-    fail("{} must be a finite number {} 0, got {}{}", flag, allow_zero ? "≥" : ">", value,
-         std::isinf(value) ? " (or a number past float's ±3.4e38)" : "");
+    fail_usage("{} must be a finite number {} 0, got {}{}", flag, allow_zero ? "≥" : ">", value,
+               std::isinf(value) ? " (or a number past float's ±3.4e38)" : "");
 }
 
 void check_max_seq_length(const std::string& flag, int value, int max_position_embeddings) {
-  if (value < 3) fail("{} must be ≥ 3 ([CLS] A [SEP]), got {}", flag, value);
+  if (value < 3) fail_usage("{} must be ≥ 3 ([CLS] A [SEP]), got {}", flag, value);
   if (value > max_position_embeddings)
-    fail("{} {} exceeds the model's max_position_embeddings {}", flag, value,
-         max_position_embeddings);
+    fail_usage("{} {} exceeds the model's max_position_embeddings {}", flag, value,
+               max_position_embeddings);
 }
 
 void check_input_file(const std::string& flag, const std::string& path) {
@@ -158,8 +158,8 @@ void BackendChoice::add_to(CLI::App* app) {
 
 std::unique_ptr<Backend> BackendChoice::make() const {
   if (device >= 0 && name != "vulkan")
-    fail("--device {} selects a Vulkan device: it needs --backend vulkan (the backend is {})",
-         device, name);
+    fail_usage("--device {} selects a Vulkan device: it needs --backend vulkan (the backend is {})",
+               device, name);
   return make_backend(name, device);
 }
 

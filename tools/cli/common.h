@@ -2,17 +2,27 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "backends/backend.h"
+#include "core/error.h"
 #include "model/config.h"
 
 namespace bertrt::cli {
+
+// A flag's value, or a mix of flags, that can never work: exit 2 like CLI11's own usage errors,
+// where errors met while running exit 1 (docs/cli.md).
+struct UsageError : Error {
+  using Error::Error;
+};
+template <typename... Args>
+[[noreturn]] void fail_usage(fmt::format_string<Args...> format, Args&&... args) {
+  throw UsageError(fmt::format(format, std::forward<Args>(args)...));
+}
 
 // Fails (naming the flag) unless the folder that would hold `path` exists; run before long work
 // so that a bad -o is reported at once, not after an hour of training.

@@ -55,6 +55,9 @@ int main(int argc, char** argv) {
   } catch (const bertrt::cli::Interrupted& e) {
     fmt::print(stderr, "bertrt: interrupted: {}\n", e.what());
     return e.exit_code();  // 130 (SIGINT) / 143 (SIGTERM), as shells report a signal
+  } catch (const bertrt::cli::UsageError& e) {
+    fmt::print(stderr, "bertrt: error: {}\n", e.what());
+    return 2;
   } catch (const bertrt::Error& e) {
     fmt::print(stderr, "bertrt: error: {}\n", e.what());
     return 1;

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "common.h"
 #include "core/error.h"
 
 namespace bertrt::cli {
@@ -26,7 +27,7 @@ void add_memory_flags(CLI::App* c, MemoryOptions& m, bool pretraining) {
 }
 
 void check_memory_options(const MemoryOptions& m) {
-  if (m.freeze_layers < 0) fail("--freeze-layers must be ≥ 0, got {}", m.freeze_layers);
+  if (m.freeze_layers < 0) fail_usage("--freeze-layers must be ≥ 0, got {}", m.freeze_layers);
 }
 
 }  // namespace bertrt::cli

@@ -49,9 +49,10 @@ void check_qat_options(const QatOptions& o) {
     return;
   }
   if (!(o.observer_momentum > 0.0f && o.observer_momentum <= 1.0f))
-    fail("--qat-observer-momentum must be in (0, 1], got {}", o.observer_momentum);
+    fail_usage("--qat-observer-momentum must be in (0, 1], got {}", o.observer_momentum);
   if (o.freeze_observers_steps < 0)
-    fail("--qat-freeze-observers-steps must be ≥ 0 (0 = never), got {}", o.freeze_observers_steps);
+    fail_usage("--qat-freeze-observers-steps must be ≥ 0 (0 = never), got {}",
+               o.freeze_observers_steps);
   if (!o.save_fake_quant.empty()) check_output_path("--save-fake-quant", o.save_fake_quant);
 }
 

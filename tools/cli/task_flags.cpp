@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "common.h"
 #include "core/error.h"
 
 namespace bertrt::cli {
@@ -62,21 +63,23 @@ TaskDefinition task_from_flags(const TaskFlags& f, const std::string& train_path
     tsv.regression = f.regression;
     tsv.has_header = !f.no_header;
     if (tsv.text_column.empty() || tsv.label_column.empty())
-      fail("--task tsv needs --text-column and --label-column (and --labels a,b,c or --regression)");
+      fail_usage(
+          "--task tsv needs --text-column and --label-column (and --labels a,b,c or --regression)");
   }
   TaskDefinition d = make_task_definition(f.task, tsv, train_path);
   if (max_seq_length > 0) d.max_seq_length = max_seq_length;
   if (d.name == "squad") {
-    if (f.squad.doc_stride < 1) fail("--doc-stride must be ≥ 1, got {}", f.squad.doc_stride);
+    if (f.squad.doc_stride < 1) fail_usage("--doc-stride must be ≥ 1, got {}", f.squad.doc_stride);
     if (f.squad.max_query_length < 1)
-      fail("--max-query-length must be ≥ 1, got {}", f.squad.max_query_length);
-    if (f.answers.n_best < 1) fail("--n-best must be ≥ 1, got {}", f.answers.n_best);
+      fail_usage("--max-query-length must be ≥ 1, got {}", f.squad.max_query_length);
+    if (f.answers.n_best < 1) fail_usage("--n-best must be ≥ 1, got {}", f.answers.n_best);
     if (f.answers.max_answer_length < 1)
-      fail("--max-answer-length must be ≥ 1, got {}", f.answers.max_answer_length);
+      fail_usage("--max-answer-length must be ≥ 1, got {}", f.answers.max_answer_length);
     if (d.max_seq_length < f.squad.max_query_length + 4)
-      fail("--max-seq-length {} leaves no room for context after a question of up to "
-           "--max-query-length {} pieces (needs ≥ {})", d.max_seq_length, f.squad.max_query_length,
-           f.squad.max_query_length + 4);
+      fail_usage(
+          "--max-seq-length {} leaves no room for context after a question of up to "
+          "--max-query-length {} pieces (needs ≥ {})",
+          d.max_seq_length, f.squad.max_query_length, f.squad.max_query_length + 4);
     d.squad = f.squad;
     d.squad.max_seq_length = d.max_seq_length;
     d.squad_answers = f.answers;
@@ -100,7 +103,7 @@ TaskDefinition model_task(const LoadedModel& m, const std::string& path,
   const HeadsConfig& h = m.model->heads();
   if (const auto names = task_names();
       !task_flag.empty() && std::find(names.begin(), names.end(), task_flag) == names.end())
-    fail("--task: unknown task '{}' (known: {})", task_flag, fmt::join(names, ", "));
+    fail_usage("--task: unknown task '{}' (known: {})", task_flag, fmt::join(names, ", "));
   if (h.resolved_kind() == HeadKind::kNone)
     fail("{}: the model has no fine-tuning head; fine-tune it first (bertrt finetune --task ...)",
          path);
