@@ -152,6 +152,9 @@ for key in step loss mlm_loss nsp_loss mlm_accuracy nsp_accuracy learning_rate g
   echo "$line" | grep -q "\"$key\":" || bad "metrics lack $key: $line"
 done
 "$BIN" plot "$T/m.jsonl" -o "$T/curve.svg" > /dev/null 2> "$T/err" && ok || bad "plot: $(cat "$T/err")"
+# Its summary counts over the runs (train steps were the longest run's, evaluations a sum).
+"$BIN" plot "$T/m.jsonl" "$T/m.jsonl" -o "$T/curve2.svg" > "$T/out" 2> "$T/err" \
+  && grep -q "(2 run(s), 24 train steps, 8 evaluations)" "$T/out" && ok || bad "plot of two runs: $(cat "$T/out" "$T/err")"
 /usr/bin/python3 - "$T/curve.svg" <<'EOF' && ok || bad "plot SVG"
 import sys, xml.etree.ElementTree as ET
 root = ET.parse(sys.argv[1]).getroot()  # raises on malformed XML

@@ -353,13 +353,14 @@ void add_plot(CLI::App& app) {
     }
     std::vector<Run> runs;
     std::vector<std::string> files;
-    size_t train_steps = 0, evals = 0;
+    size_t train_steps = 0, total_steps = 0, evals = 0;  // train_steps: the longest run's
     for (size_t i = 0; i < o->metrics.size(); ++i) {
       const std::filesystem::path p(o->metrics[i]);
       runs.push_back(
           {o->labels.empty() ? p.stem().string() : o->labels[i], read_metrics(p.string())});
       files.push_back(p.filename().string());
       train_steps = std::max(train_steps, runs.back().records.train.size());
+      total_steps += runs.back().records.train.size();
       evals += runs.back().records.eval.size();
     }
     const size_t window =
@@ -374,7 +375,7 @@ void add_plot(CLI::App& app) {
     f.write(svg.data(), svg.size());
     f.commit();
     fmt::print("wrote {} ({} run(s), {} train steps, {} evaluations)\n", o->out, runs.size(),
-               train_steps, evals);
+               total_steps, evals);  // totals over the runs
   });
 }
 
