@@ -126,7 +126,9 @@ StepResult Trainer::step(const std::vector<MicroBatch>& micro) {
       r.learning_rate = schedule_lr(rule_.options().schedule(), rule_.options().learning_rate,
                                     steps_, rule_.options().warmup_steps,
                                     rule_.options().total_steps);
-      return nonfinite(r, fmt::format("loss is {}", f.loss));
+      // "nan" whatever its sign bit (fmt prints "-nan"): the message is matched by people and docs.
+      return nonfinite(
+          r, std::isnan(f.loss) ? std::string("loss is nan") : fmt::format("loss is {}", f.loss));
     }
     model_.backward(backend_);
   }
