@@ -650,10 +650,12 @@ void add_pretrain(CLI::App& app) {
       ->capture_default_str()
       ->check(at_least(0));
   c->add_option("--metrics", o->metrics, "write JSON lines of step and eval metrics to this file");
-  c->add_option("--dump-instances", o->dump_instances,
-                "write the exact micro-batches trained on (ids, segments, mask, masked positions "
-                "and labels, NSP labels; format in src/train/instance_dump.h, reader "
-                "tests/reference/instance_dump.py); written when the run ends, the run unchanged");
+  c->add_option(
+      "--dump-instances", o->dump_instances,
+      "write the exact micro-batches trained on (ids, segments, mask, masked positions "
+      "and labels, NSP labels; format in src/train/instance_dump.h, reader "
+      "tests/reference/instance_dump.py); written when the run ends or is interrupted (its steps "
+      "named), the run unchanged");
   c->add_flag("--data-only", o->data_only,
               "with --dump-instances: write the batches of --max-steps steps and stop, without "
               "training (for data statistics); -o is then not needed");
