@@ -22,15 +22,21 @@ namespace bertrt {
 
 class InstanceDump {
  public:
-  // Throws bertrt::Error naming `path` when its folder is not writable.
-  InstanceDump(const std::string& path, int seq_len, int micro_batch_size, int accumulation);
+  // Throws bertrt::Error naming `path` when its folder is not writable. keep_through_step > 0 (a
+  // resumed run): the records of steps ≤ it already in `path` come first, so an interrupted and
+  // resumed run's dump equals an uninterrupted one's; a file of another shape is an error.
+  InstanceDump(const std::string& path, int seq_len, int micro_batch_size, int accumulation,
+               int64_t keep_through_step = 0);
   // Throws bertrt::Error when the batch's shape is not the header's.
   void write(int64_t step, int micro, const Batch& batch);
   void commit() { file_.commit(); }
+  // The step of the first record (0 when none yet).
+  int64_t first_step() const { return first_step_; }
 
  private:
   std::string path_;
   int seq_len_, micro_batch_size_;
+  int64_t first_step_ = 0;
   AtomicFile file_;
 };
 

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <utility>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -15,7 +16,7 @@ static std::FILE* open_or_fail(const std::string& path, const char* mode) {
   return f;
 }
 
-MetricsLog::MetricsLog(const std::string& path) : f_(open_or_fail(path, "w")) {}
+MetricsLog::MetricsLog(const std::string& path) : pending_(path) {}
 
 MetricsLog::MetricsLog(const std::string& path, int64_t keep_through_step) {
   std::string kept;
@@ -43,6 +44,7 @@ MetricsLog::~MetricsLog() {
 }
 
 void MetricsLog::write(const nlohmann::json& record) {
+  if (!f_ && !pending_.empty()) f_ = open_or_fail(std::exchange(pending_, {}), "w");
   if (!f_) return;
   const std::string line = record.dump() + "\n";
   std::fwrite(line.data(), 1, line.size(), f_);

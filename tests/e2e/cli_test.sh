@@ -226,6 +226,14 @@ for flag in --metrics --dump-instances -o; do
     "$BIN" pretrain --model "$T/init.brt" --corpus "$T/cdir" --max-steps 1 "${args[@]}"
   cmp -s "$T/corpus.txt" "$T/cdir/b.txt" && ok || bad "pretrain $flag replaced a file of the --corpus folder"
 done
+# Nor a new .txt file there: the next run over the folder read it as training text.
+expect_error "pretrain --metrics a new .txt in the --corpus folder" "$T/cdir/m.txt" \
+  "--metrics .*cdir/m.txt: a .txt file in --corpus folder .*cdir" -- \
+  "$BIN" pretrain --model "$T/init.brt" --corpus "$T/cdir" --max-steps 1 --metrics "$T/cdir/m.txt" -o "$T/o13.brt"
+# init's -o over its --vocab replaced the vocabulary with a model.
+cp "$VOCAB" "$T/v.txt"
+expect_error "init -o is --vocab" "" "-o .*v.txt: is also --vocab" -- "$BIN" init --preset tiny --vocab "$T/v.txt" -o "$T/v.txt"
+cmp -s "$VOCAB" "$T/v.txt" && ok || bad "init -o replaced its --vocab"
 # Outputs through symbolic links (stop 47): checked where the write lands, before any training.
 FT1=(finetune --model "$T/pt.brt" --task sst2 --train "$T/train.tsv" --max-steps 1)
 ln -s loopB "$T/loopA"; ln -s loopA "$T/loopB"

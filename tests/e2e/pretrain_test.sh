@@ -152,6 +152,12 @@ for key in step loss mlm_loss nsp_loss mlm_accuracy nsp_accuracy learning_rate g
   echo "$line" | grep -q "\"$key\":" || bad "metrics lack $key: $line"
 done
 "$BIN" plot "$T/m.jsonl" -o "$T/curve.svg" > /dev/null 2> "$T/err" && ok || bad "plot: $(cat "$T/err")"
+# A run that fails before it writes a metrics line leaves an existing --metrics file as it was.
+echo '{"step":1}' > "$T/keep.jsonl"
+: > "$T/empty_v.txt"  # found empty only when it loads, after the model and the first shard
+expect_error "a bad --valid keeps the old --metrics" "$T/keepm.brt" "empty_v.txt" -- "$BIN" pretrain --model "$T/init.brt" "${COMMON[@]}" \
+  --max-steps 2 --valid "$T/empty_v.txt" --metrics "$T/keep.jsonl" -o "$T/keepm.brt"
+[ "$(cat "$T/keep.jsonl")" = '{"step":1}' ] && ok || bad "a failed run emptied --metrics: $(cat "$T/keep.jsonl")"
 # Its summary counts over the runs (train steps were the longest run's, evaluations a sum).
 "$BIN" plot "$T/m.jsonl" "$T/m.jsonl" -o "$T/curve2.svg" > "$T/out" 2> "$T/err" \
   && grep -q "(2 run(s), 24 train steps, 8 evaluations)" "$T/out" && ok || bad "plot of two runs: $(cat "$T/out" "$T/err")"

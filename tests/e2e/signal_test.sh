@@ -48,8 +48,8 @@ interrupt() {
 M=80
 PT=(--corpus "$T/corpus.txt" --batch-size 4 --max-seq-length 32 --max-predictions-per-seq 5 --seed 11
     --learning-rate 1e-3 --warmup-steps 3 --max-steps $M)
-"$BIN" pretrain --model "$T/init.brt" "${PT[@]}" --metrics "$T/full.jsonl" -o "$T/full.brt" > /dev/null 2>&1 \
-  && ok || bad "uninterrupted pretrain"
+"$BIN" pretrain --model "$T/init.brt" "${PT[@]}" --metrics "$T/full.jsonl" --dump-instances "$T/full.inst" \
+  -o "$T/full.brt" > /dev/null 2>&1 && ok || bad "uninterrupted pretrain"
 for sig in INT TERM; do
   want=$([ $sig = INT ] && echo 130 || echo 143)
   rm -f "$T/p.inst"
@@ -60,9 +60,12 @@ for sig in INT TERM; do
     # The steps it trained are in its --dump-instances file (it was dropped), named in the output.
     [ -s "$T/p.inst" ] && grep -q "wrote $T/p.inst (steps 1..$stopped)" "$T/stdout" && ok \
       || bad "pretrain SIG$sig: dump of steps 1..$stopped: $(ls -l "$T/p.inst" 2>&1; grep wrote "$T/stdout")"
-    "$BIN" pretrain --resume "$T/p.brt" "${PT[@]}" --metrics "$T/p.jsonl" -o "$T/p.brt" > "$T/resume.out" 2>&1 \
-      && ok || bad "pretrain resume after SIG$sig: $(tail -2 "$T/resume.out")"
+    "$BIN" pretrain --resume "$T/p.brt" "${PT[@]}" --metrics "$T/p.jsonl" --dump-instances "$T/p.inst" -o "$T/p.brt" \
+      > "$T/resume.out" 2>&1 && ok || bad "pretrain resume after SIG$sig: $(tail -2 "$T/resume.out")"
     cmp -s "$T/full.brt" "$T/p.brt" && ok || bad "pretrain stopped by SIG$sig at step $stopped + resumed differs"
+    # The resumed run's dump continues the interrupted one's (it replaced steps 1..K).
+    cmp -s "$T/full.inst" "$T/p.inst" && grep -q "wrote $T/p.inst (steps 1..$M)" "$T/resume.out" && ok \
+      || bad "pretrain dump after SIG$sig + resume differs from the uninterrupted run's: $(grep wrote "$T/resume.out")"
     [ "$(grep -c '"step"' "$T/p.jsonl")" -eq "$(grep -c '"step"' "$T/full.jsonl")" ] && ok \
       || bad "pretrain metrics after SIG$sig resume: $(grep -c '"step"' "$T/p.jsonl") lines"
   else
@@ -71,9 +74,12 @@ for sig in INT TERM; do
 done
 
 # A signal before the first step (here while the held-out text is evaluated, seconds at 1 thread):
-# nothing trained, nothing written. It used to train a new step first, then save it.
+# nothing trained, nothing written, an existing --metrics file kept. It used to train a new step
+# first, then save it; the metrics file was emptied.
 rm -f "$T/early.brt"
-"$BIN" pretrain --model "$T/init.brt" "${PT[@]}" --valid "$TEXT" --valid-examples 0 \
+echo '{"step":1,"loss":1.0}' > "$T/early.jsonl"
+cp "$T/early.jsonl" "$T/early_copy.jsonl"
+"$BIN" pretrain --model "$T/init.brt" "${PT[@]}" --valid "$TEXT" --valid-examples 0 --metrics "$T/early.jsonl" \
   -o "$T/early.brt" > "$T/stdout" 2> "$T/stderr" < /dev/null &
 pid=$!
 for _ in $(seq 3000); do grep -q 'reading --valid 1000/1000' "$T/stderr" && break; sleep 0.01; done
@@ -81,7 +87,25 @@ kill -INT $pid
 wait $pid
 rc=$?
 [ $rc -eq 130 ] && grep -q "interrupted: SIGINT before step 1 of $M: nothing trained, $T/early.brt not written" "$T/stderr" \
-  && [ ! -e "$T/early.brt" ] && ok || bad "SIGINT before the first step: exit $rc: $(tail -c 300 "$T/stderr")"
+  && [ ! -e "$T/early.brt" ] && cmp -s "$T/early.jsonl" "$T/early_copy.jsonl" && ok \
+  || bad "SIGINT before the first step: exit $rc: $(tail -c 300 "$T/stderr"); metrics: $(head -c 200 "$T/early.jsonl")"
+
+# --data-only stops at a signal too (it ran on, and wrote gigabytes): whole steps kept, exit 130.
+# (killed after 2 minutes should it run on, as it did)
+timeout -s KILL 120 "$BIN" pretrain --model "$T/init.brt" --corpus "$T/corpus.txt" --batch-size 4 --max-seq-length 32 --max-steps 100000000 \
+  --data-only --dump-instances "$T/do.inst" > "$T/stdout" 2> "$T/stderr" < /dev/null &
+pid=$!
+sleep 1
+kill -INT $pid
+wait $pid
+rc=$?
+if grep -q "before step 1 of" "$T/stderr"; then
+  [ $rc -eq 130 ] && [ ! -e "$T/do.inst" ] && ok || bad "--data-only SIGINT before step 1: exit $rc"
+else
+  k=$(sed -n 's/.*interrupted: SIGINT at step \([0-9]*\) of 100000000: wrote .*do.inst (steps 1\.\.\([0-9]*\), no training)$/\1 \2/p' "$T/stderr")
+  [ $rc -eq 130 ] && [ -n "$k" ] && [ -s "$T/do.inst" ] && ok || bad "--data-only SIGINT: exit $rc: $(tail -c 300 "$T/stderr")"
+fi
+rm -f "$T/do.inst"
 
 # --- finetune --------------------------------------------------------------------------------------
 N=60

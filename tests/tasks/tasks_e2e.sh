@@ -213,7 +213,7 @@ expect_error "predict QA bad JSON" "" "stdin: line 1: field \"context\" is missi
 expect_error "predict QA unknown key" "" "stdin: line 1: unknown key \"extra\" \(expected question, context\)" -- \
   sh -c "printf '{\"question\": \"Who?\", \"context\": \"Bob.\", \"extra\": 1}\n' | '$BIN' predict --model '$T/qa.brt'"
 # Whitespace-only lines are skipped as blank ones are (the first said "not valid JSON").
-printf ' \t\n{"input_ids": [101, 2848, 102]}\n\n   \n' | "$BIN" forward --model "$T/ner.brt" > "$T/f_ws.json" 2> "$T/err" \
+printf '\xef\xbb\xbf\n \r \n\t\r\r\n{"input_ids": [101, 2848, 102]}\n\n   \n' | "$BIN" forward --model "$T/ner.brt" > "$T/f_ws.json" 2> "$T/err" \
   && [ "$(wc -l < "$T/f_ws.json")" -eq 1 ] && ok || bad "forward with whitespace lines: $(cat "$T/err")"
 expect_error "forward repeated key" "" "stdin: line 1: key \"input_ids\" appears twice" -- \
   sh -c "printf '{\"input_ids\": [101, 102], \"input_ids\": [101]}\n' | '$BIN' forward --model '$T/qa.brt'"

@@ -7,6 +7,7 @@
 
 #include "common.h"
 #include "core/error.h"
+#include "core/utf8.h"
 #include "forward_input.h"
 #include "io/model_io.h"
 
@@ -40,9 +41,12 @@ void add_forward(CLI::App& app) {
     auto be = o->backend.make_inference();
     BertModel& model = *m.model;
     const BertConfig& cfg = model.config();
-    for_each_stdin_line([&](const std::string& line, size_t n) {
-      // Blank and whitespace-only lines are skipped alike (JSON Lines readers do).
-      if (line.find_first_not_of(" \t") == std::string::npos) return;
+    for_each_stdin_line([&](const std::string& raw, size_t n) {
+      // Blank lines and lines of JSON whitespace are skipped alike (JSON Lines readers do); a
+      // byte-order mark may open the first.
+      std::string line = raw;
+      if (n == 1) drop_utf8_bom(line);
+      if (line.find_first_not_of(" \t\r") == std::string::npos) return;
       const ForwardInput fin = parse_forward_line(line, n);
       const auto& ids = fin.input_ids;
       const auto& types = fin.token_type_ids;

@@ -38,6 +38,7 @@ void add_init(CLI::App& app) {
   c->callback([o] {
     check_output_path("-o", o->out);
     check_input_file("--vocab", o->vocab);
+    check_distinct_files({{"-o", o->out}}, {{"--vocab", o->vocab}});
     if (!(o->initializer_range > 0 && o->initializer_range <= 1))
       fail_usage("--initializer-range must be in (0, 1], got {}", o->initializer_range);
     TokenizerOptions topts;

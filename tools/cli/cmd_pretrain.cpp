@@ -170,6 +170,21 @@ void validate(const Flags& o) {
     if (!o.data_only) outputs.push_back({"-o", o.out});
     check_distinct_files(outputs, data);
     check_distinct_files(logs, {{"--model", o.model}, {"--resume", o.resume}});
+    // Nor a new .txt file there: the next run over the folder would read it as training text
+    // (and a resumed run would meet another corpus).
+    for (const auto& [flag, path] : outputs) {
+      if (path.empty() || std::filesystem::path(path).extension() != ".txt") continue;
+      std::filesystem::path folder = std::filesystem::path(path).parent_path();
+      if (folder.empty()) folder = ".";
+      for (const std::string& c : d.corpus) {
+        std::error_code ec;
+        if (std::filesystem::is_directory(c, ec) && std::filesystem::equivalent(folder, c, ec))
+          fail(
+              "{} {}: a .txt file in --corpus folder {}: a run over that folder would read "
+              "it as training text; write it elsewhere",
+              flag, path, c);
+      }
+    }
   }
   if (o.max_steps < 0) fail_usage("--max-steps must be ≥ 0, got {}", o.max_steps);
   if (o.eval_steps > 0 && d.valid.empty())
@@ -476,6 +491,7 @@ void run(const Flags& o) {
     if (valid.empty()) return 0.0;
     const PretrainEval e = evaluate_pretraining(model, *be, valid, o.batch_size,
                                                 o.data.max_seq_length, tok.pad_id());
+    if (step == 0 && stop_signal()) return e.mlm_loss;  // stopped before training: not reported
     fmt::print(
         "valid {} (step {}): MLM accuracy {:.4f} (loss {:.3f}){} on {} examples / {} "
         "masked tokens\n",
@@ -488,7 +504,7 @@ void run(const Flags& o) {
   };
   if (!o.data.valid.empty() && !o.data_only) {
     valid = validation_examples(o, tok, model.config().vocab_size);
-    if (!resuming) evaluate("before", 0);
+    if (!resuming && !stop_signal()) evaluate("before", 0);
   }
 
   auto meta = loaded_metadata;
@@ -506,23 +522,47 @@ void run(const Flags& o) {
 
   std::optional<InstanceDump> dump;
   const int64_t first_step = trainer.steps_done() + 1;
-  // The dump holds the steps this run trained (a resumed run's from its resume on).
+  // A resumed run's dump continues the interrupted run's (its steps up to the checkpoint first).
   auto commit_dump = [&] {
     if (!dump) return;
     dump->commit();
-    fmt::print("wrote {} (steps {}..{})\n", o.dump_instances, first_step, trainer.steps_done());
+    if (dump->first_step() == 0)
+      fmt::print("wrote {} (no steps)\n", o.dump_instances);
+    else
+      fmt::print("wrote {} (steps {}..{})\n", o.dump_instances, dump->first_step(),
+                 trainer.steps_done());
   };
   if (!o.dump_instances.empty())
     dump.emplace(o.dump_instances, o.data.max_seq_length, o.batch_size / o.optim.accumulation,
-                 o.optim.accumulation);
+                 o.optim.accumulation, resuming ? trainer.steps_done() : 0);
   MicroBatchFn on_micro_batch;
   if (dump)
     on_micro_batch = [&dump](int64_t step, int micro, int, const Batch& b) {
       dump->write(step, micro, b);
     };
   if (o.data_only) {  // the same stream and slicing as training, without the steps
-    stream_micro_batches(stream, trainer.steps_done() + 1, o.max_steps, o.optim.accumulation,
-                         on_micro_batch);
+    // A signal stops before the next step's first micro-batch: the dump keeps whole steps.
+    struct Stopped {
+      int64_t step;
+    };
+    try {
+      stream_micro_batches(stream, trainer.steps_done() + 1, o.max_steps, o.optim.accumulation,
+                           [&](int64_t step, int micro, int k, const Batch& b) {
+                             if (micro == 0 && stop_signal()) throw Stopped{step};
+                             on_micro_batch(step, micro, k, b);
+                           });
+    } catch (const Stopped& s) {
+      const int sig = stop_signal();
+      if (s.step == first_step)  // no whole step: an existing file stays as it was
+        throw Interrupted(sig,
+                          fmt::format("{} before step {} of {}: {} not written", signal_name(sig),
+                                      first_step, o.max_steps, o.dump_instances));
+      dump->commit();
+      throw Interrupted(
+          sig,
+          fmt::format("{} at step {} of {}: wrote {} (steps {}..{}, no training)", signal_name(sig),
+                      s.step - 1, o.max_steps, o.dump_instances, first_step, s.step - 1));
+    }
     dump->commit();
     fmt::print("wrote {} (steps {}..{}, no training)\n", o.dump_instances, trainer.steps_done() + 1,
                o.max_steps);
