@@ -20,7 +20,8 @@ void add_init(CLI::App& app) {
   c->add_option("--preset", o->preset,
                 "tiny (L2 H128), mini (L4 H256), small (L4 H512), medium (L8 H512), base (L12 "
                 "H768), large (L24 H1024)")
-      ->required();
+      ->required()
+      ->check(CLI::IsMember({"tiny", "mini", "small", "medium", "base", "large"}));
   c->add_option("--vocab", o->vocab, "WordPiece vocab.txt (one token a line, id = line number)")
       ->required();
   c->add_flag("--cased", o->cased, "keep case and accents (default: lower-case + strip accents)");

@@ -151,6 +151,9 @@ void validate(const Flags& o) {
     fail_usage("--dynamic-masking makes fresh masks each epoch: --dupe-factor must be 1, got {}",
                d.dupe_factor);
   if (d.doc_sentences && !d.no_nsp) fail_usage("--doc-sentences needs --no-nsp");
+  for (const auto& [flag, p] : {std::pair{"--masked-lm-prob", d.masked_lm_prob},
+                                std::pair{"--short-seq-prob", d.short_seq_prob}})
+    if (!(p >= 0 && p <= 1)) fail_usage("{} must be in [0, 1], got {}", flag, p);
   if (!d.valid.empty()) check_input_file("--valid", d.valid);
   if (!o.metrics.empty()) check_output_path("--metrics", o.metrics);
   if (!o.dump_instances.empty()) check_output_path("--dump-instances", o.dump_instances);

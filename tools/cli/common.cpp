@@ -1,7 +1,9 @@
 #include "common.h"
 
+#include <fmt/ranges.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -149,7 +151,15 @@ void BackendChoice::add_to(CLI::App* app) {
                   "compute backend: cpu (OpenBLAS), vulkan (GPU: every op on the device), "
                   "reference (scalar) or checked (the cpu backend behind the GPU memory "
                   "contract's checks: for testing)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {  // a usage error (exit 2), as other bad values
+            const std::vector<std::string> names = backend_names();
+            if (std::find(names.begin(), names.end(), s) != names.end()) return {};
+            return fmt::format("unknown backend '{}': expected one of {}", s,
+                               fmt::join(names, ", "));
+          },
+          "", "backend"));
   app->add_option("--device", device,
                   "Vulkan device index for --backend vulkan (bertrt info --devices; default "
                   "BERTRT_VULKAN_DEVICE or 0)")

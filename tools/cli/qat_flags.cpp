@@ -45,7 +45,7 @@ void check_qat_options(const QatOptions& o) {
   if (!o.enabled()) {
     // Given without --qat they would change nothing: a forgotten --qat, not a choice.
     for (const CLI::Option* opt : o.qat_only)
-      if (opt->count() > 0) fail("{} needs --qat int8", opt->get_name());
+      if (opt->count() > 0) fail_usage("{} needs --qat int8", opt->get_name());
     return;
   }
   if (!(o.observer_momentum > 0.0f && o.observer_momentum <= 1.0f))

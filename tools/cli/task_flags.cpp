@@ -50,7 +50,9 @@ TaskDefinition task_from_flags(const TaskFlags& f, const std::string& train_path
                                int max_seq_length) {
   auto reject = [&](const std::vector<CLI::Option*>& opts, const char* owner) {
     for (const CLI::Option* o : opts)
-      if (o->count()) fail("{} applies to --task {} only (this is --task {})", o->get_name(), owner, f.task);
+      if (o->count())
+        fail_usage("{} applies to --task {} only (this is --task {})", o->get_name(), owner,
+                   f.task);
   };
   if (f.task != "tsv") reject(f.tsv_options, "tsv");
   if (f.task != "squad") reject(f.squad_options, "squad");
