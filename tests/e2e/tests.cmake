@@ -38,6 +38,20 @@ endif()
 add_test(NAME signal_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/signal_test.sh $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
 set_tests_properties(signal_e2e PROPERTIES TIMEOUT 600 LABELS "e2e;long")
 
+# One version number: project(VERSION) against the header, the library, both programs' --version,
+# Python, pkg-config/CMake package files, the CPack file name and CHANGELOG.md
+# (tests/e2e/version_test.sh).
+if(TARGET bertrt_convert_cli AND BERTRT_PYTHON_EXECUTABLE)
+  set(_vulkan OFF)
+  if(BERTRT_VULKAN)
+    set(_vulkan ON)
+  endif()
+  add_test(NAME version_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/version_test.sh
+           ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR} $<TARGET_FILE:bertrt_cli>
+           $<TARGET_FILE:bertrt_convert_cli> $<TARGET_FILE:bertrt_shared>
+           ${BERTRT_PYTHON_EXECUTABLE} ${_vulkan})
+  set_tests_properties(version_e2e PROPERTIES TIMEOUT 120 LABELS e2e)
+endif()
 # The documentation's relative links and #anchors resolve (README.md and docs/*.md).
 add_test(NAME doc_links COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/scripts/check_doc_links.py
                                 ${CMAKE_SOURCE_DIR})

@@ -36,7 +36,8 @@ void add_quantize(CLI::App& app) {
                 "every activation range")
       ->required();
   c->add_option("--calibration-examples", o->examples,
-                "use the first N examples (windows for conll2003 and squad)")
+                "use the first N examples (conll2003 and squad: windows, the parts of a long sentence or "
+                "context that fit --max-seq-length)")
       ->capture_default_str()
       ->check(at_least(1));
   c->add_option("--batch-size", o->batch_size, "examples per forward pass")->capture_default_str()
