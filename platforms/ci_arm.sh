@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI stage for ARM (issue #4), run by .ci/run after the x86-64 suite (which leaves build/bertrt):
+# CI stage for ARM, run by .ci/run after the x86-64 suite (which leaves build/bertrt):
 #  1. installs the cross compiler and qemu-user (idempotent), builds the arm64 sysroot (cached);
 #  2. cross-builds everything with the `aarch64` preset and runs the whole unit suite under
 #     qemu-aarch64 (ctest --preset aarch64: OPENBLAS_NUM_THREADS=1, BERTRT_TEST_EMULATED=1), then
@@ -83,7 +83,7 @@ env -u LD_LIBRARY_PATH qemu-aarch64 -L "$BASE" -E OPENBLAS_NUM_THREADS=1 -U OPEN
   "$PKG/bin/bertrt" init --preset tiny --vocab "$DATA/vocab/bert-base-uncased-vocab.txt" -o "$T/pkg-init.brt" >/dev/null
 echo "package: $(basename "$TGZ") $(stat -c %s "$TGZ") bytes; stripped bin/bertrt $(stat -c %s "$PKG/bin/bertrt") bytes; runs unpacked on a glibc-only root"
 
-# --- 3b. the C API examples against the unpacked package (issue #14) ------------------------------
+# --- 3b. the C API examples against the unpacked package ---------------------------------------
 # Cross-built with nothing but the package's include/ and lib/ (libbertrt.so), run from its bin/
 # on the glibc-only root: fine-tune (3 steps) with examples/finetune_on_device.cpp, then label 8
 # dev sentences with examples/classify.c and compare with the packaged `bertrt predict`.
