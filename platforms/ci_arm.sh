@@ -138,4 +138,8 @@ echo "end-to-end wall time: aarch64 under qemu ${t_arm} s, x86-64 ${t_x86} s"
 cmp -s "$T/aarch64/init.brt" "$T/x86_64/init.brt" && echo "init: byte-identical on both" \
   || { echo "init.brt differs between aarch64 and x86-64 (seeded init must not depend on the CPU)" >&2; exit 1; }
 /usr/bin/python3 platforms/compare_runs.py "$T/aarch64" "$T/x86_64"
+# --- 5. the tutorial's commands, the board steps under qemu-aarch64 ---------------------------------
+stage "docs/tutorial.md, host and board steps"
+/usr/bin/python3 tests/docs/doc_commands.py --source "$ROOT" --build "$X86_BUILD" \
+  --shared "$(dirname "$DATA")" --stage arm docs/tutorial.md
 stage "done"
