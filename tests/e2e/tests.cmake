@@ -52,6 +52,3 @@ if(TARGET bertrt_convert_cli AND BERTRT_PYTHON_EXECUTABLE)
            ${BERTRT_PYTHON_EXECUTABLE} ${_vulkan})
   set_tests_properties(version_e2e PROPERTIES TIMEOUT 120 LABELS e2e)
 endif()
-# The documentation's relative links and #anchors resolve (README.md and docs/*.md).
-add_test(NAME doc_links COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/scripts/check_doc_links.py
-                                ${CMAKE_SOURCE_DIR})
