@@ -13,26 +13,19 @@ import sys
 
 import bertrt
 
-
-def main():
-    if len(sys.argv) < 3:
-        print(f"usage: {sys.argv[0]} MODEL.brt SENTENCE...", file=sys.stderr)
-        return 2
-    try:
-        model = bertrt.Model(sys.argv[1])
-        predictions = model.predict(sys.argv[2:])
-    except bertrt.Error as e:
-        print(f"quickstart: {e}", file=sys.stderr)
-        return 1
-    for text, p in zip(sys.argv[2:], predictions):
-        if "score" in p:  # a regression model (stsb)
-            print(f"{text} -> {p['score']:.4f}")
-            continue
-        print(f"{text} -> {p['label']}")
-        for label, probability in p["probabilities"].items():
-            print(f"  {label} {probability:.4f}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+if len(sys.argv) < 3:
+    print(f"usage: {sys.argv[0]} MODEL.brt SENTENCE...", file=sys.stderr)
+    sys.exit(2)
+texts = sys.argv[2:]
+try:
+    model = bertrt.Model(sys.argv[1])  # bertrt.Error names the file and what is wrong with it
+    predictions = model.predict(texts)
+except bertrt.Error as e:
+    sys.exit(f"quickstart: {e}")
+for text, p in zip(texts, predictions):
+    if "score" in p:  # a regression model (stsb)
+        print(f"{text} -> {p['score']:.4f}")
+        continue
+    print(f"{text} -> {p['label']}")
+    for label, probability in p["probabilities"].items():
+        print(f"  {label} {probability:.4f}")
