@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End-to-end checks of the `bertrt` command on real data: every subcommand on a tiny model, then
-# the bad inputs of issue #2 — each must exit non-zero, name the file/line/flag, and leave no
+# bad inputs — each must exit non-zero, name the file/line/flag, and leave no
 # output file behind.
 # Usage: cli_test.sh BERTRT_BINARY DATA_DIR
 set -uo pipefail
@@ -190,7 +190,7 @@ expect_error "fill-mask without [MASK]" "" "MASK" -- "$BIN" fill-mask --model "$
 expect_error "fill-mask of Latin-1 text" "" "text: byte 4 \\(0xE9\\) is not UTF-8" -- "$BIN" fill-mask --model "$T/pt.brt" "$(printf 'caf\xe9 is [MASK].')"
 expect_error "unknown task" "$T/o5.brt" "task" -- "$BIN" finetune --model "$T/pt.brt" --task nope --train "$T/train.tsv" --dev "$T/dev.tsv" -o "$T/o5.brt"
 # eval named the model's task instead ("fine-tuned for task sst2, not nope").
-# Small leaks of the fifth bad-input pass (stop 46): each was accepted or unnamed.
+# Bad inputs that were once accepted or unnamed.
 expect_error "predict of a line that is not UTF-8" "" "stdin: line 2: byte 4 \(0xE9\) is not UTF-8" -- sh -c "printf 'fine\\ncaf\\351 au lait\\n' | '$BIN' predict --model '$T/sst2.brt' --json"
 expect_error "predict of a zero-width space" "" "line 1: the sentence is empty \(no tokens" -- sh -c "printf '\342\200\213\\n' | '$BIN' predict --model '$T/sst2.brt'"
 : > "$T/empty_valid.txt"
@@ -199,7 +199,7 @@ expect_error "pretrain --valid-examples -1" "$T/o9.brt" "valid-examples: must be
 expect_error "eval --articles empty" "" "--articles: expected an article range like 0-29 or 7, got an empty value" -- "$BIN" eval --model "$T/sst2.brt" --data "$T/dev.tsv" --articles ""
 { printf '\357\273\277'; cat "$VOCAB"; } > "$T/bom_vocab.txt"
 expect_ok "init with a vocab that starts with a BOM" "$BIN" init --preset tiny --vocab "$T/bom_vocab.txt" -o "$T/bom.brt"
-# The sixth pass (stop 46): a NER line of only zero-width characters got a made-up tag; integer
+# A NER line of only zero-width characters got a made-up tag; integer
 # flags out of range exit 2 like the other usage errors (they exited 1); bench takes at most the
 # model's positions by default.
 expect_error "bench --batch-size 0" "" "^bertrt: error: --batch-size: must be ≥ 1, got 0$" -- "$BIN" bench --model "$T/init.brt" --batch-size 0
@@ -298,7 +298,7 @@ expect_error "pretrain --metrics a new .txt in the --corpus folder" "$T/cdir/m.t
 cp "$VOCAB" "$T/v.txt"
 expect_error "init -o is --vocab" "" "-o .*v.txt: is also --vocab" -- "$BIN" init --preset tiny --vocab "$T/v.txt" -o "$T/v.txt"
 cmp -s "$VOCAB" "$T/v.txt" && ok || bad "init -o replaced its --vocab"
-# Outputs through symbolic links (stop 47): checked where the write lands, before any training.
+# Outputs through symbolic links: checked where the write lands, before any training.
 FT1=(finetune --model "$T/pt.brt" --task sst2 --train "$T/train.tsv" --max-steps 1)
 ln -s loopB "$T/loopA"; ln -s loopA "$T/loopB"
 expect_error "-o a link loop (an error, not an abort)" "" "-o .*loopA: cannot write: too many levels of symbolic links" -- \

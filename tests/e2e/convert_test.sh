@@ -280,7 +280,7 @@ cmp -s "$T/a.brt" "$T/keep.brt" || bad "failed conversion changed an existing -o
 
 # --- unwritable -o: found before any work -----------------------------------------------------------
 expect_error o-missing-folder 1 "" "-o $T/no/such/x.brt: folder .* does not exist" -- "$CONV" "$M/st_pretraining_f32" -o "$T/no/such/x.brt"
-# -o through symbolic links (stop 47): checked where the write lands; a loop is one error line.
+# -o through symbolic links: checked where the write lands; a loop is one error line.
 ln -s loopB "$T/loopA"; ln -s loopA "$T/loopB"; ln -s no/such/y.brt "$T/lno"
 expect_error o-link-loop 1 "" "-o .*loopA: cannot write: too many levels of symbolic links" -- "$CONV" "$M/st_pretraining_f32" -o "$T/loopA"
 expect_error o-link-missing-folder 1 "" "-o .*lno \\(the link's target .*no/such/y.brt\\): folder .*no/such' does not exist" -- "$CONV" "$M/st_pretraining_f32" -o "$T/lno"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end checks of `bertrt pretrain` as a long-running, resumable job (issue #5), on a tiny
+# End-to-end checks of `bertrt pretrain` as a long-running, resumable job, on a tiny
 # model and a slice of real text:
 #   - a run killed (SIGKILL) after a save and resumed ends byte-identical to an uninterrupted run;
 #     --save-steps checkpoints go to OUT.resume, never to -o OUT (written when the run finishes);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end checks of quantization in the `bertrt` command (issue #7) on a tiny model and real
+# End-to-end checks of quantization in the `bertrt` command on a tiny model and real
 # SST-2 lines: finetune --qat int8 (int8 -o + --save-fake-quant), eval/predict/forward/info on both
 # files, fake-quant vs int8 agreement, quantize (PTQ), and the errors: quantize without or with
 # empty calibration data, training or quantizing an int8 model, bad --qat values.

@@ -14,13 +14,13 @@ set_tests_properties(pretrain_e2e PROPERTIES TIMEOUT 900 LABELS e2e)
 # Quantization in the CLI (tests/e2e/qat_cli_test.sh).
 add_test(NAME qat_cli_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/qat_cli_test.sh $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
 set_tests_properties(qat_cli_e2e PROPERTIES TIMEOUT 600 LABELS e2e)
-# The PyTorch twin of a pre-training run and the data statistics (tests/e2e/twin_test.sh, issue #16).
+# The PyTorch twin of a pre-training run and the data statistics (tests/e2e/twin_test.sh).
 if(TARGET bertrt_convert_cli)
   add_test(NAME twin_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/twin_test.sh $<TARGET_FILE:bertrt_cli>
            $<TARGET_FILE:bertrt_convert_cli> ${E2E_DATA})
   set_tests_properties(twin_e2e PROPERTIES TIMEOUT 600 LABELS "e2e;long")
 endif()
-# The Vulkan backend end to end against the cpu one (tests/e2e/vulkan_test.sh, issue #12).
+# The Vulkan backend end to end against the cpu one (tests/e2e/vulkan_test.sh).
 if(BERTRT_VULKAN)
   add_test(NAME vulkan_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/vulkan_test.sh $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
   set_tests_properties(vulkan_e2e PROPERTIES TIMEOUT 1200 LABELS "e2e;long")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Vulkan backend end to end (issue #12): the same seeded tiny pre-training (8 steps, MLM +
+# The Vulkan backend end to end: the same seeded tiny pre-training (8 steps, MLM +
 # NSP), SST-2 fine-tuning (8 steps, fp32 and QAT int8) and eval on --backend vulkan and on cpu;
 # the losses must agree step by step within platforms/compare_runs.py's bound (rtol 1e-5: the two
 # differ only in summation order), with the Khronos validation layer on and silent. Also the

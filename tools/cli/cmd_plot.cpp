@@ -263,7 +263,7 @@ std::string id_slug(const std::string& label) {
 }
 
 // One metrics file and its label: with several files (runs compared, e.g. bertrt and the PyTorch
-// twin of issue #16) every series is named "<label>: ..." and its id gets a "<label>-" prefix.
+// PyTorch twin of a pre-training run) every series is named "<label>: ..." and its id gets a "<label>-" prefix.
 struct Run {
   std::string label;
   Records records;

@@ -86,7 +86,7 @@ void add_quantize(CLI::App& app) {
       model.forward(*be, data->batch(order, begin, o->batch_size).inputs(), Targets{}, false);
     model.finish_calibration();
     auto meta = m.metadata;
-    rename_source_architecture(meta);  // a model fine-tuned before stop 48 still has the key
+    rename_source_architecture(meta);  // a model fine-tuned by bertrt 0.1.0 still has the key
     meta["source"] = "bertrt quantize";
     meta["quantization.source"] = "ptq";
     meta["quantization.calibration"] =

@@ -17,7 +17,7 @@
 namespace bertrt::cli {
 
 // A flag's value, or a mix of flags, that can never work: exit 2 like CLI11's own usage errors,
-// where errors met while running exit 1 (docs/cli.md).
+// where errors met while running exit 1 (docs/reference/cli.md).
 struct UsageError : Error {
   using Error::Error;
 };
