@@ -270,6 +270,16 @@ expect_error "--metrics is -o" "" "metrics.*is also -o" -- "$BIN" pretrain --mod
 cp "$T/init.brt" "$T/init_copy.brt"
 expect_error "--metrics is --model" "$T/o12.brt" "metrics.*is also --model" -- "$BIN" pretrain --model "$T/init_copy.brt" --corpus "$T/corpus.txt" --max-steps 1 --metrics "$T/init_copy.brt" -o "$T/o12.brt"
 cmp -s "$T/init.brt" "$T/init_copy.brt" && ok || bad "--metrics clobbered --model"
+# -o never replaces the model a run starts from (a fine-tune over its pre-trained model, an int8
+# file over its fp32 source).
+expect_error "pretrain -o is --model" "" "-o .*init_copy.brt: is also --model" -- "$BIN" pretrain --model "$T/init_copy.brt" --corpus "$T/corpus.txt" --max-steps 1 -o "$T/init_copy.brt"
+cmp -s "$T/init.brt" "$T/init_copy.brt" && ok || bad "pretrain -o replaced --model"
+cp "$T/pt.brt" "$T/pt_copy.brt"
+expect_error "finetune -o is --model" "" "-o .*pt_copy.brt: is also --model" -- "$BIN" finetune --model "$T/pt_copy.brt" --task sst2 --train "$T/train.tsv" --max-steps 1 -o "$T/pt_copy.brt"
+cmp -s "$T/pt.brt" "$T/pt_copy.brt" && ok || bad "finetune -o replaced --model"
+cp "$T/sst2.brt" "$T/sst2_copy.brt"
+expect_error "quantize -o is --model" "" "-o .*sst2_copy.brt: is also --model" -- "$BIN" quantize --model "$T/sst2_copy.brt" --calibration "$T/dev.tsv" -o "$T/sst2_copy.brt"
+cmp -s "$T/sst2.brt" "$T/sst2_copy.brt" && ok || bad "quantize -o replaced --model"
 # Out-of-range values and flags that cannot go together exit 2 as CLI11's usage errors do (these
 # exited 1).
 PT1=(pretrain --model "$T/init.brt" --corpus "$T/corpus.txt" --max-steps 1 -o "$T/o14.brt")

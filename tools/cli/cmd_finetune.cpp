@@ -162,12 +162,12 @@ void add_finetune(CLI::App& app) {
       "run_squad.py does; a long CoNLL sentence is split into windows too.\n"
       "Interrupted (SIGINT/SIGTERM): the step in progress finishes, the run's resumable state goes\n"
       "to OUT.resume (model + optimizer moments) and the run exits 130/143; -o OUT is written only\n"
-      "when a run finishes, which removes OUT.resume. Continue with --resume OUT.resume and the\n"
-      "same flags.");
+      "when a run finishes, which removes OUT.resume. Continue with --resume OUT.resume in place\n"
+      "of --model, the other flags the same.");
   auto* model_opt = c->add_option("--model", o->model, "pre-trained model (.brt); or --resume");
   c->add_option("--resume", o->resume,
                 "continue the interrupted (SIGINT/SIGTERM) run that wrote this checkpoint "
-                "(OUT.resume, beside its -o OUT), with the same flags")
+                "(OUT.resume, beside its -o OUT), in place of --model; the other flags the same")
       ->excludes(model_opt);
   add_task_flags(c, o->task);
   c->add_option("--train", o->train, "training data (TSV, CoNLL file, SQuAD JSON)")->required();
@@ -242,7 +242,8 @@ void add_finetune(CLI::App& app) {
         {{"-o", o->out}, {"-o's checkpoint", resume_path(o->out)}, {"--metrics", o->metrics},
          {"--save-fake-quant", o->qat.save_fake_quant}},
         {{"--train", o->train}, {"--dev", o->dev}});
-    check_distinct_files({{"--metrics", o->metrics}},
+    // -o never replaces the model it starts from: a failed or unwanted run must not cost it.
+    check_distinct_files({{"-o", o->out}, {"--metrics", o->metrics}},
                          {{resuming ? "--resume" : "--model", model_path}});
     if (o->epochs < 1 && o->max_steps <= 0) fail_usage("--epochs must be ≥ 1, got {}", o->epochs);
     if (!(o->warmup_ratio >= 0 && o->warmup_ratio <= 1))
@@ -401,7 +402,7 @@ void add_finetune(CLI::App& app) {
             throw Interrupted(
                 sig,
                 fmt::format("{} at step {} of {}: wrote the resumable checkpoint {} (continue with "
-                            "--resume {} and the same flags; {} is written when the run "
+                            "--resume {} in place of --model, the other flags the same; {} is written when the run "
                             "finishes)",
                             signal_name(sig), log.step, total, ckpt, ckpt, o->out));
           }

@@ -175,7 +175,10 @@ void validate(const Flags& o) {
       outputs.push_back({"-o's checkpoint", resume_path(o.out)});
     }
     check_distinct_files(outputs, data);
-    check_distinct_files(logs, {{"--model", o.model}, {"--resume", o.resume}});
+    // Nor may -o replace the model the run starts from.
+    FlagPaths model_outputs = logs;
+    if (!o.data_only) model_outputs.push_back({"-o", o.out});
+    check_distinct_files(model_outputs, {{"--model", o.model}, {"--resume", o.resume}});
     // Nor a new .txt file there: the next run over the folder would read it as training text
     // (and a resumed run would meet another corpus).
     for (const auto& [flag, path] : outputs) {
@@ -634,7 +637,7 @@ void run(const Flags& o) {
             throw Interrupted(
                 sig,
                 fmt::format("{} at step {} of {}: wrote the resumable checkpoint {} (continue "
-                            "with --resume {} and the same flags; {} is written when the run "
+                            "with --resume {} in place of --model, the other flags the same; {} is written when the run "
                             "finishes)",
                             signal_name(sig), log.step, o.max_steps, ckpt, ckpt, o.out));
           }
@@ -694,11 +697,12 @@ void add_pretrain(CLI::App& app) {
       "The resumable checkpoint OUT.resume (model + optimizer moments + data position) is written\n"
       "every --save-steps steps and when SIGINT/SIGTERM stops the run (the step in progress\n"
       "finishes; exit 130/143); the finished run removes it. Continue with --resume OUT.resume\n"
-      "and the same flags: the result is byte-identical to an uninterrupted run.");
+      "in place of --model, the other flags the same: the result is byte-identical to an\n"
+      "uninterrupted run.");
   c->add_option("--model", o->model, "initial model with MLM+NSP heads (bertrt init); or --resume");
   c->add_option("--resume", o->resume,
                 "continue the run that wrote this checkpoint (OUT.resume, beside its -o OUT), "
-                "with the same flags");
+                "in place of --model; the other flags the same");
   c->add_option("--max-steps", o->max_steps, "optimizer steps")->required()->check(at_least(1));
   c->add_option("--batch-size", o->batch_size, "sequences per optimizer step")->capture_default_str()
       ->check(at_least(1));

@@ -57,9 +57,9 @@ void add_quantize(CLI::App& app) {
     if (!o->save_fake_quant.empty()) check_output_path("--save-fake-quant", o->save_fake_quant);
     check_input_file("--model", o->model);
     check_input_file("--calibration", o->calibration);
+    // The fp32 source is what a later quantization starts from: -o never replaces it.
     check_distinct_files({{"-o", o->out}, {"--save-fake-quant", o->save_fake_quant}},
-                         {{"--calibration", o->calibration}});
-    // Its size now: -o may name the same file and replace it.
+                         {{"--model", o->model}, {"--calibration", o->calibration}});
     const double input_mb = std::filesystem::file_size(o->model) / 1e6;
     LoadedModel m = load_model(o->model);
     BertModel& model = *m.model;
