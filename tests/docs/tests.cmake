@@ -23,4 +23,6 @@ if(TARGET bertrt_cli AND TARGET bertrt_convert_cli AND NOT CMAKE_CROSSCOMPILING)
              --source ${CMAKE_SOURCE_DIR} --build ${CMAKE_BINARY_DIR} --shared ${DOC_SHARED} ${page})
     set_tests_properties(doc_commands/${rel} PROPERTIES TIMEOUT 600 LABELS "e2e;docs")
   endforeach()
+  # Its `cmake --install build` writes the build's install_manifest.txt, as the C API tests do.
+  set_tests_properties(doc_commands/docs/how-to/build.md PROPERTIES RESOURCE_LOCK cmake_install)
 endif()
