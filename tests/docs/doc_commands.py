@@ -126,7 +126,7 @@ def scratch_checkout(source, build, shared):
     return top, root
 
 
-def run_page(page, source, build, shared, stage, timeout):
+def run_page(page, source, build, shared, stage, timeout, verbose=False):
     blocks, setups = parse(page)
     rel = os.path.relpath(page, source)
     sh = [b for b in blocks if b.lang == "sh" and b.not_run_reason is None]
@@ -160,6 +160,8 @@ def run_page(page, source, build, shared, stage, timeout):
         print(out[-6000:])
         print(f"{rel}: FAILED (exit {rc}) in the block at {last[-1][4:] if last else 'set-up'}")
     else:
+        if verbose:
+            print(out)
         print(f"{rel}: {len(sh)} blocks ran")
         shutil.rmtree(top, ignore_errors=True)
     return 0 if rc == 0 else 1
@@ -174,6 +176,7 @@ def main():
     ap.add_argument("--timeout", type=int, default=600)
     ap.add_argument("--lint", action="store_true")
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print each page's output")
     ap.add_argument("pages", nargs="*")
     a = ap.parse_args()
     source = os.path.abspath(a.source)
@@ -191,7 +194,7 @@ def main():
         ap.error("--build and --shared are needed to run pages")
     bad = 0
     for page in a.pages or pages(source):
-        bad += run_page(os.path.abspath(page), source, a.build, a.shared, a.stage, a.timeout)
+        bad += run_page(os.path.abspath(page), source, a.build, a.shared, a.stage, a.timeout, a.verbose)
     return 1 if bad else 0
 
 

@@ -12,7 +12,8 @@ add_test(NAME env_reference COMMAND ${Python3_EXECUTABLE} ${DOC_TOOLS}/env_refer
 if(TARGET bertrt_cli AND TARGET bertrt_convert_cli AND NOT CMAKE_CROSSCOMPILING)
   # docs/reference/cli.md holds every program's and subcommand's --help, verbatim.
   add_test(NAME cli_reference COMMAND ${Python3_EXECUTABLE} ${DOC_TOOLS}/cli_reference.py
-           --page ${CMAKE_SOURCE_DIR}/docs/reference/cli.md --bin-dir ${CMAKE_BINARY_DIR})
+           --page ${CMAKE_SOURCE_DIR}/docs/reference/cli.md
+           --page ${CMAKE_SOURCE_DIR}/docs/reference/cli-training.md --bin-dir ${CMAKE_BINARY_DIR})
   # Each page's commands, run as a reader runs them (tests/docs/doc_commands.py), one test a page.
   get_filename_component(DOC_SHARED ${CMAKE_SOURCE_DIR}/../shared ABSOLUTE)
   file(GLOB_RECURSE DOC_PAGES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/docs/*.md)
