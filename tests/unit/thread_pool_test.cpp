@@ -10,6 +10,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <exception>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -242,6 +245,85 @@ TEST(ThreadPool, FixedCountsNeverAdapt) {
   EXPECT_EQ(fixed.active_threads(), 2);
   ThreadPool one(1, true, false);  // nothing to adapt with one thread
   EXPECT_FALSE(one.adaptive());
+}
+
+// Sets an environment variable for a scope, then puts back what was there.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) had_ = true, old_ = old;
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (had_)
+      setenv(name_, old_.c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
+// The knobs: BERTRT_NUM_THREADS (or --threads, through set_thread_overrides) fixes the count and
+// turns the adaptive width off; unset, a pool of several threads adapts. BERTRT_SPIN (or --spin)
+// makes the waits spin; a value that is not a switch is an error naming the variable.
+TEST(ThreadPool, KnobsFixTheCountAndChooseSpinning) {
+  ScopedEnv threads_env("BERTRT_NUM_THREADS", nullptr), spin_env("BERTRT_SPIN", nullptr);
+  set_thread_overrides(0, false);
+  EXPECT_FALSE(num_threads_fixed());
+  EXPECT_FALSE(spin_waits());
+  if (usable_cpus() > 1) {
+    ThreadPool def;
+    EXPECT_TRUE(def.adaptive());
+    EXPECT_EQ(def.threads(), usable_cpus());
+  }
+  {
+    ScopedEnv t("BERTRT_NUM_THREADS", "1");
+    EXPECT_TRUE(num_threads_fixed());
+    ThreadPool p;
+    EXPECT_FALSE(p.adaptive());
+    EXPECT_EQ(p.threads(), 1);
+  }
+  for (const char* on : {"1", "true", "yes", "on"}) {
+    ScopedEnv s("BERTRT_SPIN", on);
+    EXPECT_TRUE(spin_waits()) << on;
+    EXPECT_TRUE(ThreadPool(2, false, spin_waits()).spin());
+  }
+  for (const char* off : {"0", "false", "no", "off", ""}) {
+    ScopedEnv s("BERTRT_SPIN", off);
+    EXPECT_FALSE(spin_waits()) << off;
+  }
+  {
+    ScopedEnv s("BERTRT_SPIN", "maybe");
+    try {
+      spin_waits();
+      ADD_FAILURE() << "BERTRT_SPIN=maybe was accepted";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find("BERTRT_SPIN: 'maybe' is not a switch"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  // The CLI's flags win over the environment.
+  {
+    ScopedEnv t("BERTRT_NUM_THREADS", "2"), s("BERTRT_SPIN", "0");
+    set_thread_overrides(1, true);
+    EXPECT_TRUE(num_threads_fixed());
+    EXPECT_EQ(default_num_threads(), 1);
+    EXPECT_TRUE(spin_waits());
+    ThreadPool p;
+    EXPECT_EQ(p.threads(), 1);
+    EXPECT_TRUE(p.spin());
+    set_thread_overrides(0, false);
+    EXPECT_EQ(default_num_threads(), std::min(2, usable_cpus()));
+    EXPECT_FALSE(spin_waits());
+  }
 }
 
 }  // namespace
