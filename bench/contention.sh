@@ -28,6 +28,7 @@ need_dir BERTRT_DATA "$DATA" "set BERTRT_DATA"
 need_file "SST-2 train" "$DATA/glue/SST-2/train.tsv"
 need_file "SST-2 dev" "$DATA/glue/SST-2/dev.tsv"
 need_file vocab "$DATA/vocab/bert-base-uncased-vocab.txt"
+DATA=$(realpath "$DATA")  # the runs happen in WORKDIR
 W=$(realpath -m "${1:-/tmp/bertrt-contention}")
 mkdir -p "$W"
 cd "$W"
@@ -113,6 +114,6 @@ for wl in "${WORKLOADS[@]}"; do
     def=$(echo "${times["$wl|$cond|default"]}" | median)
     printf '| %-13s | %-5s | %12.2f | %12.2f | %14.2fx | %-9s |\n' "$wl" "$cond" \
       "$(awk -v v="$one" 'BEGIN { print v / 1000 }')" "$(awk -v v="$def" 'BEGIN { print v / 1000 }')" \
-      "$(awk -v a="$def" -v b="$one" 'BEGIN { print a / b }')" "$(echo ${widths["$wl|$cond"]} | tr ' ' ',')"
+      "$(awk -v a="$def" -v b="$one" 'BEGIN { print a / b }')" "$(echo "${widths["$wl|$cond"]}" | xargs | tr ' ' ',')"
   done
 done
