@@ -17,6 +17,7 @@ set -euo pipefail
 USAGE="usage: $0 [WORKDIR]   env: BERTRT=build/bertrt ROUNDS=3 HOGS=2 BERTRT_DATA=../shared/data STEPS=30
 example: ROUNDS=5 $0 /tmp/contention"
 need_args 0 "$@"
+[ $# -le 1 ] || usage
 BERTRT=${BERTRT:-build/bertrt}
 ROUNDS=${ROUNDS:-3}
 HOGS=${HOGS:-2}
