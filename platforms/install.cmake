@@ -26,17 +26,55 @@ write_basic_package_version_file(${CMAKE_BINARY_DIR}/bertrtConfigVersion.cmake
                                  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
 install(FILES ${CMAKE_BINARY_DIR}/bertrtConfig.cmake ${CMAKE_BINARY_DIR}/bertrtConfigVersion.cmake
         DESTINATION lib/cmake/bertrt)
-# The Python module (python/bertrt, ctypes over libbertrt.so) into the prefix's dist-packages for
-# Debian's python3 (/usr/local/lib/python3.X/dist-packages with the default prefix), told where
-# the installed library is relative to itself: the prefix can be moved or unpacked anywhere (an
-# absolute path pointed the CPack tarball's module at the build's staging folder), and the file
-# is in install_manifest.txt like the others.
+# The Python module (python/bertrt, ctypes over libbertrt.so; it needs NumPy) into the site
+# folder of a Python that can import it: BERTRT_PYTHON, else the first of `python3` on PATH and
+# /usr/bin/python3 that has NumPy (pyenv's python3 may lack it where Debian's has python3-numpy).
+# The folder is that Python's own, relative to the prefix: lib/python3.X/dist-packages for
+# Debian's python3 (/usr/local/lib/python3.X/dist-packages with the default prefix), else
+# lib/python3.X/site-packages. The module is told where the installed library is relative to
+# itself: the prefix can be moved or unpacked anywhere (an absolute path pointed the CPack
+# tarball's module at the build's staging folder), and the file is in install_manifest.txt like
+# the others.
 if(NOT CMAKE_CROSSCOMPILING)
-  execute_process(COMMAND /usr/bin/python3 -c "import sys; print('%d.%d' % sys.version_info[:2])"
-                  OUTPUT_VARIABLE _py OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-  if(_py)
-    set(BERTRT_PYTHON_DIR lib/python${_py}/dist-packages CACHE STRING
+  set(BERTRT_PYTHON "" CACHE FILEPATH
+      "Python whose site folder gets the bertrt module (default: python3 on PATH or /usr/bin/python3, the first with NumPy)")
+  set(_site_py "import sys, sysconfig, pathlib; p = pathlib.PurePath(sysconfig.get_path('purelib')); print('lib/python%d.%d/%s' % (sys.version_info[0], sys.version_info[1], p.name))")
+  set(_numpy_py "import numpy; print(numpy.__version__)")
+  if(BERTRT_PYTHON)
+    set(_candidates ${BERTRT_PYTHON})
+  else()
+    find_program(_path_python3 NAMES python3 NO_CACHE)
+    set(_candidates ${_path_python3} /usr/bin/python3)
+  endif()
+  set(_python "")
+  set(_first "")
+  foreach(_c ${_candidates})
+    if(NOT EXISTS ${_c})
+      continue()
+    endif()
+    if(NOT _first)
+      set(_first ${_c})
+    endif()
+    execute_process(COMMAND ${_c} -c "${_numpy_py}" OUTPUT_VARIABLE _numpy
+                    RESULT_VARIABLE _rc OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    if(_rc EQUAL 0)
+      set(_python ${_c})
+      break()
+    endif()
+  endforeach()
+  if(NOT _python AND _first)
+    set(_python ${_first})
+    set(_numpy "missing: the module needs it (Debian: apt-get install python3-numpy)")
+  endif()
+  if(_python)
+    execute_process(COMMAND ${_python} -c "${_site_py}" OUTPUT_VARIABLE _site
+                    OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  endif()
+  set(BERTRT_PYTHON_EXECUTABLE ${_python})  # for the tests (tests/capi/tests.cmake)
+  if(_site)
+    set(BERTRT_PYTHON_DIR ${_site} CACHE STRING
         "where cmake --install puts the bertrt Python module (relative to the prefix)")
+    message(STATUS "bertrt: Python module -> <prefix>/${BERTRT_PYTHON_DIR} (for ${_python}, NumPy ${_numpy})")
     install(DIRECTORY ${CMAKE_SOURCE_DIR}/python/bertrt DESTINATION ${BERTRT_PYTHON_DIR}
             FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
     file(RELATIVE_PATH _rel /prefix/${BERTRT_PYTHON_DIR}/bertrt
@@ -46,6 +84,8 @@ if(NOT CMAKE_CROSSCOMPILING)
          "RELATIVE_LIBRARY = \"${_rel}\"\n")
     install(FILES ${CMAKE_BINARY_DIR}/python/_library_path.py
             DESTINATION ${BERTRT_PYTHON_DIR}/bertrt)
+  else()
+    message(STATUS "bertrt: no python3 found: the Python module is not installed")
   endif()
 endif()
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/src/ DESTINATION include/bertrt FILES_MATCHING PATTERN "*.h")

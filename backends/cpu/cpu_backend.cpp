@@ -140,7 +140,8 @@ const float* CpuBackend::f32_packed_w(const float* W, int N, int K) {
     f32_packed_w_bytes_ += floats * sizeof(float);
     // The packed copy is the one the GEMMs read now: where W is a model file's mapped pages,
     // never written, they go back (a later reader maps them again), so the weights stay
-    // resident once (issue #13's inference memory bound). Written or anonymous memory stays.
+    // resident once (inference's memory bound: docs/explanation/performance.md). Written or
+    // anonymous memory stays.
     if (MappedFile::release_clean_pages(W, static_cast<size_t>(N) * K * sizeof(float)))
       f32_released_bytes_ += static_cast<size_t>(N) * K * sizeof(float);
   }
@@ -154,9 +155,9 @@ const float* CpuBackend::f32_packed_w(const float* W, int N, int K) {
 // written (given back once packed: release_clean_pages), from a panel of rows on (32, 16 for
 // fma3: the pooler's few rows stay with XNNPACK or OpenBLAS); and, once a weight is packed, every
 // later call of it (its pages are gone). It comes before XNNPACK's rule: since its broadcast form
-// it is the faster of the two there (docs/performance.md, stop 42). Weights loaded by copy
-// (anonymous memory) stay with XNNPACK's rule, then OpenBLAS. Figures: docs/performance.md,
-// "W packed once".
+// it is the faster of the two there (docs/explanation/cpu-kernels.md). Weights loaded by copy
+// (anonymous memory) stay with XNNPACK's rule, then OpenBLAS. Figures:
+// docs/explanation/cpu-kernels.md.
 bool CpuBackend::use_f32_kernel(const float* W, int M, int N, int K, int lda, int ldc) const {
   if (!constant_weights_) return false;
   if (fc_provider_ == cpu::FcProvider::kBertrt) return true;
@@ -171,7 +172,7 @@ bool CpuBackend::use_f32_kernel(const float* W, int M, int N, int K, int lda, in
 }
 
 // auto packs weights only while their copies stay within cpu::xnnpack_auto_budget_bytes() (the
-// packed copy is extra memory: issue #13 bounds inference RSS); an explicit xnnpack packs all.
+// packed copy is extra memory, and inference's RSS is bounded); an explicit xnnpack packs all.
 bool CpuBackend::within_pack_budget(const float* W, int N, int K, int lda, int ldc) const {
   if (fc_provider_ != cpu::FcProvider::kAuto) return true;
   if (xnn_ && xnn_->holds(W, nullptr, N, K, lda, ldc)) return true;
@@ -280,7 +281,7 @@ constexpr size_t kF32GemmCopyFloats = size_t{1} << 22;
 // its pre-training's peak RSS with the memory options. Each output is still the kernel's one fma
 // chain over all of K, so blocking changes no float (f32_gemm.h). It is not the default: forced
 // on, BERT-base's step took 1.06× as long (1.01× with --recompute, whose recomputed forwards
-// hide it; docs/pretraining.md, "Memory options").
+// hide it; docs/how-to/pretrain.md, "Memory options").
 constexpr size_t kF32BoundedCopyFloats = size_t{1} << 18;
 // Blocks never go below 8 panels of rows (a full task for each of 2 threads at 4 panels: fewer
 // leave the kernel's W tiles less reuse than the copies save) or 8 tiles of columns.
@@ -482,8 +483,8 @@ void CpuBackend::linear_forward_inference(float* out, float* pre, const float* x
 // Each thread takes an equal share of the rows and all columns (W read once per task) from 256
 // rows a thread (the panel form's 8 panels of 32), or from 32 when W is at most
 // kF32RowSplitWBytes; otherwise each takes a share of the column tiles, so that it streams only
-// its share of W (BERT-base B1 and B2, 2 threads: docs/performance.md, stop 32). A split by rows
-// keeps each thread on the rows it wrote in the op before; a split by columns makes it read the
+// its share of W (BERT-base B1 and B2, 2 threads: docs/explanation/cpu-kernels.md). A split by
+// rows keeps each thread on the rows it wrote in the op before; a split by columns makes it read the
 // other core's half of X. Either way every output is the kernel's one fma chain: the split never
 // changes a float.
 void CpuBackend::f32_linear(float* Y, int ldy, const float* X, int ldx, const float* W, int M,
@@ -598,8 +599,7 @@ size_t CpuBackend::copy_floats() const {
 // tied decoder) on bertrt's kernel: provider bertrt, or auto with the avx512f kernel:
 // OpenBLAS's packing and kernel were 80 % of a BERT-base pre-training step (Haswell core, the
 // one this kind of host is given), and the avx512f tile runs about twice its speed a core
-// (docs/performance.md, "Training's GEMMs on bertrt's kernel"). From a full panel of rows and a
-// tile of columns on; smaller GEMMs (the pooler's few rows) stay on OpenBLAS. The split changes
+// (docs/explanation/cpu-kernels.md). From a full panel of rows and a tile of columns on; smaller GEMMs (the pooler's few rows) stay on OpenBLAS. The split changes
 // no float (f32_gemm.h), so training stays bit-identical across thread counts.
 bool CpuBackend::use_f32_gemm(bool trans_b, int M, int N, int K, float alpha, float beta) const {
   // alpha = 0: BLAS does not read A and B (an Inf there must not become NaN in C): OpenBLAS.

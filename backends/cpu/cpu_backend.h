@@ -13,7 +13,7 @@
 // default auto, which takes XNNPACK only for shapes where a measurement showed it faster,
 // cpu::xnnpack_fc_wins, and only while the packed copies fit cpu::xnnpack_auto_budget_bytes(),
 // and bertrt's kernel (avx512f or fma3) only for weights that are a model file's clean pages,
-// which it gives back once packed, so that the weights stay resident once: docs/backends.md).
+// which it gives back once packed, so that the weights stay resident once: docs/explanation/architecture.md).
 // Without the declaration (the default, and always in training) nothing is packed by a weight's
 // address and XNNPACK never runs; the GEMMs run on bertrt's kernel with per-call copies under
 // bertrt, and under auto where that kernel is avx512f (use_f32_gemm), else on OpenBLAS. Which one

@@ -92,7 +92,7 @@ void f32_gemm_xwt(F32Kernel k, int M, int n0, int n1, int K, const float* X, int
 //   f32_gemm_bcast_12x32_avx512f  12 rows × 32 columns (2 zmm): 24 accumulators
 //   f32_gemm_bcast_6x16_fma3      6 rows × 16 columns (2 ymm): 12 accumulators
 // It replaced the panel form there: at BERT-mini B1 the packing transposes of X and of the
-// tiles' rows of Y were 8 % of the forward (docs/performance.md, stop 42).
+// tiles' rows of Y were 8 % of the forward (docs/explanation/cpu-kernels.md).
 
 // Output rows and columns per tile (12 × 32, 6 × 16; 0 for the scalar kernel, which has none).
 int f32_bcast_tile_m(F32Kernel k);

@@ -236,7 +236,7 @@ void gemm_xwt(int M, int n0, int n1, int K, const float* P, const float* W, int 
           // W packed once lays each tile's blocks over all of K, so the next tile's block is
           // K·kNR floats on: a jump the hardware prefetcher does not take, and at the first
           // panel every tile waited on memory for its block (BERT-base B1, 1 thread: the forward
-          // −16 % with the next block fetched during this tile; docs/performance.md, stop 34).
+          // −16 % with the next block fetched during this tile; docs/explanation/cpu-kernels.md).
           // The blocks packed per call lie in order (wp) and need no help.
           const float* next = prepacked && n + NR < ne
                                   ? W + static_cast<size_t>(n + NR) * K + static_cast<size_t>(kb) * NR

@@ -71,7 +71,7 @@ bool xnnpack_wins_here() {
 }  // namespace
 
 bool xnnpack_fc_wins(int M, int N, int K) {
-  // Measured with bench/fc_bench.cpp (docs/performance.md, "XNNPACK vs OpenBLAS"), the two
+  // Measured with bench/fc_bench.cpp (docs/explanation/cpu-kernels.md), the two
   // providers interleaved in one process, medians of 31 rounds, 1 thread, on x86-64 with AVX-512F
   // (OpenBLAS on its Cooperlake kernel), three runs at load 5-10: XNNPACK took 0.66-0.93x
   // OpenBLAS's time in every run for every Linear with M ≥ 8 rows, N and K ≥ 256 and a weight of
@@ -85,10 +85,10 @@ bool xnnpack_fc_wins(int M, int N, int K) {
   // BERT-base's attention projections), so the rule is kept to AMD. Not measured: AVX2-only hosts
   // (XNNPACK's FMA3 kernel, expected slower), 2 threads on a quiet machine, and aarch64: OpenBLAS
   // there until figures say otherwise.
-  // Stop 34: bertrt's own kernel, once it fetched its next packed block ahead, overtook XNNPACK
+  // bertrt's own kernel, once it fetched its next packed block ahead, overtook XNNPACK
   // from 512 rows on (BERT-mini B4 / B8, 2 threads, alternated: 13.2–13.8 / 26.3–27.4 ms against
   // 14.8–15.4 / 28.2–29.3 ms); at B1 and B2 XNNPACK's split of small GEMMs over 2 threads still
-  // won (4.2–4.4 against 4.6 ms at B1), so it keeps M < 512. Stop 42: the broadcast form of
+  // won (4.2–4.4 against 4.6 ms at B1), so it keeps M < 512. The broadcast form of
   // bertrt's kernel (X read in place, no transposes) overtook it at B1 and B2 too (3.8 against
   // 3.9–4.9 ms, 6.4–7.2 against 7.1–8.0), so `auto` asks the kernel first (use_f32_kernel) and
   // this rule takes what the kernel leaves: rows under 32 (the pooler from B8 on, short inputs)

@@ -40,13 +40,13 @@ std::string xnnpack_unavailable_reason();
 
 
 // The auto rule: true for a Linear shape [M, K] · [N, K]ᵀ on this CPU family where the bench
-// (bench/fc_bench.cpp, figures in docs/performance.md) measured XNNPACK faster than the
+// (bench/fc_bench.cpp, figures in docs/explanation/cpu-kernels.md) measured XNNPACK faster than the
 // OpenBLAS path. False wherever nothing was measured.
 bool xnnpack_fc_wins(int M, int N, int K);
 
 // The most bytes of packed weights auto lets one backend hold: BERTRT_FC_XNNPACK_MAX_MB (a
 // non-negative integer, MB = 10⁶ bytes), else 16 MB: all of BERT-mini's Linears (12.8 MB), a
-// quarter of the 64 MB over the file size that issue #13 allows inference. Beyond it auto leaves
+// quarter of the 64 MB over the file size that inference may use. Beyond it auto leaves
 // the remaining weights on OpenBLAS. Throws bertrt::Error naming the variable for a bad value.
 size_t xnnpack_auto_budget_bytes();
 

@@ -41,9 +41,11 @@
 extern "C" {
 #endif
 
+/* The version of this header: CMake's project(VERSION) checks these at configure time. */
 #define BERTRT_VERSION_MAJOR 0
-#define BERTRT_VERSION_MINOR 1
+#define BERTRT_VERSION_MINOR 2
 #define BERTRT_VERSION_PATCH 0
+#define BERTRT_VERSION_STRING "0.2.0"
 
 typedef enum bertrt_status {
   BERTRT_OK = 0,
@@ -61,7 +63,7 @@ typedef enum bertrt_status {
 BERTRT_API const char* bertrt_last_error(void);
 /* "ok", "invalid argument", ... */
 BERTRT_API const char* bertrt_status_string(bertrt_status status);
-/* "0.1.0": the library's version (may be newer than the header's). */
+/* "0.2.0": the library's version (may be newer than the header's BERTRT_VERSION_STRING). */
 BERTRT_API const char* bertrt_version(void);
 
 /* ---- models ---------------------------------------------------------------------------------- */
@@ -116,7 +118,10 @@ typedef struct bertrt_heads {
 } bertrt_heads;
 
 BERTRT_API bertrt_status bertrt_model_heads(const bertrt_model* model, bertrt_heads* out);
-/* Label `index` of the fine-tuning head ("positive"); valid while the model lives. */
+/* The name of class `index` of the fine-tuning head, as `bertrt predict` and Python print it: the
+ * model's own label (a converted classifier's id2label, e.g. "POSITIVE") where it has one, else
+ * its task's class name ("positive" for sst2), else the stored label ("LABEL_1"). Valid while the
+ * model lives, until a trainer is created on it. */
 BERTRT_API bertrt_status bertrt_model_label(const bertrt_model* model, int32_t index,
                                             const char** out);
 /* The task the model was fine-tuned for ("sst2", "tsv", "conll2003", "squad"; "" if none). */

@@ -13,5 +13,7 @@ A Model may be used from several threads (the forwards are serialized on it); se
 """
 from .api import Error, Model, convert, finetune, version
 
-__version__ = "0.1.0"  # the module's; version() is the loaded library's (the tests hold them equal)
+# The module ships with its library (one version number: CMake's project(VERSION)); it is the
+# version of the library it loaded.
+__version__ = version()
 __all__ = ["Error", "Model", "convert", "finetune", "version", "__version__"]

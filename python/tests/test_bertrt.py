@@ -101,6 +101,30 @@ def test_forward_of_a_converted_model_matches_pytorch_and_the_cli(hf, tmp_path, 
             np.testing.assert_array_equal(one["logits"].reshape(-1), np.array(rows[b]["logits"], np.float32).reshape(-1))
 
 
+def test_a_converted_classifier_names_its_labels_as_the_cli_does(hf, tmp_path):
+    """The config's id2label (negative, neutral, positive; finetuning_task sst3, no task bertrt
+    knows): Model.labels and predict use those names, and `bertrt predict` needs no --task for
+    it and prints the same labels, without a note on stderr."""
+    out, _ = hf
+    brt = tmp_path / "m.brt"
+    bertrt.convert(out / "st_seqcls", brt)
+    m = bertrt.Model(brt, num_threads=1)
+    assert m.labels == ["negative", "neutral", "positive"]
+    texts = ["a good film", "a bad one"]
+    got = m.predict(texts)
+    assert all(set(p["probabilities"]) == set(m.labels) for p in got)
+    if not CLI:
+        pytest.skip("BERTRT_CLI not set")
+    c = subprocess.run([CLI, "predict", "--model", str(brt), "--json"], input="\n".join(texts) + "\n",
+                       capture_output=True, text=True, check=True,
+                       env={**os.environ, "BERTRT_NUM_THREADS": "1"})
+    assert c.stderr == ""
+    rows = [json.loads(line) for line in c.stdout.splitlines()]
+    assert [r["line"] for r in rows] == [1, 2] and [r["text"] for r in rows] == texts
+    assert [r["label"] for r in rows] == [p["label"] for p in got]
+    assert [list(r["probabilities"]) for r in rows] == [m.labels, m.labels]
+
+
 def test_model_queries_tokenize_and_fill_mask_match_the_cli(hf, tmp_path):
     out, _ = hf
     brt = tmp_path / "pre.brt"
@@ -317,8 +341,15 @@ def test_finetune_then_predict(tmp_path):
     assert metrics["task"] == "sst2" and metrics["examples"] == 32 and 0 <= metrics["accuracy"] <= 1
     m = bertrt.Model(tmp_path / "sst2.brt")
     assert m.task == "sst2" and m.heads["kind"] == "sequence_classification"
+    # The SST-2 file spells its labels 0/1: the names are those of Hugging Face datasets' sst2.
+    assert m.labels == ["negative", "positive"]
     p = m.predict(["a gorgeous, witty movie", "dull"])
     assert [x["label"] for x in p] == [max(x["probabilities"], key=x["probabilities"].get) for x in p]
+    # `bertrt predict` names them the same way (one rule: tasks/label_names.h).
+    c = subprocess.run([CLI, "predict", "--model", str(tmp_path / "sst2.brt")],
+                       input="a gorgeous, witty movie\ndull\n", capture_output=True, text=True,
+                       check=True)
+    assert [line.split("\t")[0] for line in c.stdout.splitlines()] == [x["label"] for x in p]
     # The CLI's eval of the saved file reports what the trainer's evaluate did.
     e = subprocess.run([CLI, "eval", "--model", str(tmp_path / "sst2.brt"), "--data",
                         str(tmp_path / "dev.tsv"), "--json"], capture_output=True, text=True, check=True)
@@ -424,6 +455,9 @@ def test_predict_of_a_qa_model_returns_a_span_of_the_context(hf, tmp_path):
 
 def test_version_and_library_load_errors():
     assert bertrt.__version__ == bertrt.version()  # the module and the library it loaded
+    # ... which is CMake's project(VERSION) (tests/version_test.sh checks the rest).
+    cmake = open(os.path.join(SRC, "CMakeLists.txt")).read()
+    assert re.search(r"project\(bertrt VERSION ([0-9.]+)", cmake).group(1) == bertrt.__version__
     # A library that cannot be loaded, or one that is not libbertrt, is an ImportError saying
     # where its path came from (ctypes said only "cannot open shared object file").
     for lib, why in [("/nonexistent/libbertrt.so", "cannot load the C library "

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/utf8.h"
+#include "core/version.h"
 
 namespace bertrt::capi {
 
@@ -79,6 +80,6 @@ const char* bertrt_status_string(bertrt_status status) {
   return "unknown status";
 }
 
-const char* bertrt_version(void) { return "0.1.0"; }
+const char* bertrt_version(void) { return bertrt::version_string(); }
 
 }  // extern "C"

@@ -4,6 +4,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "backends/backend.h"
 #include "io/model_io.h"
@@ -13,6 +14,9 @@ struct bertrt_model {
   std::unique_ptr<bertrt::Backend> backend;
   std::string source;  // the path, or "<buffer>": what messages name
   std::string task;    // the fine-tuned task's name ("" if none)
+  // The class names bertrt_model_label returns (tasks/label_names.h: the head's own, else the
+  // task's); set at load and when a trainer gives the model its task's head.
+  std::vector<std::string> labels;
   // One forward at a time: BertModel keeps the last forward's activations and outputs, so two
   // threads must not run it at once (bertrt.h "Thread safety").
   std::mutex forward_mutex;

@@ -11,6 +11,7 @@
 #include "capi/handles.h"
 #include "core/error.h"
 #include "io/model_file.h"
+#include "tasks/label_names.h"
 #include "tasks/task_definition.h"
 
 namespace bertrt::capi {
@@ -87,6 +88,7 @@ bertrt_model* load(const char* fn, const std::string& path, const std::string& s
     }
   }
   if (m->task.empty()) m->task = m->loaded.model->heads().task;
+  m->labels = prediction_labels(m->loaded.model->heads().labels, m->task);
   return m.release();
 }
 
@@ -212,12 +214,12 @@ bertrt_status bertrt_model_heads(const bertrt_model* model, bertrt_heads* out) {
 
 bertrt_status bertrt_model_label(const bertrt_model* model, int32_t index, const char** out) {
   return guard(BERTRT_E_FAILED, [&] {
-    const HeadsConfig& h = model_arg(model, "bertrt_model_label").loaded.model->heads();
+    const std::vector<std::string>& labels = model_arg(model, "bertrt_model_label").labels;
     require(out, "bertrt_model_label", "out");
-    if (index < 0 || size_t(index) >= h.labels.size())
+    if (index < 0 || size_t(index) >= labels.size())
       api_fail(BERTRT_E_INVALID_ARGUMENT, "bertrt_model_label: index {} is outside [0, {})", index,
-               h.labels.size());
-    *out = h.labels[size_t(index)].c_str();
+               labels.size());
+    *out = labels[size_t(index)].c_str();
   });
 }
 

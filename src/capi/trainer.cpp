@@ -12,6 +12,7 @@
 #include "capi/handles.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "tasks/label_names.h"
 #include "tasks/tsv_task.h"
 #include "train/finetune.h"
 #include "train/finetune_setup.h"
@@ -246,6 +247,7 @@ bertrt_status bertrt_trainer_create(bertrt_model* model, const bertrt_finetune_o
     t->model = &m;
     m.training = true;
     m.task = t->task.name;
+    m.labels = prediction_labels(bm.heads().labels, m.task);
     *out = t.release();
   });
 }

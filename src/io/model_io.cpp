@@ -100,10 +100,11 @@ LoadedModel load_model(const std::string& path) {
       fail("{}: tensor '{}' has shape [{}], expected [{}]", path, p.name,
            fmt::join(t->shape, ", "), fmt::join(p.shape, ", "));
   }
-  // Memory (docs/performance.md "Memory and cold start"): fp32 parameters are used in place from
-  // the copy-on-write mapping when the file lays them out as the arena does (bertrt's writer does);
-  // otherwise copied, and the copied pages of the mapping given back. An int8 model gets no fp32
-  // copy of the weights it runs in int8 (their integers are used in place, quant_io.cpp).
+  // Memory (docs/explanation/performance.md, "Memory and cold start"): fp32 parameters are used in
+  // place from the copy-on-write mapping when the file lays them out as the arena does (bertrt's
+  // writer does); otherwise copied, and the copied pages of the mapping given back. An int8 model
+  // gets no fp32 copy of the weights it runs in int8 (their integers are used in place,
+  // quant_io.cpp).
   const std::vector<std::string> int8_only = int8_weight_names(m.file, c.config, c.heads);
   if (float* in_file = int8_only.empty() ? params_in_file(m.file, layout) : nullptr) {
     m.model->use_params_in_place(in_file, m.file.mapping());

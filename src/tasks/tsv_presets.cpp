@@ -1,7 +1,8 @@
 // The GLUE presets: one TaskSpec row per task. Column layouts are those of the shared GLUE files
 // (../shared/data/README.md); label sets and metrics follow the GLUE benchmark (Wang et al. 2019,
 // Table 1): CoLA Matthews correlation, MRPC F1 and accuracy, STS-B Pearson and Spearman, the
-// others accuracy.
+// others accuracy. Class names where the files write ids: those of Hugging Face datasets' glue
+// configs (ClassLabel names), which is what predictions print.
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -31,15 +32,18 @@ std::vector<TaskSpec> make_table() {
   // SST-2: "sentence\tlabel", 0 = negative, 1 = positive.
   tasks.push_back(classification("sst2", true, {"sentence", "label"}, 2, 0, -1, 1, {"0", "1"},
                                  {"accuracy"}));
+  tasks.back().class_names = {"negative", "positive"};
   // CoLA: no header; source, label, original mark (blank unless unacceptable), sentence.
   // 1 = acceptable.
   tasks.push_back(
       classification("cola", false, {}, 4, 3, -1, 1, {"0", "1"}, {"matthews_correlation"}));
+  tasks.back().class_names = {"unacceptable", "acceptable"};
   // MRPC: "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String" (the BOM is dropped by the reader);
   // 1 = paraphrase, the positive class of F1.
   tasks.push_back(classification("mrpc", true,
                                  {"Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"}, 5, 3, 4,
                                  0, {"0", "1"}, {"accuracy", "f1"}));
+  tasks.back().class_names = {"not_equivalent", "equivalent"};
   // STS-B: GLUE's 10 columns, sentence1/sentence2 at 7/8, score (0..5) last.
   TaskSpec stsb = classification("stsb", true,
                                  {"index", "genre", "filename", "year", "old_index", "source1",

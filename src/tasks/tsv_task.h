@@ -32,6 +32,10 @@ struct TaskSpec {
   // How the file spells labels[i] when it differs from the name (the shared RTE file writes
   // 0/1 for entailment/not_entailment); empty: the names themselves. Both spellings are accepted.
   std::vector<std::string> file_labels;
+  // The classes' names where `labels` are bare ids ("0", "1"): those Hugging Face datasets gives
+  // the task (sst2 negative, positive); empty: `labels` are the names. What predictions print
+  // (tasks/label_names.h); the files and the model's head keep `labels`.
+  std::vector<std::string> class_names;
   bool regression = false;  // the label column is a real number (TextExample::target)
   double target_min = -std::numeric_limits<double>::infinity();  // regression: allowed range
   double target_max = std::numeric_limits<double>::infinity();

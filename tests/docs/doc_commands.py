@@ -6,6 +6,7 @@ fence may say what happens to it:
   <!-- not run: REASON -->     the block is not run (the reason is required and shown in --list)
   <!-- doc-test: arm -->       run only in CI's ARM stage (after the aarch64 package is built)
   <!-- doc-test: file PATH --> (above a c/python/cmake block) the block equals the checked-in file
+  <!-- doc-test: excerpt PATH --> the block is a run of whole, adjacent lines of the checked-in file
 A page may declare hidden set-up commands, run before its first block:
   <!-- doc-test setup:
   bertrt init --preset tiny --vocab ../shared/data/vocab/bert-base-uncased-vocab.txt -o model.brt
@@ -13,7 +14,7 @@ A page may declare hidden set-up commands, run before its first block:
 
 A page's runnable blocks run in order in one `bash -euo pipefail`, in a fresh scratch folder that
 looks like a checkout's root (links to the checkout's top-level entries, the build folder as
-build/, ../shared beside it), with the build folder first on PATH.
+build/, ../shared beside it), with the build folder first on PATH, then a python3 that has NumPy.
 
 Usage:
   doc_commands.py --source DIR --lint                     every fence labelled, every sh block marked or run
@@ -99,18 +100,46 @@ def lint(source):
             if b.marker and b.marker.startswith("<!-- not run") and not b.not_run_reason:
                 print(f"{where}: 'not run' without a reason")
                 bad += 1
-            if b.tag and b.tag.startswith("file "):
-                path = os.path.join(source, b.tag[5:].strip())
+            if b.tag and b.tag.split(" ", 1)[0] in ("file", "excerpt"):
+                kind, rel = b.tag.split(" ", 1)
+                path = os.path.join(source, rel.strip())
                 if not os.path.exists(path):
-                    print(f"{where}: {b.tag[5:].strip()}: no such file")
+                    print(f"{where}: {rel.strip()}: no such file")
                     bad += 1
-                elif open(path, encoding="utf-8").read().rstrip("\n") != b.body.rstrip("\n"):
-                    print(f"{where}: the block differs from {b.tag[5:].strip()}")
+                    continue
+                text = open(path, encoding="utf-8").read().rstrip("\n")
+                body = b.body.rstrip("\n")
+                if kind == "file" and text != body:
+                    print(f"{where}: the block differs from {rel.strip()}")
+                    bad += 1
+                elif kind == "excerpt" and not is_excerpt(body, text):
+                    print(f"{where}: the block is not a run of whole lines of {rel.strip()}")
                     bad += 1
             elif b.tag and b.tag not in ("arm",):
                 print(f"{where}: unknown doc-test tag '{b.tag}'")
                 bad += 1
     return bad
+
+
+def is_excerpt(body, text):
+    """True when body's lines appear, in order and adjacent, among text's lines."""
+    lines, want = text.split("\n"), body.split("\n")
+    return any(lines[i:i + len(want)] == want for i in range(len(lines) - len(want) + 1))
+
+
+def python_with_numpy(root):
+    """A folder whose python3 has NumPy, as Debian's python3 with python3-numpy has: the pages'
+    `python3` is the reader's system Python (a pyenv or venv python3 earlier on PATH may lack it)."""
+    folder = os.path.join(root, "..", "python-bin")
+    os.makedirs(folder, exist_ok=True)
+    for candidate in [shutil.which("python3"), "/usr/bin/python3"]:
+        if candidate and subprocess.run([candidate, "-c", "import numpy"],
+                                        capture_output=True).returncode == 0:
+            link = os.path.join(folder, "python3")
+            if not os.path.lexists(link):
+                os.symlink(candidate, link)
+            break
+    return os.path.abspath(folder)
 
 
 def scratch_checkout(source, build, shared):
@@ -144,7 +173,7 @@ def run_page(page, source, build, shared, stage, timeout, verbose=False):
     for b in sh:
         script += [f"echo '### {rel}:{b.line}' >&2", b.body]
     env = dict(os.environ)
-    env["PATH"] = os.path.abspath(build) + os.pathsep + env.get("PATH", "")
+    env["PATH"] = os.path.abspath(build) + os.pathsep + python_with_numpy(root) + os.pathsep + env.get("PATH", "")
     env.setdefault("BERTRT_NUM_THREADS", "1")  # ctest runs pages side by side
     try:
         p = subprocess.run(["bash", "-c", "\n".join(script)], env=env, cwd=root, timeout=timeout,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End-to-end checks of the `bertrt` command on real data: every subcommand on a tiny model, then
-# the bad inputs of issue #2 — each must exit non-zero, name the file/line/flag, and leave no
+# bad inputs — each must exit non-zero, name the file/line/flag, and leave no
 # output file behind.
 # Usage: cli_test.sh BERTRT_BINARY DATA_DIR
 set -uo pipefail
@@ -102,6 +102,53 @@ expect_ok eval "$BIN" eval --model "$T/sst2.brt" --task sst2 --data "$T/dev.tsv"
 grep -qE '^\{"accuracy":[0-9.e-]+,"examples":100,.*"task":"sst2"\}$' "$T/stdout" && ok || bad "eval json: $(cat "$T/stdout")"
 printf 'a great movie\nawful\n' | "$BIN" predict --model "$T/sst2.brt" --json > "$T/pred.json" \
   && [ "$(grep -c '"probabilities"' "$T/pred.json")" -eq 2 ] && ok || bad "predict"
+# predict names the SST-2 classes as Hugging Face datasets does (the file spells them 0/1), says
+# nothing on stderr, skips blank lines (one note counts them: it stopped at the first), and --json
+# echoes each input with its line.
+printf 'a great movie\n\n  \t\nawful\n' | "$BIN" predict --model "$T/sst2.brt" > "$T/pred.txt" 2> "$T/pred.err"
+[ "$(grep -cE '^(negative|positive)	negative=[0-9.]+	positive=[0-9.]+$' "$T/pred.txt")" -eq 2 ] && [ "$(wc -l < "$T/pred.txt")" -eq 2 ] \
+  && ok || bad "predict labels: $(cat "$T/pred.txt")"
+[ "$(cat "$T/pred.err")" = "bertrt: note: skipped 2 blank lines of stdin (lines 2, 3)" ] && ok || bad "predict blank lines: $(cat "$T/pred.err")"
+printf 'a great movie\n\nawful\n' | "$BIN" predict --model "$T/sst2.brt" --json > "$T/pred.json" 2> /dev/null
+/usr/bin/python3 - "$T/pred.json" <<'EOF2' && ok || bad "predict --json echo: $(cat "$T/pred.json")"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert [(r["line"], r["text"]) for r in rows] == [(1, "a great movie"), (3, "awful")], rows
+assert all(list(r) == ["line", "text", "label", "probabilities"] for r in rows), rows
+assert all(list(r["probabilities"]) == ["negative", "positive"] for r in rows), rows
+assert all(r["label"] == max(r["probabilities"], key=r["probabilities"].get) for r in rows), rows
+EOF2
+# --input FILE with --text-column: a TSV file with a header (the dev file itself); by index
+# without one (--no-header); the outputs agree with stdin's.
+expect_ok "predict --input --text-column" "$BIN" predict --model "$T/sst2.brt" --input "$T/dev.tsv" --text-column sentence --json
+[ "$(wc -l < "$T/stdout")" -eq 100 ] && head -1 "$T/stdout" | grep -q '^{"line":2,"text":' && ok || bad "predict --input dev.tsv: $(head -2 "$T/stdout")"
+cp "$T/stdout" "$T/pred_named.json"
+tail -n +2 "$T/dev.tsv" | awk -F'\t' -v OFS='\t' '{print $2, $1}' > "$T/dev_noheader.tsv"
+expect_ok "predict --no-header --text-column 1" "$BIN" predict --model "$T/sst2.brt" --input "$T/dev_noheader.tsv" --no-header --text-column 1 --json
+/usr/bin/python3 - "$T/pred_named.json" "$T/stdout" <<'EOF2' && ok || bad "predict by column name and by index differ"
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1])]
+b = [json.loads(l) for l in open(sys.argv[2])]
+assert [(x["text"], x["label"]) for x in a] == [(x["text"], x["label"]) for x in b]
+assert [x["line"] for x in b] == list(range(1, 101))
+EOF2
+tail -n +2 "$T/dev.tsv" | cut -f1 | head -5 | "$BIN" predict --model "$T/sst2.brt" > "$T/pred_stdin.txt"
+"$BIN" predict --model "$T/sst2.brt" --input "$T/dev.tsv" --text-column 0 | head -5 > "$T/pred_file.txt"
+cmp -s "$T/pred_stdin.txt" "$T/pred_file.txt" && ok || bad "predict --input differs from stdin"
+expect_error "predict --text-column not in the header" "" "--text-column review: no such column in the header of .*dev.tsv \(line 1: sentence, label\)" -- \
+  "$BIN" predict --model "$T/sst2.brt" --input "$T/dev.tsv" --text-column review
+expect_error "predict --text-column beyond the columns" "" "--text-column 5: .*dev.tsv line 1 has 2 tab-separated columns \(indices 0 to 1\)" -- \
+  "$BIN" predict --model "$T/sst2.brt" --input "$T/dev.tsv" --text-column 5
+expect_error "predict --input missing" "" "--input .*nope.tsv: no such file" -- "$BIN" predict --model "$T/sst2.brt" --input "$T/nope.tsv"
+for usage in "--text-pair-column label --text-column sentence" "--no-header" "--text-pair-column 1"; do
+  # shellcheck disable=SC2086
+  "$BIN" predict --model "$T/sst2.brt" --input "$T/dev.tsv" $usage > /dev/null 2> "$T/err" < /dev/null
+  rc=$?
+  [ $rc -eq 2 ] && grep -q "^bertrt: error: " "$T/err" && ok || bad "predict $usage: exit $rc (expected 2): $(cat "$T/err")"
+done
+# tokenize --json feeds forward as it is ("tokens" is ignored; a misspelt key is still refused).
+printf 'Hello, world!\tSecond sentence.\n' | "$BIN" tokenize --model "$T/init.brt" --json | "$BIN" forward --model "$T/init.brt" > "$T/tokfwd.json" 2> "$T/err" \
+  && [ "$(wc -l < "$T/tokfwd.json")" -eq 1 ] && grep -q '"last_hidden_state"' "$T/tokfwd.json" && ok || bad "tokenize --json | forward: $(cat "$T/err")"
 # The fp32 GEMM's OpenBLAS core (backends/cpu/blas_core.h): a core the user names is kept as is;
 # without one, never the SSE3 fallback on a CPU with AVX2 + FMA.
 if [ "$(uname -m)" = x86_64 ]; then
@@ -153,7 +200,7 @@ expect_error "fill-mask without [MASK]" "" "MASK" -- "$BIN" fill-mask --model "$
 expect_error "fill-mask of Latin-1 text" "" "text: byte 4 \\(0xE9\\) is not UTF-8" -- "$BIN" fill-mask --model "$T/pt.brt" "$(printf 'caf\xe9 is [MASK].')"
 expect_error "unknown task" "$T/o5.brt" "task" -- "$BIN" finetune --model "$T/pt.brt" --task nope --train "$T/train.tsv" --dev "$T/dev.tsv" -o "$T/o5.brt"
 # eval named the model's task instead ("fine-tuned for task sst2, not nope").
-# Small leaks of the fifth bad-input pass (stop 46): each was accepted or unnamed.
+# Bad inputs that were once accepted or unnamed.
 expect_error "predict of a line that is not UTF-8" "" "stdin: line 2: byte 4 \(0xE9\) is not UTF-8" -- sh -c "printf 'fine\\ncaf\\351 au lait\\n' | '$BIN' predict --model '$T/sst2.brt' --json"
 expect_error "predict of a zero-width space" "" "line 1: the sentence is empty \(no tokens" -- sh -c "printf '\342\200\213\\n' | '$BIN' predict --model '$T/sst2.brt'"
 : > "$T/empty_valid.txt"
@@ -162,7 +209,7 @@ expect_error "pretrain --valid-examples -1" "$T/o9.brt" "valid-examples: must be
 expect_error "eval --articles empty" "" "--articles: expected an article range like 0-29 or 7, got an empty value" -- "$BIN" eval --model "$T/sst2.brt" --data "$T/dev.tsv" --articles ""
 { printf '\357\273\277'; cat "$VOCAB"; } > "$T/bom_vocab.txt"
 expect_ok "init with a vocab that starts with a BOM" "$BIN" init --preset tiny --vocab "$T/bom_vocab.txt" -o "$T/bom.brt"
-# The sixth pass (stop 46): a NER line of only zero-width characters got a made-up tag; integer
+# A NER line of only zero-width characters got a made-up tag; integer
 # flags out of range exit 2 like the other usage errors (they exited 1); bench takes at most the
 # model's positions by default.
 expect_error "bench --batch-size 0" "" "^bertrt: error: --batch-size: must be ≥ 1, got 0$" -- "$BIN" bench --model "$T/init.brt" --batch-size 0
@@ -207,7 +254,24 @@ expect_error "plot: a lone line that is not JSON" "$T/m_bad.svg" "m_bad.jsonl: l
 expect_error "init --seed -1" "$T/o13.brt" "seed: expected an integer from 0 to 18446744073709551615, got '-1'" -- "$BIN" init --preset tiny --vocab "$VOCAB" --seed -1 -o "$T/o13.brt"
 expect_error "forward with a misspelt key" "" "line 1: unknown key \"atention_mask\"" -- sh -c "echo '{\"input_ids\":[101,102],\"atention_mask\":[1,0]}' | '$BIN' forward --model '$T/init.brt'"
 expect_error "bench --iters 0" "" "^bertrt: error: --iters: must be ≥ 1, got 0$" -- "$BIN" bench --model "$T/init.brt" --iters 0
-expect_error "bertrt convert" "" "'convert' is not a subcommand.*bertrt-convert" -- "$BIN" convert x
+expect_error "bertrt convert" "" "^bertrt: error: 'convert' is not a subcommand.*bertrt-convert" -- "$BIN" convert x
+# --help: the usage line names the program (not the path it was run by), no help text names a
+# source file, --task does not say "GLUE task" where conll2003 and squad work too, and the words
+# of the field are explained where they appear.
+expect_ok "--help" "$BIN" --help
+head -3 "$T/stdout" | grep -q "^Usage: bertrt \[OPTIONS\] SUBCOMMAND" && ok || bad "--help usage line: $(grep -m1 Usage "$T/stdout")"
+for sub in init info tokenize forward pretrain finetune eval predict fill-mask plot quantize bench; do
+  "$BIN" $sub --help > "$T/help_$sub.txt" 2>&1 || bad "$sub --help failed"
+  grep -q "^Usage: bertrt $sub \[OPTIONS\]" "$T/help_$sub.txt" && ok || bad "$sub --help usage line: $(grep -m1 Usage "$T/help_$sub.txt")"
+  ! grep -qE "(src|tests|tools|backends)/[A-Za-z0-9_/]+\.(h|cpp|py)" "$T/help_$sub.txt" && ok || bad "$sub --help names a source file: $(grep -E '\.(h|cpp|py)' "$T/help_$sub.txt")"
+done
+! grep -q "GLUE task" "$T/help_eval.txt" "$T/help_predict.txt" "$T/help_quantize.txt" && ok || bad "--task help says GLUE task: $(grep 'GLUE task' "$T"/help_*.txt)"
+grep -q "pieces (WordPiece tokens)" "$T/help_finetune.txt" && grep -q "doc-stride" "$T/help_finetune.txt" && grep -q "A window is" "$T/help_finetune.txt" \
+  && grep -q "fully-connected (Linear)" "$T/help_bench.txt" && grep -q "OUT.resume" "$T/help_pretrain.txt" && grep -q "OUT.resume" "$T/help_finetune.txt" \
+  && ok || bad "--help does not explain pieces, windows, the fc provider or OUT.resume"
+expect_ok "--version" "$BIN" --version
+head -1 "$T/stdout" | grep -qE '^bertrt [0-9]+\.[0-9]+\.[0-9]+( \(commit [0-9a-f]+\))?$' && grep -q '^backends: cpu' "$T/stdout" \
+  && grep -q '^cpu kernels on this host: fp32 ' "$T/stdout" && ok || bad "--version: $(cat "$T/stdout")"
 # An output that is also an input would overwrite it (--metrics over --train emptied the data).
 cp "$T/train.tsv" "$T/train_copy.tsv"
 expect_error "--metrics is --train" "$T/o10.brt" "metrics.*is also --train" -- "$BIN" finetune --model "$T/pt.brt" --task sst2 --train "$T/train_copy.tsv" --max-steps 1 --metrics "$T/train_copy.tsv" -o "$T/o10.brt"
@@ -216,6 +280,16 @@ expect_error "--metrics is -o" "" "metrics.*is also -o" -- "$BIN" pretrain --mod
 cp "$T/init.brt" "$T/init_copy.brt"
 expect_error "--metrics is --model" "$T/o12.brt" "metrics.*is also --model" -- "$BIN" pretrain --model "$T/init_copy.brt" --corpus "$T/corpus.txt" --max-steps 1 --metrics "$T/init_copy.brt" -o "$T/o12.brt"
 cmp -s "$T/init.brt" "$T/init_copy.brt" && ok || bad "--metrics clobbered --model"
+# -o never replaces the model a run starts from (a fine-tune over its pre-trained model, an int8
+# file over its fp32 source).
+expect_error "pretrain -o is --model" "" "-o .*init_copy.brt: is also --model" -- "$BIN" pretrain --model "$T/init_copy.brt" --corpus "$T/corpus.txt" --max-steps 1 -o "$T/init_copy.brt"
+cmp -s "$T/init.brt" "$T/init_copy.brt" && ok || bad "pretrain -o replaced --model"
+cp "$T/pt.brt" "$T/pt_copy.brt"
+expect_error "finetune -o is --model" "" "-o .*pt_copy.brt: is also --model" -- "$BIN" finetune --model "$T/pt_copy.brt" --task sst2 --train "$T/train.tsv" --max-steps 1 -o "$T/pt_copy.brt"
+cmp -s "$T/pt.brt" "$T/pt_copy.brt" && ok || bad "finetune -o replaced --model"
+cp "$T/sst2.brt" "$T/sst2_copy.brt"
+expect_error "quantize -o is --model" "" "-o .*sst2_copy.brt: is also --model" -- "$BIN" quantize --model "$T/sst2_copy.brt" --calibration "$T/dev.tsv" -o "$T/sst2_copy.brt"
+cmp -s "$T/sst2.brt" "$T/sst2_copy.brt" && ok || bad "quantize -o replaced --model"
 # Out-of-range values and flags that cannot go together exit 2 as CLI11's usage errors do (these
 # exited 1).
 PT1=(pretrain --model "$T/init.brt" --corpus "$T/corpus.txt" --max-steps 1 -o "$T/o14.brt")
@@ -244,7 +318,7 @@ expect_error "pretrain --metrics a new .txt in the --corpus folder" "$T/cdir/m.t
 cp "$VOCAB" "$T/v.txt"
 expect_error "init -o is --vocab" "" "-o .*v.txt: is also --vocab" -- "$BIN" init --preset tiny --vocab "$T/v.txt" -o "$T/v.txt"
 cmp -s "$VOCAB" "$T/v.txt" && ok || bad "init -o replaced its --vocab"
-# Outputs through symbolic links (stop 47): checked where the write lands, before any training.
+# Outputs through symbolic links: checked where the write lands, before any training.
 FT1=(finetune --model "$T/pt.brt" --task sst2 --train "$T/train.tsv" --max-steps 1)
 ln -s loopB "$T/loopA"; ln -s loopA "$T/loopB"
 expect_error "-o a link loop (an error, not an abort)" "" "-o .*loopA: cannot write: too many levels of symbolic links" -- \

@@ -101,8 +101,10 @@ grep -q "T=24" "$T/stdout" && ok || bad "bench-default-length: $(cat "$T/stdout"
 expect_error quantize-converted-other-task 1 "$T/sst2_q.brt" "stsb.brt: the model was fine-tuned for task stsb, not sst2" -- "$BERTRT" quantize --model "$T/stsb.brt" --task sst2 --calibration "$T/stsb.tsv" -o "$T/sst2_q.brt"
 
 # A converted classifier whose config names no GLUE task and whose id2label is HF's LABEL_0,
-# LABEL_1: eval and predict take the task from --task and its labels by index (they refused it:
-# "fine-tune it again"); without --task, predict says to name one.
+# LABEL_1: eval takes the task from --task and its labels by index (it refused it: "fine-tune it
+# again"), without a note on every run; predict needs no task (it printed 0/1 with a warning):
+# with --task sst2 it names the classes as the task does, without it as the head does. One with
+# its own names (NEGATIVE, POSITIVE) predicts with those.
 "$BERTRT" init --preset tiny --vocab "$M/st_seqcls/vocab.txt" --seed 1 -o "$T/ti.brt" > /dev/null
 printf 'sentence\tlabel\nit is a good film\t1\nit is a bad film\t0\n' > "$T/s.tsv"
 "$BERTRT" finetune --model "$T/ti.brt" --task sst2 --train "$T/s.tsv" --max-steps 1 --batch-size 2 \
@@ -118,9 +120,29 @@ EOF2
 grep -q "bertrt_task was not kept: it (sst2, labels 0, 1) does not describe the head (sequence_classification, labels LABEL_0, LABEL_1)" "$T/conv_warn" \
   && ok || bad "stale bertrt_task: $(cat "$T/conv_warn")"
 expect_ok eval-converted "$BERTRT" eval --model "$T/ti_conv.brt" --task sst2 --data "$T/s.tsv"
-grep -q "labels LABEL_0, LABEL_1 are read as task sst2's 0, 1, by index" "$T/stderr" && ok || bad "eval-converted: $(cat "$T/stderr")"
+[ ! -s "$T/stderr" ] && ok || bad "eval-converted writes to stderr: $(cat "$T/stderr")"
 expect_ok predict-converted sh -c "echo 'a good film' | '$BERTRT' predict --model '$T/ti_conv.brt' --task sst2"
-expect_error predict-converted-without-task 1 "" "name its task with --task" -- sh -c "echo 'a good film' | '$BERTRT' predict --model '$T/ti_conv.brt'"
+grep -qE '^(negative|positive)	negative=[0-9.]+	positive=[0-9.]+$' "$T/stdout" && [ ! -s "$T/stderr" ] && ok || bad "predict-converted: $(cat "$T/stdout" "$T/stderr")"
+expect_ok predict-converted-without-task sh -c "echo 'a good film' | '$BERTRT' predict --model '$T/ti_conv.brt'"
+grep -qE '^LABEL_[01]	LABEL_0=[0-9.]+	LABEL_1=[0-9.]+$' "$T/stdout" && [ ! -s "$T/stderr" ] && ok || bad "predict-converted-without-task: $(cat "$T/stdout" "$T/stderr")"
+expect_error eval-converted-without-task 1 "" "name its task with --task" -- "$BERTRT" eval --model "$T/ti_conv.brt" --data "$T/s.tsv"
+cp -r "$T/ti_hf" "$T/np_hf" && /usr/bin/python3 - "$T/np_hf/config.json" <<'EOF2' && "$CONV" -q "$T/np_hf" -o "$T/np.brt" 2> /dev/null && ok || bad "NEGATIVE/POSITIVE classifier: setup"
+import json, sys
+c = json.load(open(sys.argv[1]))
+c.pop("finetuning_task", None), c.pop("bertrt_task", None)
+c["id2label"], c["label2id"] = {"0": "NEGATIVE", "1": "POSITIVE"}, {"NEGATIVE": 0, "POSITIVE": 1}
+json.dump(c, open(sys.argv[1], "w"))
+EOF2
+expect_ok predict-named-labels sh -c "printf 'a good film\tit is\n\na bad film\n' | '$BERTRT' predict --model '$T/np.brt' --json"
+/usr/bin/python3 - "$T/stdout" <<'EOF2' && [ "$(cat "$T/stderr")" = "bertrt: note: skipped 1 blank line of stdin (line 2)" ] && ok || bad "predict-named-labels: $(cat "$T/stdout" "$T/stderr")"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert [r["line"] for r in rows] == [1, 3], rows
+assert rows[0]["text"] == "a good film" and rows[0]["text_pair"] == "it is" and "text_pair" not in rows[1], rows
+assert all(r["label"] in ("NEGATIVE", "POSITIVE") and list(r["probabilities"]) == ["NEGATIVE", "POSITIVE"] for r in rows), rows
+EOF2
+expect_ok eval-named-labels "$BERTRT" eval --model "$T/np.brt" --task sst2 --data "$T/s.tsv"
+[ ! -s "$T/stderr" ] && ok || bad "eval-named-labels writes to stderr: $(cat "$T/stderr")"
 # A converted NER head whose id2label lists conll2003's tags in another order (as NER checkpoints
 # do): predict names each token's tag by the head's own name (it renamed them by index). The
 # export's classifier rows are permuted with their names, so the same model must give the same
@@ -213,6 +235,9 @@ expect_ok forward-span-logits sh -c "echo '{\"input_ids\": [2, 7, 9, 3]}' | '$BE
 expect_ok quantized-to-hf "$CONV" --to hf "$T/stsb_q.brt" -o "$T/q_hf"
 grep -q "activation ranges of its quantization (\*.input_observer) are not exported" "$T/stderr" \
   && ok || bad "quantized-to-hf warning: $(cat "$T/stderr")"
+# One line for the int8 tensors written as F32 (it was one per tensor), with their count.
+[ "$(grep -c 'dequantized' "$T/stderr")" = 1 ] && grep -qE "^bertrt-convert: warning: .*stsb_q.brt: [0-9]+ i8 tensors written dequantized as F32 .*and [0-9]+ more$" "$T/stderr" \
+  && [ "$(wc -l < "$T/stderr")" -le 3 ] && ok || bad "quantized-to-hf: one line for the dequantized tensors: $(cat "$T/stderr")"
 expect_ok quantized-hf-reconvert "$CONV" "$T/q_hf" -o "$T/q_rt.brt"
 # A failed --to hf into an existing folder replaces nothing (a folder where vocab.txt goes made the
 # last renames fail after model.safetensors had been replaced: stsb weights beside an sst2 config).
@@ -255,7 +280,7 @@ cmp -s "$T/a.brt" "$T/keep.brt" || bad "failed conversion changed an existing -o
 
 # --- unwritable -o: found before any work -----------------------------------------------------------
 expect_error o-missing-folder 1 "" "-o $T/no/such/x.brt: folder .* does not exist" -- "$CONV" "$M/st_pretraining_f32" -o "$T/no/such/x.brt"
-# -o through symbolic links (stop 47): checked where the write lands; a loop is one error line.
+# -o through symbolic links: checked where the write lands; a loop is one error line.
 ln -s loopB "$T/loopA"; ln -s loopA "$T/loopB"; ln -s no/such/y.brt "$T/lno"
 expect_error o-link-loop 1 "" "-o .*loopA: cannot write: too many levels of symbolic links" -- "$CONV" "$M/st_pretraining_f32" -o "$T/loopA"
 expect_error o-link-missing-folder 1 "" "-o .*lno \\(the link's target .*no/such/y.brt\\): folder .*no/such' does not exist" -- "$CONV" "$M/st_pretraining_f32" -o "$T/lno"
@@ -279,6 +304,19 @@ expect_error no-args 2 "" "input is required|required" -- "$CONV"
 expect_error json-alone 2 "" "--json goes with --inspect" -- "$CONV" "$M/st_pretraining_f32" -o "$T/x.brt" --json
 expect_ok help "$CONV" --help
 grep -q -- "--to hf" "$T/stdout" || bad "--help explains --to hf"
+# The usage line names the program, not the path it was run by; no source file is named.
+grep -m1 "^Usage:" "$T/stdout" | grep -q "^Usage: bertrt-convert \[OPTIONS\]" && ok || bad "--help usage line: $(grep -m1 Usage "$T/stdout")"
+! grep -qE "(src|tests|tools)/[a-z_/]+\.(h|cpp|py)" "$T/stdout" && ok || bad "--help names a source file: $(grep -E '\.(h|cpp|py)' "$T/stdout")"
+# Usage errors as bertrt prints them: "bertrt-convert: error: ...", then the --help hint; exit 2.
+for args in "--bogus" "--dtype f64 x -o y" ""; do
+  "$CONV" $args > /dev/null 2> "$T/stderr" < /dev/null
+  rc=$?
+  [ $rc -eq 2 ] && [ "$(head -1 "$T/stderr" | cut -c1-23)" = "bertrt-convert: error: " ] \
+    && [ "$(sed -n 2p "$T/stderr")" = "Run with --help for more information." ] && ok \
+    || bad "usage error of '$args': exit $rc: $(cat "$T/stderr")"
+done
+expect_ok version "$CONV" --version
+head -1 "$T/stdout" | grep -qE '^bertrt-convert [0-9]+\.[0-9]+\.[0-9]+( \(commit [0-9a-f]+\))?$' && ok || bad "--version: $(cat "$T/stdout")"
 
 echo "convert_e2e: $pass passed, $fail failed"
 [ $fail -eq 0 ]

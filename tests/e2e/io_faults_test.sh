@@ -59,7 +59,8 @@ command_for() {
 place_previous() {
   local kind=$1 dir=$2
   case $kind in
-    pretrain) cp "$T/good_ck.brt" "$dir/ck.brt"; echo "$dir/ck.brt" ;;
+    # --save-steps writes the checkpoint OUT.resume: a previous one there must survive.
+    pretrain) cp "$T/good_ck.brt" "$dir/ck.brt.resume"; echo "$dir/ck.brt.resume" ;;
     finetune) cp "$T/good_ft.brt" "$dir/ft.brt"; echo "$dir/ft.brt" ;;
     quantize) cp "$T/good_q.brt" "$dir/q.brt"; echo "$dir/q.brt" ;;
     convert) cp "$T/good_c.brt" "$dir/c.brt"; echo "$dir/c.brt" ;;

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# End-to-end checks of `bertrt pretrain` as a long-running, resumable job (issue #5), on a tiny
+# End-to-end checks of `bertrt pretrain` as a long-running, resumable job, on a tiny
 # model and a slice of real text:
 #   - a run killed (SIGKILL) after a save and resumed ends byte-identical to an uninterrupted run;
-#   - SIGKILL at random moments (mid-step, mid-save with --save-steps 1) never leaves the -o file
-#     corrupt: after each kill it loads, its step is ≤ the run's progress, and a resume finishes
+#     --save-steps checkpoints go to OUT.resume, never to -o OUT (written when the run finishes);
+#   - SIGKILL at random moments (mid-step, mid-save with --save-steps 1) never leaves the
+#     checkpoint OUT.resume corrupt: after each kill it loads, its step is ≤ the run's progress, and a resume finishes
 #     byte-identical to the uninterrupted run;
 #   - --resume refuses changed flags, naming them;
 #   - a non-finite loss stops the run naming the step and keeps the last checkpoint;
@@ -31,14 +32,17 @@ M=60
 "$BIN" pretrain --model "$T/init.brt" "${COMMON[@]}" --max-steps $M --save-steps 20 -o "$T/part.brt" \
   --metrics "$T/part.jsonl" > /dev/null 2>&1 &
 pid=$!
-saved=$(wait_for_checkpoint "$T/part.brt" 600 0.02)  # the first save, then kill at once
+saved=$(wait_for_checkpoint "$T/part.brt.resume" 600 0.02)  # the first save, then kill at once
 kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
 if [ -n "$saved" ] && [ "$saved" -lt $M ]; then
   ok
-  "$BIN" pretrain --resume "$T/part.brt" "${COMMON[@]}" --max-steps $M --save-steps 20 -o "$T/part.brt" \
+  # --save-steps writes OUT.resume, never -o: a killed run leaves no -o behind.
+  [ ! -e "$T/part.brt" ] && ok || bad "--save-steps wrote -o $T/part.brt before the run finished"
+  "$BIN" pretrain --resume "$T/part.brt.resume" "${COMMON[@]}" --max-steps $M --save-steps 20 -o "$T/part.brt" \
     --metrics "$T/part.jsonl" > "$T/resume.out" 2>&1 && ok || bad "resume: $(tail -3 "$T/resume.out")"
-  grep -q "resuming .* at step $saved of $M" "$T/resume.out" && ok || bad "resume message: $(head -3 "$T/resume.out")"
+  grep -q "resuming .*part.brt.resume at step $saved of $M" "$T/resume.out" && ok || bad "resume message: $(head -3 "$T/resume.out")"
   cmp -s "$T/full.brt" "$T/part.brt" && ok || bad "killed at step $saved + resumed differs from the uninterrupted run"
+  [ ! -e "$T/part.brt.resume" ] && [ ! -e "$T/full.brt.resume" ] && ok || bad "a finished run left its OUT.resume"
   # The metrics file has each step once (lines after the checkpoint were dropped, then redone).
   [ "$(grep -c '"step"' "$T/part.jsonl")" -eq $M ] && ok || bad "metrics steps after resume: $(grep -c '"step"' "$T/part.jsonl")"
 else
@@ -63,28 +67,28 @@ K=40
 RANDOM=5  # reproducible sleeps
 kills=0 corrupt=0 mid_save=0
 for i in $(seq 8); do
-  if [ -e "$T/k.brt" ]; then start=(--resume "$T/k.brt"); else start=(--model "$T/init.brt"); fi
+  if [ -e "$T/k.brt.resume" ]; then start=(--resume "$T/k.brt.resume"); else start=(--model "$T/init.brt"); fi
   "$BIN" pretrain "${start[@]}" "${COMMON[@]}" --max-steps $K --save-steps 1 -o "$T/k.brt" \
     --metrics "$T/k.jsonl" > /dev/null 2>&1 &
   pid=$!
   if [ $((i % 2)) = 0 ]; then  # mid-save: as soon as a temp file of the checkpoint exists
-    for _ in $(seq 2000); do compgen -G "$T/k.brt.tmp.*" > /dev/null && break; sleep 0.005; done
+    for _ in $(seq 2000); do compgen -G "$T/k.brt.resume.tmp.*" > /dev/null && break; sleep 0.005; done
   else
     sleep "0.$((RANDOM % 10))$((RANDOM % 10))"
   fi
   kill -9 $pid 2>/dev/null && kills=$((kills + 1))
   wait $pid 2>/dev/null
-  compgen -G "$T/k.brt.tmp.*" > /dev/null && mid_save=$((mid_save + 1))
-  if [ -e "$T/k.brt" ]; then
-    s=$(step_of "$T/k.brt")
+  compgen -G "$T/k.brt.resume.tmp.*" > /dev/null && mid_save=$((mid_save + 1))
+  if [ -e "$T/k.brt.resume" ]; then
+    s=$(step_of "$T/k.brt.resume")
     p=$(progress_of "$T/k.jsonl")
-    if [ -z "$s" ]; then corrupt=$((corrupt + 1)); echo "kill $i: checkpoint does not load: $("$BIN" info "$T/k.brt" 2>&1 | tail -1)";
+    if [ -z "$s" ]; then corrupt=$((corrupt + 1)); echo "kill $i: checkpoint does not load: $("$BIN" info "$T/k.brt.resume" 2>&1 | tail -1)";
     elif [ "$s" -gt "$p" ]; then corrupt=$((corrupt + 1)); echo "kill $i: checkpoint step $s > progress $p"; fi
   fi
 done
 [ $corrupt -eq 0 ] && ok || bad "$corrupt of $kills kills left a bad checkpoint"
 [ $kills -ge 4 ] && ok || bad "only $kills kills landed (runs too fast?)"
-start=(--model "$T/init.brt"); [ -e "$T/k.brt" ] && start=(--resume "$T/k.brt")
+start=(--model "$T/init.brt"); [ -e "$T/k.brt.resume" ] && start=(--resume "$T/k.brt.resume")
 "$BIN" pretrain "${start[@]}" "${COMMON[@]}" --max-steps $K --save-steps 1 -o "$T/k.brt" --metrics "$T/k.jsonl" \
   > /dev/null 2> "$T/err" && ok || bad "final resume after kills: $(tail -2 "$T/err")"
 cmp -s "$T/ref1.brt" "$T/k.brt" && ok || bad "after $kills kills and resumes the model differs from the uninterrupted run"
@@ -99,9 +103,9 @@ echo "kill test: $kills kills ($mid_save mid-save), the last checkpoint always l
   --save-steps 1 -o "$T/nan.brt" > /dev/null 2> "$T/err"
 rc=$?
 bad_step=$(sed -n 's/.*step \([0-9]*\): .*non-finite.*/\1/p' "$T/err" | head -1)
-kept=$(step_of "$T/nan.brt")
+kept=$(step_of "$T/nan.brt.resume")
 [ $rc -ne 0 ] && [ -n "$bad_step" ] && [ -n "$kept" ] && [ "$kept" -eq $((bad_step - 1)) ] \
-  && grep -q "keeps the checkpoint of step $kept" "$T/err" && ok \
+  && grep -q "nan.brt.resume keeps the checkpoint of step $kept" "$T/err" && [ ! -e "$T/nan.brt" ] && ok \
   || bad "non-finite stop: rc $rc, step '$bad_step', kept '$kept': $(cat "$T/err")"
 # --skip-nonfinite skips and counts those steps, but a run whose final weights give a non-finite
 # loss (every step after the first skipped) does not write that model: it wrote it, exit 0.
@@ -117,8 +121,9 @@ rc=$?
 "$BIN" pretrain --model "$T/init.brt" "${DATAFLAGS[@]}" --learning-rate 1e30 --warmup-steps 0 --max-steps 6 \
   --skip-nonfinite --save-steps 1 -o "$T/skip2.brt" > /dev/null 2> "$T/err"
 rc=$?
-[ $rc -eq 1 ] && [ "$(step_of "$T/skip2.brt")" = 1 ] && grep -q "keeps the checkpoint of step 1, which holds these same weights: no update was applied after it" "$T/err" \
-  && ok || bad "skip-nonfinite --save-steps: rc $rc, kept step '$(step_of "$T/skip2.brt")': $(tail -2 "$T/err")"
+[ $rc -eq 1 ] && [ "$(step_of "$T/skip2.brt.resume")" = 1 ] && [ ! -e "$T/skip2.brt" ] \
+  && grep -q "skip2.brt.resume keeps the checkpoint of step 1, which holds these same weights: no update was applied after it" "$T/err" \
+  && ok || bad "skip-nonfinite --save-steps: rc $rc, kept step '$(step_of "$T/skip2.brt.resume")': $(tail -2 "$T/err")"
 # An update that overflows the weights stops the run. A checkpoint before it is sound, but
 # --resume would meet the same step, so a new run from it is offered (whether the overflow comes
 # at step 1, before any checkpoint, depends on the data).

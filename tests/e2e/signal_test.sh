@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SIGINT / SIGTERM during `bertrt pretrain` and `bertrt finetune`: the run writes a resumable
-# checkpoint at the end of the step in progress and exits 130 / 143 (128 + signal, as shells
-# report); resuming it ends byte-identical to a run that was never interrupted (model, training
-# state and metrics). `finetune --qat int8` cannot resume yet: it exits 130 and writes nothing.
+# checkpoint of the step in progress to OUT.resume (never over -o OUT, which only a finished run
+# writes) and exits 130 / 143 (128 + signal, as shells report); resuming it ends byte-identical to
+# a run that was never interrupted (model, training state and metrics), and removes OUT.resume.
+# `finetune --qat int8` cannot resume yet: it exits 130 and writes nothing.
 # Usage: signal_test.sh BERTRT_BINARY DATA_DIR
 set -uo pipefail
 source "$(dirname "$0")/harness.sh"
@@ -19,12 +20,13 @@ head -c 200000 "$TEXT" > "$T/corpus.txt"
 head -n 600 "$DATA/glue/SST-2/train.tsv" > "$T/train.tsv"
 "$BIN" init --preset tiny --vocab "$VOCAB" --seed 3 -o "$T/init.brt" > /dev/null || { echo "init failed"; exit 1; }
 
-# interrupt NAME SIGNAL WANT_RC METRICS OUT -- CMD...: starts CMD, sends SIGNAL once METRICS shows
-# step ≥ 3, and checks the exit status and the message. Sets $stopped to the checkpoint's step.
+# interrupt NAME SIGNAL WANT_RC METRICS OUT -- CMD...: starts CMD (writing -o OUT), sends SIGNAL
+# once METRICS shows step ≥ 3, and checks the exit status, the message and that OUT was not
+# written. Sets $stopped to the step of the checkpoint OUT.resume.
 stopped=""
 interrupt() {
   local name=$1 sig=$2 want=$3 metrics=$4 out=$5; shift 6
-  rm -f "$metrics" "$out"
+  rm -f "$metrics" "$out" "$out.resume"
   "$@" > "$T/stdout" 2> "$T/stderr" < /dev/null &
   local pid=$!
   for _ in $(seq 3000); do
@@ -35,9 +37,15 @@ interrupt() {
   kill -"$sig" $pid
   wait $pid
   local rc=$?
-  stopped=$(step_of "$out")
+  stopped=$(step_of "$out.resume")
   if [ $rc -ne "$want" ]; then bad "$name: exit $rc, expected $want: $(tail -2 "$T/stderr")"; return; fi
   grep -q "interrupted: SIG$sig at step" "$T/stderr" && ok || bad "$name: message: $(cat "$T/stderr")"
+  [ ! -e "$out" ] && ok || bad "$name: -o $out was written by an interrupted run"
+  if [ -n "$stopped" ]; then
+    grep -qF "interrupted: SIG$sig at step $stopped of" "$T/stderr" &&
+      grep -qF "wrote the resumable checkpoint $out.resume (continue with --resume $out.resume and the same flags; $out is written when the run finishes)" "$T/stderr" \
+      && ok || bad "$name: message: $(grep interrupted "$T/stderr")"
+  fi
   # The last progress line names the step it stopped at, not 100 %.
   grep -q "SIG$sig" "$T/stderr" && ! grep "SIG$sig" "$T/stderr" | grep -q "(100%)" && ok \
     || bad "$name: progress line at 100 %: $(grep "SIG$sig" "$T/stderr")"
@@ -60,9 +68,10 @@ for sig in INT TERM; do
     # The steps it trained are in its --dump-instances file (it was dropped), named in the output.
     [ -s "$T/p.inst" ] && grep -q "wrote $T/p.inst (steps 1..$stopped)" "$T/stdout" && ok \
       || bad "pretrain SIG$sig: dump of steps 1..$stopped: $(ls -l "$T/p.inst" 2>&1; grep wrote "$T/stdout")"
-    "$BIN" pretrain --resume "$T/p.brt" "${PT[@]}" --metrics "$T/p.jsonl" --dump-instances "$T/p.inst" -o "$T/p.brt" \
+    "$BIN" pretrain --resume "$T/p.brt.resume" "${PT[@]}" --metrics "$T/p.jsonl" --dump-instances "$T/p.inst" -o "$T/p.brt" \
       > "$T/resume.out" 2>&1 && ok || bad "pretrain resume after SIG$sig: $(tail -2 "$T/resume.out")"
     cmp -s "$T/full.brt" "$T/p.brt" && ok || bad "pretrain stopped by SIG$sig at step $stopped + resumed differs"
+    [ ! -e "$T/p.brt.resume" ] && ok || bad "pretrain: the finished run left its checkpoint $T/p.brt.resume"
     # The resumed run's dump continues the interrupted one's (it replaced steps 1..K).
     cmp -s "$T/full.inst" "$T/p.inst" && grep -q "wrote $T/p.inst (steps 1..$M)" "$T/resume.out" && ok \
       || bad "pretrain dump after SIG$sig + resume differs from the uninterrupted run's: $(grep wrote "$T/resume.out")"
@@ -125,11 +134,12 @@ for sig in TERM INT; do
     "$BIN" finetune --model "$T/init.brt" "${FT[@]}" --metrics "$T/f.jsonl" -o "$T/f.brt"
   if [ -n "$stopped" ] && [ "$stopped" -lt $N ]; then
     ok
-    cp "$T/f.brt" "$T/f_ck.brt"
-    "$BIN" finetune --resume "$T/f.brt" "${FT[@]}" --metrics "$T/f.jsonl" -o "$T/f.brt" > "$T/resume.out" 2>&1 \
+    cp "$T/f.brt.resume" "$T/f_ck.brt"
+    "$BIN" finetune --resume "$T/f.brt.resume" "${FT[@]}" --metrics "$T/f.jsonl" -o "$T/f.brt" > "$T/resume.out" 2>&1 \
       && ok || bad "finetune resume after SIG$sig: $(tail -2 "$T/resume.out")"
-    grep -q "resuming $T/f.brt at step $stopped of $N" "$T/resume.out" && ok || bad "finetune resume message: $(head -3 "$T/resume.out")"
+    grep -q "resuming $T/f.brt.resume at step $stopped of $N" "$T/resume.out" && ok || bad "finetune resume message: $(head -3 "$T/resume.out")"
     cmp -s "$T/ffull.brt" "$T/f.brt" && ok || bad "finetune stopped by SIG$sig at step $stopped + resumed differs"
+    [ ! -e "$T/f.brt.resume" ] && ok || bad "finetune: the finished run left its checkpoint $T/f.brt.resume"
     [ "$(grep -c '"step"' "$T/f.jsonl")" -eq "$(grep -c '"step"' "$T/ffull.jsonl")" ] && ok \
       || bad "finetune metrics after SIG$sig resume: $(grep -c '"step"' "$T/f.jsonl") lines"
   else
@@ -160,20 +170,27 @@ interrupt "finetune tsv SIGINT" INT 130 "$T/t.jsonl" "$T/t.brt" -- \
 if [ -n "$stopped" ] && [ "$stopped" -lt $N ]; then
   expect_error "finetune resume of a tsv run with other labels and columns" "$T/x.brt" \
     'flags differ .*: --labels \(checkpoint 0,1, now 1,0\), --text-column \(checkpoint sentence, now 0\)$' -- \
-    "$BIN" finetune --resume "$T/t.brt" --task tsv --labels 1,0 "${FTT[@]/sentence/0}" -o "$T/x.brt"
+    "$BIN" finetune --resume "$T/t.brt.resume" --task tsv --labels 1,0 "${FTT[@]/sentence/0}" -o "$T/x.brt"
   expect_error "finetune resume of a tsv run as sst2" "$T/x.brt" 'flags differ .*: --task \(checkpoint tsv, now sst2\)$' -- \
-    "$BIN" finetune --resume "$T/t.brt" --task sst2 --train "$T/train.tsv" --max-steps $N --batch-size 8 --learning-rate 1e-3 --seed 5 -o "$T/x.brt"
+    "$BIN" finetune --resume "$T/t.brt.resume" --task sst2 --train "$T/train.tsv" --max-steps $N --batch-size 8 --learning-rate 1e-3 --seed 5 -o "$T/x.brt"
 else
   bad "finetune tsv SIGINT: no checkpoint below step $N (got '$stopped')"
 fi
 expect_error "finetune resume of a finished model" "$T/x.brt" "no training state" -- \
   "$BIN" finetune --resume "$T/ffull.brt" "${FT[@]}" -o "$T/x.brt"
+# --resume given the -o of an interrupted run (an older finished model there) names OUT.resume.
+if [ -f "$T/f_ck.brt" ]; then
+  cp "$T/ffull.brt" "$T/h.brt" && cp "$T/f_ck.brt" "$T/h.brt.resume"
+  expect_error "finetune --resume OUT instead of OUT.resume" "$T/x.brt" \
+    "--resume $T/h.brt: the file has no training state .*\(the interrupted run's checkpoint is $T/h.brt.resume: --resume $T/h.brt.resume\)" -- \
+    "$BIN" finetune --resume "$T/h.brt" "${FT[@]}" -o "$T/x.brt"
+fi
 expect_error "finetune --model with --resume" "$T/x.brt" "excludes" -- \
   "$BIN" finetune --model "$T/init.brt" --resume "$T/ffull.brt" "${FT[@]}" -o "$T/x.brt"
 # QAT runs cannot resume yet: exit 130, no output.
 interrupt "finetune --qat SIGINT" INT 130 "$T/q.jsonl" "$T/q.brt" -- \
   "$BIN" finetune --model "$T/init.brt" "${FT[@]}" --qat int8 --metrics "$T/q.jsonl" -o "$T/q.brt"
-[ ! -e "$T/q.brt" ] && grep -q "no checkpoint written" "$T/stderr" && ok || bad "finetune --qat interrupted: $(cat "$T/stderr")"
+[ ! -e "$T/q.brt" ] && [ ! -e "$T/q.brt.resume" ] && grep -q "no checkpoint written" "$T/stderr" && ok || bad "finetune --qat interrupted: $(cat "$T/stderr")"
 
 echo "signal_test: $pass passed, $fail failed"
 [ $fail -eq 0 ]

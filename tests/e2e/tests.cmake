@@ -14,13 +14,13 @@ set_tests_properties(pretrain_e2e PROPERTIES TIMEOUT 900 LABELS e2e)
 # Quantization in the CLI (tests/e2e/qat_cli_test.sh).
 add_test(NAME qat_cli_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/qat_cli_test.sh $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
 set_tests_properties(qat_cli_e2e PROPERTIES TIMEOUT 600 LABELS e2e)
-# The PyTorch twin of a pre-training run and the data statistics (tests/e2e/twin_test.sh, issue #16).
+# The PyTorch twin of a pre-training run and the data statistics (tests/e2e/twin_test.sh).
 if(TARGET bertrt_convert_cli)
   add_test(NAME twin_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/twin_test.sh $<TARGET_FILE:bertrt_cli>
            $<TARGET_FILE:bertrt_convert_cli> ${E2E_DATA})
   set_tests_properties(twin_e2e PROPERTIES TIMEOUT 600 LABELS "e2e;long")
 endif()
-# The Vulkan backend end to end against the cpu one (tests/e2e/vulkan_test.sh, issue #12).
+# The Vulkan backend end to end against the cpu one (tests/e2e/vulkan_test.sh).
 if(BERTRT_VULKAN)
   add_test(NAME vulkan_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/vulkan_test.sh $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
   set_tests_properties(vulkan_e2e PROPERTIES TIMEOUT 1200 LABELS "e2e;long")
@@ -38,3 +38,17 @@ endif()
 add_test(NAME signal_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/signal_test.sh $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
 set_tests_properties(signal_e2e PROPERTIES TIMEOUT 600 LABELS "e2e;long")
 
+# One version number: project(VERSION) against the header, the library, both programs' --version,
+# Python, pkg-config/CMake package files, the CPack file name and CHANGELOG.md
+# (tests/e2e/version_test.sh).
+if(TARGET bertrt_convert_cli AND BERTRT_PYTHON_EXECUTABLE)
+  set(_vulkan OFF)
+  if(BERTRT_VULKAN)
+    set(_vulkan ON)
+  endif()
+  add_test(NAME version_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/version_test.sh
+           ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR} $<TARGET_FILE:bertrt_cli>
+           $<TARGET_FILE:bertrt_convert_cli> $<TARGET_FILE:bertrt_shared>
+           ${BERTRT_PYTHON_EXECUTABLE} ${_vulkan})
+  set_tests_properties(version_e2e PROPERTIES TIMEOUT 120 LABELS e2e)
+endif()

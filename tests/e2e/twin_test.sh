@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The PyTorch twin of a `bertrt pretrain` run (issue #16), in a few seconds:
+# The PyTorch twin of a `bertrt pretrain` run, in a few seconds:
 #   - --dump-instances does not change the run (the .brt is byte-identical to one without it) and
 #     writes every micro-batch (K per step) in the documented format;
 #   - tests/reference/pretrain_twin.py trained on the dump from the same init agrees with bertrt

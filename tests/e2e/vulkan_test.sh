@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Vulkan backend end to end (issue #12): the same seeded tiny pre-training (8 steps, MLM +
+# The Vulkan backend end to end: the same seeded tiny pre-training (8 steps, MLM +
 # NSP), SST-2 fine-tuning (8 steps, fp32 and QAT int8) and eval on --backend vulkan and on cpu;
 # the losses must agree step by step within platforms/compare_runs.py's bound (rtol 1e-5: the two
 # differ only in summation order), with the Khronos validation layer on and silent. Also the
@@ -53,10 +53,10 @@ PT=(--backend vulkan --corpus "$T/corpus.txt" --max-steps 8 --batch-size 4 --max
     --learning-rate 1e-3 --seed 11 --save-steps 4)
 "$BIN" pretrain --model "$T/vulkan/init.brt" "${PT[@]}" -o "$T/killed.brt" > "$T/killed.log" 2>&1 &
 pid=$!
-saved=$(wait_for_checkpoint "$T/killed.brt" 3000 0.1)  # the first save, then kill at once
+saved=$(wait_for_checkpoint "$T/killed.brt.resume" 3000 0.1)  # the first save, then kill at once
 kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
 if [ -n "$saved" ] && [ "$saved" -lt 8 ]; then
-  "$BIN" pretrain --resume "$T/killed.brt" "${PT[@]}" -o "$T/killed.brt" >> "$T/killed.log" 2>&1 &&
+  "$BIN" pretrain --resume "$T/killed.brt.resume" "${PT[@]}" -o "$T/killed.brt" >> "$T/killed.log" 2>&1 &&
     cmp -s "$T/killed.brt" "$T/vulkan/pt.brt" && ok ||
     bad "vulkan: killed at step $saved + resumed differs from the uninterrupted run: $(tail -2 "$T/killed.log")"
 else

@@ -59,13 +59,18 @@ done
 # eval --task must name the model's task.
 expect_error "eval with another task" "" "fine-tuned for task sst2, not rte" -- \
   "$BIN" eval --model "$T/sst2.brt" --task rte --data "$T/rte_dev.tsv"
-# predict: the model's task decides the input.
+# predict: the model's task decides the input; the GLUE files' 0/1 labels print as Hugging Face
+# datasets names the classes; --json echoes the input and its line.
 printf 'a great movie\nawful\n' | "$BIN" predict --model "$T/sst2.brt" > "$T/p_sst2.txt"
-[ "$(grep -cE '^[01]	0=[0-9.]+	1=[0-9.]+$' "$T/p_sst2.txt")" = 2 ] && ok || bad "predict sst2: $(cat "$T/p_sst2.txt")"
+[ "$(grep -cE '^(negative|positive)	negative=[0-9.]+	positive=[0-9.]+$' "$T/p_sst2.txt")" = 2 ] && ok || bad "predict sst2: $(cat "$T/p_sst2.txt")"
+printf 'The cat sat.\n' | "$BIN" predict --model "$T/cola.brt" > "$T/p_cola.txt"
+check "predict cola label names" '^(unacceptable|acceptable)	unacceptable=[0-9.]+	acceptable=[0-9.]+$' "$T/p_cola.txt"
 printf 'The cat sat.\tA cat was sitting.\n' | "$BIN" predict --model "$T/mrpc.brt" --json > "$T/p_mrpc.json"
-check "predict mrpc json" '^\{"label":"[01]","probabilities":\{"0":[0-9.e-]+,"1":[0-9.e-]+\}\}$' "$T/p_mrpc.json"
+check "predict mrpc json" '^\{"line":1,"text":"The cat sat.","text_pair":"A cat was sitting.","label":"(not_equivalent|equivalent)","probabilities":\{"not_equivalent":[0-9.e-]+,"equivalent":[0-9.e-]+\}\}$' "$T/p_mrpc.json"
 printf 'The cat sat.\tA cat was sitting.\n' | "$BIN" predict --model "$T/stsb.brt" --json > "$T/p_stsb.json"
-check "predict stsb score" '^\{"score":-?[0-9.e-]+\}$' "$T/p_stsb.json"
+check "predict stsb score" '^\{"line":1,"text":"The cat sat.","text_pair":"A cat was sitting.","score":-?[0-9.e-]+\}$' "$T/p_stsb.json"
+printf 'Is it wet?\tIt rains.\n' | "$BIN" predict --model "$T/qnli.brt" > "$T/p_qnli.txt"
+check "predict qnli label names" '^(entailment|not_entailment)	entailment=[0-9.]+	not_entailment=[0-9.]+$' "$T/p_qnli.txt"
 printf 'It rains.\tIt is wet.\n' | "$BIN" predict --model "$T/rte.brt" > "$T/p_rte.txt"
 check "predict rte label names" '^(entailment|not_entailment)	entailment=' "$T/p_rte.txt"
 
@@ -77,7 +82,7 @@ expect_ok "finetune tsv" "$BIN" finetune --model "$T/init.brt" --task tsv --text
 expect_ok "eval tsv (columns from the model)" "$BIN" eval --model "$T/g.brt" --data "$T/g_train.tsv" --json
 check "eval tsv json" '^\{"accuracy":[0-9.e-]+,"examples":24,.*"task":"tsv"\}$' "$T/stdout"
 printf 'a good film\n' | "$BIN" predict --model "$T/g.brt" --json > "$T/p_g.json"
-check "predict tsv labels" '"probabilities":\{"meh":[0-9.e-]+,"neg":[0-9.e-]+,"pos":[0-9.e-]+\}' "$T/p_g.json"
+check "predict tsv labels" '"probabilities":\{"neg":[0-9.e-]+,"meh":[0-9.e-]+,"pos":[0-9.e-]+\}' "$T/p_g.json"
 tail -n +2 "$T/g_train.tsv" | awk -F'\t' -v OFS='\t' '{print $2, $2 " again", ($3=="pos")?4.5:1.0}' > "$T/gr.tsv"
 expect_ok "finetune tsv pair regression, no header" "$BIN" finetune --model "$T/init.brt" --task tsv \
   --text-column 0 --text-pair-column 1 --label-column 2 --regression --no-header \
@@ -117,11 +122,13 @@ got = {k: v["number"] for k, v in j.items() if isinstance(v, dict)}
 # every gold type is listed with its count; a type only predicted is listed with 0
 assert set(count) <= set(got) and all(got[k] == count.get(k, 0) for k in got), (got, count)
 PY
-printf 'EU rejects German call to boycott British lamb .\n\nPeter Blackburn\n' | "$BIN" predict --model "$T/ner.brt" > "$T/p_ner.txt"
+# A blank line is skipped (counted in one note), as for every task.
+printf 'EU rejects German call to boycott British lamb .\n\nPeter Blackburn\n' | "$BIN" predict --model "$T/ner.brt" > "$T/p_ner.txt" 2> "$T/p_ner.err"
 [ "$(sed -n 1p "$T/p_ner.txt" | grep -oE '[^ ]+/(O|[BI]-(PER|ORG|LOC|MISC))' | wc -l)" = 9 ] && \
-  [ -z "$(sed -n 2p "$T/p_ner.txt")" ] && [ "$(sed -n 3p "$T/p_ner.txt" | wc -w)" = 2 ] && ok || bad "predict ner: $(cat "$T/p_ner.txt")"
+  [ "$(sed -n 2p "$T/p_ner.txt" | wc -w)" = 2 ] && [ "$(wc -l < "$T/p_ner.txt")" = 2 ] && ok || bad "predict ner: $(cat "$T/p_ner.txt")"
+[ "$(cat "$T/p_ner.err")" = "bertrt: note: skipped 1 blank line of stdin (line 2)" ] && ok || bad "predict ner blank-line note: $(cat "$T/p_ner.err")"
 printf 'Peter  Blackburn\n' | "$BIN" predict --model "$T/ner.brt" --json > "$T/p_ner.json"
-check "predict ner json" '^\{"tags":\["[A-Z-]+","[A-Z-]+"\],"words":\["Peter","Blackburn"\]\}$' "$T/p_ner.json"
+check "predict ner json" '^\{"line":1,"words":\["Peter","Blackburn"\],"tags":\["[A-Z-]+","[A-Z-]+"\]\}$' "$T/p_ner.json"
 # forward's token logits are [T][num_labels] (HF's shape less the batch); they were flat.
 echo '{"input_ids": [101, 2848, 6679, 102]}' | "$BIN" forward --model "$T/ner.brt" > "$T/f_ner.json"
 /usr/bin/python3 -c "import json,sys; l=json.load(open(sys.argv[1]))['logits']; assert len(l) == 4 and all(len(r) == 9 for r in l), l" \
@@ -145,7 +152,7 @@ cp "$T/stdout" "$T/qa.log"
 # pieces: the note names that bound (it suggested max-seq-length / 2 = 48, longer than 32).
 expect_ok "finetune squad, stride above the shortest window" "$BIN" finetune --model "$T/init.brt" --task squad \
   --train "$T/squad.json" --train-articles 0 --max-steps 1 --batch-size 8 --max-seq-length 96 --doc-stride 32 -o "$T/o8.brt"
-grep -q 'note: --doc-stride 32 is longer than the context window after a question of --max-query-length 64 pieces (29 pieces with --max-seq-length 96).*--doc-stride 29 or less covers every piece' "$T/stderr" \
+grep -q 'note: --doc-stride 32 is longer than the context window after a question of --max-query-length 64 pieces (WordPiece tokens; 29 pieces with --max-seq-length 96).*--doc-stride 29 or less covers every piece' "$T/stderr" \
   && ok || bad "doc-stride note: $(grep note "$T/stderr")"
 expect_ok "eval squad" "$BIN" eval --model "$T/qa.brt" --data "$T/squad.json" --articles 1 --json
 cp "$T/stdout" "$T/qa.json"
@@ -153,7 +160,7 @@ check "eval squad json" '^\{"exact_match":[0-9.e-]+,"examples":[0-9]+,"f1":[0-9.
 same_metrics "squad f1" "$T/qa.log" "$T/qa.json" f1
 printf '{"question":"Who sat on the mat?","context":"The black cat sat on the mat."}\nWhere is Paris?\tParis is in France.\n' |
   "$BIN" predict --model "$T/qa.brt" --json > "$T/p_qa.json"
-[ "$(grep -cE '^\{"answer":".+","end":[0-9]+,"probability":[0-9.e-]+,"score":-?[0-9.e-]+,"start":[0-9]+\}$' "$T/p_qa.json")" = 2 ] \
+[ "$(grep -cE '^\{"line":[12],"question":"[^"]+","context":"[^"]+","answer":".+","score":-?[0-9.e-]+,"probability":[0-9.e-]+,"start":[0-9]+,"end":[0-9]+\}$' "$T/p_qa.json")" = 2 ] \
   && ok || bad "predict squad json: $(cat "$T/p_qa.json")"
 # The answer is the context's text at [start, end) (characters).
 /usr/bin/python3 -c '

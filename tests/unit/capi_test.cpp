@@ -496,6 +496,12 @@ TEST_F(CapiTest, TrainerFineTunesEvaluatesAndSavesAsTheCliDoes) {
   o.max_seq_length = 24;
   bertrt_trainer* t = nullptr;
   ASSERT_EQ(bertrt_trainer_create(m, &o, train.c_str(), &t), BERTRT_OK) << bertrt_last_error();
+  // The task's head, whose labels the SST-2 file spells 0/1: named as `bertrt predict` names them.
+  const char* label = nullptr;
+  ASSERT_EQ(bertrt_model_label(m, 0, &label), BERTRT_OK);
+  EXPECT_STREQ(label, "negative");
+  ASSERT_EQ(bertrt_model_label(m, 1, &label), BERTRT_OK);
+  EXPECT_STREQ(label, "positive");
   int64_t total = 0;
   ASSERT_EQ(bertrt_trainer_total_steps(t, &total), BERTRT_OK);
   EXPECT_EQ(total, 4);  // 64 rows / 16
@@ -864,7 +870,35 @@ TEST_F(CapiTest, CheckOutputRefusesWhatTheSaveWouldRefuse) {
 TEST_F(CapiTest, StatusStringsAndVersion) {
   EXPECT_STREQ(bertrt_status_string(BERTRT_OK), "ok");
   EXPECT_STREQ(bertrt_status_string(BERTRT_E_STATE), "invalid state");
-  EXPECT_STREQ(bertrt_version(), "0.1.0");
+  // CMakeLists.txt checks the header's macros against project(VERSION); the library agrees.
+  EXPECT_STREQ(bertrt_version(), BERTRT_VERSION_STRING);
+  EXPECT_EQ(std::string(bertrt_version()),
+            std::to_string(BERTRT_VERSION_MAJOR) + "." + std::to_string(BERTRT_VERSION_MINOR) +
+                "." + std::to_string(BERTRT_VERSION_PATCH));
+}
+
+// bertrt_model_label: the head's own names, else its task's (a converted classifier whose config
+// has no id2label, fine-tuned for sst2), else the stored labels.
+TEST_F(CapiTest, LabelsAreTheModelsOwnElseItsTasks) {
+  auto label_of = [&](const HeadsConfig& h, int32_t i) {
+    bertrt_model* m = load(write_model("labels.brt", h));
+    const char* label = nullptr;
+    EXPECT_EQ(bertrt_model_label(m, i, &label), BERTRT_OK) << bertrt_last_error();
+    std::string s = label ? label : "";
+    bertrt_model_free(m);
+    return s;
+  };
+  HeadsConfig h;
+  h.kind = HeadKind::kSequenceClassification;
+  h.labels = {"NEGATIVE", "POSITIVE"};
+  h.task = "sst2";
+  EXPECT_EQ(label_of(h, 1), "POSITIVE");
+  h.labels = {"LABEL_0", "LABEL_1"};
+  EXPECT_EQ(label_of(h, 1), "positive");
+  h.task = "mrpc";
+  EXPECT_EQ(label_of(h, 0), "not_equivalent");
+  h.task.clear();
+  EXPECT_EQ(label_of(h, 1), "LABEL_1");
 }
 
 }  // namespace

@@ -28,6 +28,14 @@ void add_bench(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   CLI::App* c =
       app.add_subcommand("bench", "inference latency of a model at a batch size and length");
+  c->footer(
+      "The line printed names what ran: the threads; the int8 kernel (of an int8 model's\n"
+      "quantized matrix products); the fc provider, which runs the fully-connected (Linear)\n"
+      "layers' fp32 matrix products (GEMMs) at inference: openblas, xnnpack, bertrt's own\n"
+      "kernels, or auto (per shape), with how many Linear GEMMs each ran; the fp32 kernel of\n"
+      "bertrt's own; and the OpenBLAS core of the other fp32 GEMMs. BERTRT_FC_PROVIDER,\n"
+      "BERTRT_F32_KERNEL and BERTRT_Q8_KERNEL choose otherwise; `bertrt --version` prints this\n"
+      "host's defaults.");
   c->add_option("--model", o->model, "model file (.brt)")->required();
   c->add_option("--batch-size", o->batch_size, "sequences per forward")->capture_default_str()
       ->check(at_least(1));

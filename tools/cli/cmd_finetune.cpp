@@ -75,8 +75,8 @@ void check_resumable(const std::string& path, const LoadedModel& m, const nlohma
   if (!m.training_state)
     fail(
         "--resume {}: the file has no training state (only an interrupted `bertrt finetune` writes "
-        "one)",
-        path);
+        "one, to OUT.resume){}",
+        path, resume_hint(path));
   const auto it = m.metadata.find(kRunKey);
   if (it == m.metadata.end())
     fail("--resume {}: the file lacks the '{}' record of an interrupted `bertrt finetune`", path,
@@ -155,11 +155,19 @@ void add_finetune(CLI::App& app) {
       "  bertrt finetune --model pre.brt --task squad --train dev-v1.1.json --train-articles 0-29 "
       "\\\n"
       "      --dev dev-v1.1.json --dev-articles 30-39 --max-seq-length 128 --doc-stride 64 -o "
-      "qa.brt");
+      "qa.brt\n"
+      "Terms: pieces are WordPiece tokens (`bertrt tokenize` shows them). A window is the part of\n"
+      "a long input that fits --max-seq-length: a SQuAD context is read in overlapping windows\n"
+      "(the question and as much context as fits) that start every --doc-stride pieces, as BERT's\n"
+      "run_squad.py does; a long CoNLL sentence is split into windows too.\n"
+      "Interrupted (SIGINT/SIGTERM): the step in progress finishes, the run's resumable state goes\n"
+      "to OUT.resume (model + optimizer moments) and the run exits 130/143; -o OUT is written only\n"
+      "when a run finishes, which removes OUT.resume. Continue with --resume OUT.resume in place\n"
+      "of --model, the other flags the same.");
   auto* model_opt = c->add_option("--model", o->model, "pre-trained model (.brt); or --resume");
   c->add_option("--resume", o->resume,
-                "continue the interrupted (SIGINT/SIGTERM) run that wrote this checkpoint, with "
-                "the same flags")
+                "continue the interrupted (SIGINT/SIGTERM) run that wrote this checkpoint "
+                "(OUT.resume, beside its -o OUT), in place of --model; the other flags the same")
       ->excludes(model_opt);
   add_task_flags(c, o->task);
   c->add_option("--train", o->train, "training data (TSV, CoNLL file, SQuAD JSON)")->required();
@@ -177,13 +185,14 @@ void add_finetune(CLI::App& app) {
   c->add_option("--max-steps", o->max_steps, "optimizer steps (instead of --epochs)")
       ->excludes(ep)
       ->check(at_least(1));
-  c->add_option("--batch-size", o->batch_size, "examples (windows) per optimizer step")->capture_default_str()
+  c->add_option("--batch-size", o->batch_size, "examples per optimizer step (conll2003 and squad: windows, see below)")->capture_default_str()
       ->check(at_least(1));
   c->add_option("--eval-batch-size", o->eval_batch_size, "rows per forward pass on --dev")->capture_default_str()
       ->check(at_least(1));
   c->add_option("--max-seq-length", o->max_seq_length,
-                "pieces per input (default 128; squad 384): longer sentences are truncated, "
-                "longer CoNLL sentences and SQuAD contexts split into windows; batches are padded "
+                "pieces (WordPiece tokens) per input (default 128; squad 384): longer sentences "
+                "are truncated, longer CoNLL sentences and SQuAD contexts split into windows; "
+                "batches are padded "
                 "to their longest")
       ->check(at_least(3));  // [CLS] A [SEP]
   c->add_option("--learning-rate", o->lr, "peak AdamW learning rate")->capture_default_str();
@@ -205,7 +214,10 @@ void add_finetune(CLI::App& app) {
               "batch rows of similar length (sorted within runs of 50 shuffled batches, as Hugging "
               "Face group_by_length): less padding, faster steps");
   c->add_option("--metrics", o->metrics, "write JSON lines of step and dev metrics to this file");
-  c->add_option("-o,--output", o->out, "output model (.brt), written atomically")->required();
+  c->add_option("-o,--output", o->out,
+                "output model OUT (.brt), written atomically when the run finishes; a run stopped "
+                "by SIGINT/SIGTERM writes its resumable checkpoint to OUT.resume instead")
+      ->required();
   o->backend.add_to(c);
   add_qat_flags(c, o->qat);
   add_memory_flags(c, o->memory, /*pretraining=*/false);
@@ -227,9 +239,11 @@ void add_finetune(CLI::App& app) {
     if (!o->dev.empty()) check_input_file("--dev", o->dev);
     if (!o->metrics.empty()) check_output_path("--metrics", o->metrics);
     check_distinct_files(
-        {{"-o", o->out}, {"--metrics", o->metrics}, {"--save-fake-quant", o->qat.save_fake_quant}},
+        {{"-o", o->out}, {"-o's checkpoint", resume_path(o->out)}, {"--metrics", o->metrics},
+         {"--save-fake-quant", o->qat.save_fake_quant}},
         {{"--train", o->train}, {"--dev", o->dev}});
-    check_distinct_files({{"--metrics", o->metrics}},
+    // -o never replaces the model it starts from: a failed or unwanted run must not cost it.
+    check_distinct_files({{"-o", o->out}, {"--metrics", o->metrics}},
                          {{resuming ? "--resume" : "--model", model_path}});
     if (o->epochs < 1 && o->max_steps <= 0) fail_usage("--epochs must be ≥ 1, got {}", o->epochs);
     if (!(o->warmup_ratio >= 0 && o->warmup_ratio <= 1))
@@ -258,7 +272,7 @@ void add_finetune(CLI::App& app) {
     if (o->max_seq_length == 0 && task.max_seq_length > model.config().max_position_embeddings) {
       task.max_seq_length = task.squad.max_seq_length = model.config().max_position_embeddings;
       fmt::print(stderr,
-                 "note: --max-seq-length {} (the model's max_position_embeddings; the "
+                 "bertrt: note: --max-seq-length {} (the model's max_position_embeddings; the "
                  "task's default is longer)\n",
                  task.max_seq_length);
     }
@@ -269,8 +283,9 @@ void add_finetune(CLI::App& app) {
       // The window shrinks as the question grows: warn for the longest question allowed.
       if (task.squad.doc_stride > window)
         fmt::print(stderr,
-                   "note: --doc-stride {} is longer than the context window after a question of "
-                   "--max-query-length {} pieces ({} pieces with --max-seq-length {}): after "
+                   "bertrt: note: --doc-stride {} is longer than the context window after a "
+                   "question of --max-query-length {} pieces (WordPiece tokens; {} pieces with "
+                   "--max-seq-length {}): after "
                    "questions that long, windows leave context out; --doc-stride {} or less "
                    "covers every piece\n",
                    task.squad.doc_stride, task.squad.max_query_length, window, task.max_seq_length,
@@ -278,7 +293,7 @@ void add_finetune(CLI::App& app) {
     }
     if (!resuming && model.heads().resolved_kind() != HeadKind::kNone)
       fmt::print(stderr,
-                 "note: {} already has a {} head{}; it is kept when kind and shape match (its "
+                 "bertrt: note: {} already has a {} head{}; it is kept when kind and shape match (its "
                  "labels matched to the task's by name), replaced otherwise\n",
                  o->model, head_kind_name(model.heads().resolved_kind()),
                  model.heads().task.empty() ? "" : " (" + model.heads().task + ")");
@@ -379,20 +394,24 @@ void add_finetune(CLI::App& app) {
                               signal_name(sig), log.step, total, o->out));
             auto ckpt_meta = meta;
             ckpt_meta[kRunKey] = run.dump();
+            // Beside -o, not over it: -o is a finished model (or what it was before the run).
+            const std::string ckpt = resume_path(o->out);
             save_model(
-                o->out, model, tok, ckpt_meta,
+                ckpt, model, tok, ckpt_meta,
                 capture_training_state(trainer, {}, uint64_t(log.step) * uint64_t(o->batch_size)));
             throw Interrupted(
                 sig,
                 fmt::format("{} at step {} of {}: wrote the resumable checkpoint {} (continue with "
-                            "--resume {} and the same flags)",
-                            signal_name(sig), log.step, total, o->out, o->out));
+                            "--resume {} in place of --model, the other flags the same; {} is written when the run "
+                            "finishes)",
+                            signal_name(sig), log.step, total, ckpt, ckpt, o->out));
           }
         },
         o->group_by_length);
     bar.finish();
     evaluate(total);
     save_finetuned(o->out, model, tok, meta, o->qat);  // int8 with --qat int8
+    remove_resume_checkpoint(o->out);                  // an earlier step of this run
     fmt::print("wrote {}\n", o->out);
   });
 }

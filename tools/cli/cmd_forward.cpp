@@ -33,6 +33,14 @@ void add_forward(CLI::App& app) {
   CLI::App* c = app.add_subcommand(
       "forward",
       "run the model on stdin JSON lines {\"input_ids\", \"token_type_ids\", \"attention_mask\"}");
+  c->footer(
+      "Input: one JSON object a line; input_ids required, token_type_ids and attention_mask\n"
+      "optional (zeros / ones). \"tokens\" (what `bertrt tokenize --json` writes) is ignored, so\n"
+      "  echo 'hello world' | bertrt tokenize --model m.brt --json | bertrt forward --model m.brt\n"
+      "works; any other key is an error (a misspelt key is not ignored). Blank lines are skipped.\n"
+      "Output: one JSON object a line with Hugging Face's names: last_hidden_state, pooler_output,\n"
+      "and the model's heads: prediction_logits, seq_relationship_logits, logits, start_logits,\n"
+      "end_logits.");
   c->add_option("--model", o->model, "model file (.brt)")->required();
   o->backend.add_to(c);
   c->callback([o] {

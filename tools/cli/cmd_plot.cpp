@@ -263,7 +263,7 @@ std::string id_slug(const std::string& label) {
 }
 
 // One metrics file and its label: with several files (runs compared, e.g. bertrt and the PyTorch
-// twin of issue #16) every series is named "<label>: ..." and its id gets a "<label>-" prefix.
+// PyTorch twin of a pre-training run) every series is named "<label>: ..." and its id gets a "<label>-" prefix.
 struct Run {
   std::string label;
   Records records;
@@ -327,7 +327,7 @@ void add_plot(CLI::App& app) {
   c->add_option("metrics", o->metrics,
                 "JSON lines written by `bertrt pretrain --metrics` or `bertrt finetune "
                 "--metrics`; several files draw their runs "
-                "in one picture (e.g. bertrt and tests/reference/pretrain_twin.py)")
+                "in one picture (e.g. bertrt's run and a PyTorch run that wrote the same keys)")
       ->required();
   c->add_option("--label", o->labels,
                 "name of each metrics file's run in the legend, in order (default: file stems)");

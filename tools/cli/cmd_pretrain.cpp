@@ -138,7 +138,7 @@ void validate(const Flags& o) {
     if (o.dump_instances.empty())
       fail_usage("--data-only needs --dump-instances (the file it writes)");
     if (!o.out.empty())
-      fmt::print(stderr, "note: --data-only trains nothing: -o {} is not written\n", o.out);
+      fmt::print(stderr, "bertrt: note: --data-only trains nothing: -o {} is not written\n", o.out);
   } else {
     check_output_path("-o", o.out);
   }
@@ -170,9 +170,15 @@ void validate(const Flags& o) {
     }
     const FlagPaths logs{{"--metrics", o.metrics}, {"--dump-instances", o.dump_instances}};
     FlagPaths outputs = logs;
-    if (!o.data_only) outputs.push_back({"-o", o.out});
+    if (!o.data_only) {
+      outputs.push_back({"-o", o.out});
+      outputs.push_back({"-o's checkpoint", resume_path(o.out)});
+    }
     check_distinct_files(outputs, data);
-    check_distinct_files(logs, {{"--model", o.model}, {"--resume", o.resume}});
+    // Nor may -o replace the model the run starts from.
+    FlagPaths model_outputs = logs;
+    if (!o.data_only) model_outputs.push_back({"-o", o.out});
+    check_distinct_files(model_outputs, {{"--model", o.model}, {"--resume", o.resume}});
     // Nor a new .txt file there: the next run over the folder would read it as training text
     // (and a resumed run would meet another corpus).
     for (const auto& [flag, path] : outputs) {
@@ -283,8 +289,8 @@ constexpr const char* kBackendKey = "pretrain_backend";
 void check_resumable(const std::string& path, const LoadedModel& m, const nlohmann::json& now,
                      const std::string& backend) {
   if (!m.training_state)
-    fail("--resume {}: the file has no training state (written by a finished `bertrt init`, "
-         "finetune or convert?)", path);
+    fail("--resume {}: the file has no training state (written by `bertrt init`, finetune or "
+         "convert?){}", path, resume_hint(path));
   auto it = m.metadata.find(kRunKey);
   if (it == m.metadata.end())
     fail("--resume {}: the file lacks the '{}' record of a `bertrt pretrain` checkpoint", path,
@@ -302,7 +308,7 @@ void check_resumable(const std::string& path, const LoadedModel& m, const nlohma
          "exactly: {}", path, fmt::join(diff, ", "));
   auto be = m.metadata.find(kBackendKey);
   if (be != m.metadata.end() && be->second != backend)
-    fmt::print(stderr, "warning: --resume {}: written with --backend {}, now {}; the run continues "
+    fmt::print(stderr, "bertrt: warning: --resume {}: written with --backend {}, now {}; the run continues "
                "but not bit-identically\n", path, be->second, backend);
 }
 
@@ -353,7 +359,7 @@ Documents load_corpus(const std::string& flag, const std::string& path, const To
   bar.finish(fmt::format("{} documents, {} lines, {:.2f} M tokens", stats.documents, stats.lines,
                          stats.tokens / 1e6));
   if (stats.invalid_utf8_lines)
-    fmt::print(stderr, "warning: {}: {} lines hold invalid UTF-8 (first: line {}); those bytes were dropped\n",
+    fmt::print(stderr, "bertrt: warning: {}: {} lines hold invalid UTF-8 (first: line {}); those bytes were dropped\n",
                path, stats.invalid_utf8_lines, stats.first_invalid_utf8_line);
   return docs;
 }
@@ -393,7 +399,7 @@ PretrainingStream make_stream(const Flags& o, const std::vector<std::string>& fi
                                : fmt::format("static masking, dupe factor {}", so.dupe_factor),
              d.whole_word_mask ? ", whole words" : "", d.no_nsp ? ", no NSP" : "");
   if (const CorpusStats& cs = stream.stats().corpus; cs.invalid_utf8_lines)
-    fmt::print(stderr, "warning: {}: line {} holds invalid UTF-8 (and {} more lines in the first "
+    fmt::print(stderr, "bertrt: warning: {}: line {} holds invalid UTF-8 (and {} more lines in the first "
                "shard); those bytes are dropped\n",
                cs.first_invalid_utf8_file, cs.first_invalid_utf8_line, cs.invalid_utf8_lines - 1);
   return stream;
@@ -438,7 +444,7 @@ void warn_stale_temp_files(const std::string& out) {
     bytes += e.is_regular_file(ec) ? e.file_size(ec) : 0;
   }
   if (!names.empty())
-    fmt::print(stderr, "warning: {} temp file(s) ({:.1f} MB) were left by a killed run writing {}; "
+    fmt::print(stderr, "bertrt: warning: {} temp file(s) ({:.1f} MB) were left by a killed run writing {}; "
                "they are not checkpoints and can be deleted: {}\n", names.size(), bytes / 1e6, out,
                fmt::join(names, " "));
 }
@@ -447,7 +453,10 @@ void run(const Flags& o) {
   validate(o);
   catch_stop_signals();
   const std::vector<std::string> corpus_files = expand_corpus_paths(o.data.corpus);
-  if (!o.data_only) warn_stale_temp_files(o.out);
+  if (!o.data_only) {
+    warn_stale_temp_files(o.out);
+    warn_stale_temp_files(resume_path(o.out));
+  }
   const bool resuming = !o.resume.empty();
   const std::string& model_path = resuming ? o.resume : o.model;
   const OptimOptions oo = optim_options(o);
@@ -515,11 +524,19 @@ void run(const Flags& o) {
   meta["pretrain_corpus"] = fmt::format("{}", fmt::join(o.data.corpus, ","));
   meta[kRunKey] = signature.dump();
   meta[kBackendKey] = o.backend.name;
-  int64_t last_saved = resuming ? trainer.steps_done() : -1;
-  auto save = [&]() {
+  // The resumable checkpoints (--save-steps, a signal) go to OUT.resume, the finished run to -o.
+  const std::string ckpt = resume_path(o.out);
+  // The step ckpt holds: the resumed checkpoint's when it is ckpt (the usual --resume OUT.resume).
+  std::error_code same_ec;
+  int64_t last_saved =
+      resuming && std::filesystem::equivalent(o.resume, ckpt, same_ec) ? trainer.steps_done() : -1;
+  auto save_to = [&](const std::string& path) {
     meta["pretrain_steps"] = std::to_string(trainer.steps_done());
     const uint64_t consumed = uint64_t(trainer.steps_done()) * uint64_t(o.batch_size);
-    save_model(o.out, model, tok, meta, capture_training_state(trainer, stream.save_state(), consumed));
+    save_model(path, model, tok, meta, capture_training_state(trainer, stream.save_state(), consumed));
+  };
+  auto save = [&]() {
+    save_to(ckpt);
     last_saved = trainer.steps_done();
   };
 
@@ -616,12 +633,13 @@ void run(const Flags& o) {
                       "{} at step {} of {}: its weights give a non-finite loss, so "
                       "no checkpoint of them was written{}",
                       signal_name(sig), log.step, o.max_steps,
-                      last_saved >= 0 ? fmt::format("; {} keeps step {}", o.out, last_saved) : ""));
+                      last_saved >= 0 ? fmt::format("; {} keeps step {}", ckpt, last_saved) : ""));
             throw Interrupted(
                 sig,
                 fmt::format("{} at step {} of {}: wrote the resumable checkpoint {} (continue "
-                            "with --resume {} and the same flags)",
-                            signal_name(sig), log.step, o.max_steps, o.out, o.out));
+                            "with --resume {} in place of --model, the other flags the same; {} is written when the run "
+                            "finishes)",
+                            signal_name(sig), log.step, o.max_steps, ckpt, ckpt, o.out));
           }
         },
         on_micro_batch);
@@ -629,16 +647,16 @@ void run(const Flags& o) {
     // The same flags meet the same step again: --resume is no way on. The checkpoint holds
     // either these weights (which gave this) or earlier ones a new run may start from.
     if (last_saved < 0) fail("{}\nno checkpoint was written (see --save-steps)", e.what());
-    fail("{}\n{} keeps the checkpoint of step {}{}", e.what(), o.out, last_saved,
+    fail("{}\n{} keeps the checkpoint of step {}{}", e.what(), ckpt, last_saved,
          saved_is_current() && e.from_weights
              ? ", which holds the weights that gave this: start again from an earlier model"
              : fmt::format(" (--resume would meet this step again; a new run may start from it "
                            "with --model {} and other flags)",
-                           o.out));
+                           ckpt));
   } catch (const Error& e) {
     if (last_saved >= 0)
-      fail("{}\n{} keeps the checkpoint of step {} (continue with --resume {})", e.what(), o.out,
-           last_saved, o.out);
+      fail("{}\n{} keeps the checkpoint of step {} (continue with --resume {})", e.what(), ckpt,
+           last_saved, ckpt);
     fail("{}\nno checkpoint was written (see --save-steps)", e.what());
   }
   bar.finish(trainer.skipped_steps() ? fmt::format("{} steps skipped (non-finite)", trainer.skipped_steps()) : "");
@@ -658,12 +676,14 @@ void run(const Flags& o) {
                           trainer.steps_done()),
         trainer.skipped_steps(), trainer.steps_done(), o.out,
         last_saved < 0       ? ""
-        : saved_is_current() ? fmt::format(" (it keeps the checkpoint of step {}, which holds "
+        : saved_is_current() ? fmt::format(" ({} keeps the checkpoint of step {}, which holds "
                                            "these same weights: no update was applied after it)",
-                                           last_saved)
-                             : fmt::format(" (it keeps the checkpoint of step {})", last_saved));
+                                           ckpt, last_saved)
+                             : fmt::format(" ({} keeps the checkpoint of step {})", ckpt,
+                                           last_saved));
   commit_dump();
-  save();
+  save_to(o.out);
+  remove_resume_checkpoint(o.out);  // an older step of this run
   fmt::print("wrote {}\n", o.out);
 }
 
@@ -672,9 +692,17 @@ void run(const Flags& o) {
 void add_pretrain(CLI::App& app) {
   auto o = std::make_shared<Flags>();
   CLI::App* c = app.add_subcommand("pretrain", "MLM + NSP pre-training on a plain-text corpus");
+  c->footer(
+      "Checkpoints: -o OUT is written when the run finishes (the model with its training state).\n"
+      "The resumable checkpoint OUT.resume (model + optimizer moments + data position) is written\n"
+      "every --save-steps steps and when SIGINT/SIGTERM stops the run (the step in progress\n"
+      "finishes; exit 130/143); the finished run removes it. Continue with --resume OUT.resume\n"
+      "in place of --model, the other flags the same: the result is byte-identical to an\n"
+      "uninterrupted run.");
   c->add_option("--model", o->model, "initial model with MLM+NSP heads (bertrt init); or --resume");
   c->add_option("--resume", o->resume,
-                "continue the run that wrote this checkpoint (its -o file), with the same flags");
+                "continue the run that wrote this checkpoint (OUT.resume, beside its -o OUT), "
+                "in place of --model; the other flags the same");
   c->add_option("--max-steps", o->max_steps, "optimizer steps")->required()->check(at_least(1));
   c->add_option("--batch-size", o->batch_size, "sequences per optimizer step")->capture_default_str()
       ->check(at_least(1));
@@ -685,8 +713,8 @@ void add_pretrain(CLI::App& app) {
               "skip (no update, counted in metrics) a step whose loss or gradient is non-finite "
               "instead of stopping the run");
   c->add_option("--save-steps", o->save_steps,
-                "also write -o (model + full training state, atomically) every N steps; 0: only "
-                "at the end")
+                "write the resumable checkpoint OUT.resume (model + full training state, "
+                "atomically) every N steps; 0: only when stopped by SIGINT/SIGTERM")
       ->capture_default_str()
       ->check(at_least(0));
   c->add_option("--eval-steps", o->eval_steps, "evaluate on --valid every N steps; 0: before and after only")
@@ -695,16 +723,17 @@ void add_pretrain(CLI::App& app) {
   c->add_option("--metrics", o->metrics, "write JSON lines of step and eval metrics to this file");
   c->add_option(
       "--dump-instances", o->dump_instances,
-      "write the exact micro-batches trained on (ids, segments, mask, masked positions "
-      "and labels, NSP labels; format in src/train/instance_dump.h, reader "
-      "tests/reference/instance_dump.py); written when the run ends or is interrupted (its steps "
-      "named), the run unchanged");
+      "write the exact micro-batches trained on, for another implementation to train on the "
+      "same data: a binary file (header \"BRTINST1\", then per micro-batch its step, the "
+      "input_ids, token_type_ids, attention_mask, masked positions and their ids, NSP labels, "
+      "little-endian int32; numpy reads it); written when the run ends or is interrupted (its "
+      "steps named), the run unchanged");
   c->add_flag("--data-only", o->data_only,
               "with --dump-instances: write the batches of --max-steps steps and stop, without "
               "training (for data statistics); -o is then not needed");
   c->add_option("-o,--output", o->out,
-                "output model (.brt) with its training state, written atomically (required but "
-                "with --data-only)");
+                "output model OUT (.brt) with its training state, written atomically when the run "
+                "finishes (required but with --data-only); checkpoints go to OUT.resume");
   o->backend.add_to(c);
   c->callback([o] { run(*o); });
 }

@@ -36,7 +36,8 @@ void add_quantize(CLI::App& app) {
                 "every activation range")
       ->required();
   c->add_option("--calibration-examples", o->examples,
-                "use the first N examples (windows for conll2003 and squad)")
+                "use the first N examples (conll2003 and squad: windows, the parts of a long sentence or "
+                "context that fit --max-seq-length)")
       ->capture_default_str()
       ->check(at_least(1));
   c->add_option("--batch-size", o->batch_size, "examples per forward pass")->capture_default_str()
@@ -56,9 +57,9 @@ void add_quantize(CLI::App& app) {
     if (!o->save_fake_quant.empty()) check_output_path("--save-fake-quant", o->save_fake_quant);
     check_input_file("--model", o->model);
     check_input_file("--calibration", o->calibration);
+    // The fp32 source is what a later quantization starts from: -o never replaces it.
     check_distinct_files({{"-o", o->out}, {"--save-fake-quant", o->save_fake_quant}},
-                         {{"--calibration", o->calibration}});
-    // Its size now: -o may name the same file and replace it.
+                         {{"--model", o->model}, {"--calibration", o->calibration}});
     const double input_mb = std::filesystem::file_size(o->model) / 1e6;
     LoadedModel m = load_model(o->model);
     BertModel& model = *m.model;
@@ -85,7 +86,7 @@ void add_quantize(CLI::App& app) {
       model.forward(*be, data->batch(order, begin, o->batch_size).inputs(), Targets{}, false);
     model.finish_calibration();
     auto meta = m.metadata;
-    rename_source_architecture(meta);  // a model fine-tuned before stop 48 still has the key
+    rename_source_architecture(meta);  // a model fine-tuned by bertrt 0.1.0 still has the key
     meta["source"] = "bertrt quantize";
     meta["quantization.source"] = "ptq";
     meta["quantization.calibration"] =

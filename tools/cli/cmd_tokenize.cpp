@@ -16,10 +16,16 @@ void add_tokenize(CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   CLI::App* c = app.add_subcommand(
-      "tokenize", "tokenize stdin lines ([CLS] A [SEP] B [SEP]; a tab separates a pair)");
+      "tokenize",
+      "split stdin lines into pieces (WordPiece tokens): [CLS] A [SEP] B [SEP]; a tab separates "
+      "a pair");
+  c->footer(
+      "Example:\n"
+      "  echo 'hello world' | bertrt tokenize --model m.brt --json | bertrt forward --model m.brt");
   c->add_option("--model", o->model, "model file (.brt) whose tokenizer to use")->required();
   c->add_flag("--json", o->json,
-              "one JSON object a line: {\"tokens\", \"input_ids\", \"token_type_ids\"}");
+              "one JSON object a line: {\"tokens\", \"input_ids\", \"token_type_ids\"}, which "
+              "`bertrt forward` reads as it is (it ignores \"tokens\")");
   c->add_option("--max-seq-length", o->max_seq_length, "truncate pairs longest-first (0: no limit)")
       ->check(CLI::Validator(
           [](std::string& s) -> std::string {  // 0, or room for [CLS] A [SEP]

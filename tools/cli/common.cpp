@@ -68,6 +68,25 @@ void check_distinct_files(const FlagPaths& outputs, const FlagPaths& inputs) {
   }
 }
 
+std::string resume_path(const std::string& out) { return out + ".resume"; }
+
+std::string resume_hint(const std::string& path) {
+  std::error_code ec;
+  return fs::is_regular_file(resume_path(path), ec)
+             ? fmt::format(" (the interrupted run's checkpoint is {}: --resume {})",
+                           resume_path(path), resume_path(path))
+             : "";
+}
+
+void remove_resume_checkpoint(const std::string& out) {
+  std::error_code ec;
+  const std::string path = resume_path(out);
+  if (fs::symlink_status(path, ec).type() != fs::file_type::regular) return;
+  if (!fs::remove(path, ec) && ec)
+    fmt::print(stderr, "bertrt: note: could not remove the checkpoint {} of this finished run: {}\n",
+               path, ec.message());
+}
+
 CLI::Validator not_empty(const std::string& expected) {
   return CLI::Validator(
       [expected](std::string& s) -> std::string {
@@ -121,16 +140,22 @@ void check_input_file(const std::string& flag, const std::string& path) {
   if (!fs::is_regular_file(path)) fail("{} {}: not a regular file", flag, path);
 }
 
-void for_each_stdin_line(const std::function<void(const std::string&, size_t)>& fn) {
+void for_each_line(std::istream& in, const std::string& source,
+                   const std::function<void(const std::string&, size_t)>& fn) {
   std::string line;
   size_t n = 0;
-  while (std::getline(std::cin, line)) {
+  while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     // As the data files: bytes that are not UTF-8 would be dropped by the tokenizer (and broke
     // --json's output of NER and SQuAD lines).
-    check_utf8_line(line, "stdin", ++n);
+    check_utf8_line(line, source, ++n);
     fn(line, n);
   }
+  if (in.bad()) fail("{}: read error after line {}", source, n);
+}
+
+void for_each_stdin_line(const std::function<void(const std::string&, size_t)>& fn) {
+  for_each_line(std::cin, "stdin", fn);
 }
 
 void add_checksum_flag(CLI::App& app) {

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
+#include <istream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -15,7 +17,7 @@
 namespace bertrt::cli {
 
 // A flag's value, or a mix of flags, that can never work: exit 2 like CLI11's own usage errors,
-// where errors met while running exit 1 (docs/cli.md).
+// where errors met while running exit 1 (docs/reference/cli.md).
 struct UsageError : Error {
   using Error::Error;
 };
@@ -47,6 +49,17 @@ void check_max_seq_length(const std::string& flag, int value, int max_position_e
 // Fails (naming the flag) unless `path` is an existing regular file.
 void check_input_file(const std::string& flag, const std::string& path);
 
+// Where a training run keeps its resumable checkpoint (model + optimizer moments + the run's
+// state): beside -o, so that -o holds a finished model only. Written when the run is stopped
+// (SIGINT/SIGTERM) and, in pretrain, every --save-steps steps; removed when the run finishes.
+std::string resume_path(const std::string& out);
+// " (its checkpoint is PATH.resume)" when `path` has no training state but PATH.resume exists
+// (--resume given the -o of an interrupted run), else "".
+std::string resume_hint(const std::string& path);
+// Removes `out`.resume after a run that wrote `out` finished (it holds an older step of the same
+// run); a note on stderr when it cannot.
+void remove_resume_checkpoint(const std::string& out);
+
 // --backend option (default "cpu") and its construction.
 struct BackendChoice {
   std::string name = "cpu";
@@ -65,7 +78,11 @@ struct BackendChoice {
 
 // The config with Hugging Face config.json key names.
 nlohmann::json config_json(const BertConfig& config);
-// Reads stdin line by line (a trailing \r dropped); calls fn(line, 1-based line number).
+// Reads `in` line by line (a trailing \r dropped; a line that is not UTF-8 is an error naming
+// `source` and the line); calls fn(line, 1-based line number).
+void for_each_line(std::istream& in, const std::string& source,
+                   const std::function<void(const std::string&, size_t)>& fn);
+// for_each_line over stdin, named "stdin".
 void for_each_stdin_line(const std::function<void(const std::string&, size_t)>& fn);
 
 // --no-verify-checksums on every subcommand that reads a .brt (skip the CRC-32C check of the tensor

@@ -41,14 +41,16 @@ std::vector<int32_t> int_list(const nlohmann::json& j, const char* key, size_t l
 
 nlohmann::json parse_json_object_line(const std::string& line, size_t n,
                                       const std::vector<std::string>& keys,
-                                      const std::vector<std::string>& required) {
+                                      const std::vector<std::string>& required,
+                                      const std::string& source,
+                                      const std::vector<std::string>& ignored) {
   // A repeated key would otherwise be decided silently by the parser (the last one wins).
   std::vector<std::string> seen;
   auto on_key = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
     if (event == nlohmann::json::parse_event_t::key && depth == 1) {
       const std::string k = parsed.get<std::string>();
       if (std::find(seen.begin(), seen.end(), k) != seen.end())
-        fail("stdin: line {}: key \"{}\" appears twice", n, k);
+        fail("{}: line {}: key \"{}\" appears twice", source, n, k);
       seen.push_back(k);
     }
     return true;
@@ -60,24 +62,27 @@ nlohmann::json parse_json_object_line(const std::string& line, size_t n,
     // "[json.exception.out_of_range.406] number overflow ...": the reason without the tag.
     const std::string why = e.what();
     const size_t tag = why.find("] ");
-    fail("stdin: line {}: not valid JSON: {}", n,
+    fail("{}: line {}: not valid JSON: {}", source, n,
          tag == std::string::npos ? why : why.substr(tag + 2));
   }
-  if (!j.is_object()) fail("stdin: line {}: not a JSON object", n);
+  if (!j.is_object()) fail("{}: line {}: not a JSON object", source, n);
   std::string expected;
   for (const std::string& k : keys) expected += (expected.empty() ? "" : ", ") + k;
   // A misspelt key ("atention_mask") would otherwise be ignored without a word.
   for (const auto& item : j.items())
-    if (std::find(keys.begin(), keys.end(), item.key()) == keys.end())
-      fail("stdin: line {}: unknown key \"{}\" (expected {})", n, item.key(), expected);
+    if (std::find(keys.begin(), keys.end(), item.key()) == keys.end() &&
+        std::find(ignored.begin(), ignored.end(), item.key()) == ignored.end())
+      fail("{}: line {}: unknown key \"{}\" (expected {})", source, n, item.key(), expected);
   for (const std::string& k : required)
-    if (!j.contains(k)) fail("stdin: line {}: field \"{}\" is missing", n, k);
+    if (!j.contains(k)) fail("{}: line {}: field \"{}\" is missing", source, n, k);
   return j;
 }
 
 ForwardInput parse_forward_line(const std::string& line, size_t n) {
+  // "tokens": what `bertrt tokenize --json` writes beside the ids (the pieces, for reading).
   const nlohmann::json j = parse_json_object_line(
-      line, n, {"input_ids", "token_type_ids", "attention_mask"}, {"input_ids"});
+      line, n, {"input_ids", "token_type_ids", "attention_mask"}, {"input_ids"}, "stdin",
+      {"tokens"});
   ForwardInput in;
   in.input_ids = int_list(j, "input_ids", n, true, 0);
   if (in.input_ids.empty()) fail("stdin: line {}: input_ids is empty", n);

@@ -4,6 +4,7 @@
 
 #include <csignal>
 
+#include "backends/build_info.h"
 #include "common.h"
 #include "core/error.h"
 #include "interrupt.h"
@@ -13,11 +14,24 @@ int main(int argc, char** argv) {
   // before AtomicFile can remove its temp file; ignored, write() fails with EFBIG and the error
   // path cleans up like any other write error.
   std::signal(SIGXFSZ, SIG_IGN);
+  // Named "bertrt" whatever argv[0] is: the usage lines print it, not the build path.
   CLI::App app{
       "bertrt: BERT on small devices: inference, MLM+NSP pre-training and fine-tuning.\n"
-      "Models are .brt files (see `bertrt init`, `bertrt info`)."};
+      "Models are .brt files (see `bertrt init`, `bertrt info`).",
+      "bertrt"};
+  app.footer(
+      "Exit status: 0 ok, 1 error, 2 usage error, 130/143 stopped by SIGINT/SIGTERM.\n"
+      "Errors print one line: \"bertrt: error: ...\" naming the file, line, field or flag.");
   app.require_subcommand(1);
-  app.set_version_flag("--version", "bertrt 0.1.0");
+  app.set_version_flag(
+      "--version",
+      [] {
+        std::string s = bertrt::version_text("bertrt");
+        s.pop_back();  // CLI11 ends the line
+        return s;
+      },
+      "print the version, the git commit, the backends built in and the CPU kernels this host "
+      "runs, and exit");
   bertrt::cli::add_init(app);
   bertrt::cli::add_info(app);
   bertrt::cli::add_tokenize(app);
@@ -37,7 +51,8 @@ int main(int argc, char** argv) {
     for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->check_name(argv[1]);
     if (!known) {
       const bool convert = std::string(argv[1]) == "convert";
-      fmt::print(stderr, "bertrt: '{}' is not a subcommand (bertrt --help lists them){}\n", argv[1],
+      fmt::print(stderr, "bertrt: error: '{}' is not a subcommand (bertrt --help lists them){}\n",
+                 argv[1],
                  convert ? "; checkpoints convert with the separate program bertrt-convert" : "");
       return 2;
     }

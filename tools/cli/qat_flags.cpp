@@ -59,7 +59,7 @@ void check_qat_options(const QatOptions& o) {
 void apply_qat(BertModel& model, const QatOptions& o, const std::string& model_path) {
   std::string note;
   prepare_finetune_quant(model, o.enabled(), o.config(), model_path, &note);
-  if (!note.empty()) fmt::print(stderr, "note: {}\n", note);
+  if (!note.empty()) fmt::print(stderr, "bertrt: note: {}\n", note);
 }
 
 void save_finetuned(const std::string& out, BertModel& model, const Tokenizer& tokenizer,

@@ -7,6 +7,7 @@
 
 #include "common.h"
 #include "core/error.h"
+#include "tasks/label_names.h"
 
 namespace bertrt::cli {
 
@@ -15,6 +16,10 @@ std::string task_help() {
       "task: {} (GLUE TSVs: sentence(-pair) classification, stsb regression), tsv (generic TSV: "
       "--text-column ...), conll2003 (NER, 4-column IOB2), squad (v1.1 JSON, span extraction)",
       fmt::join(glue_task_names(), " "));
+}
+
+std::string preset_task_list() {
+  return fmt::format("{}, conll2003 or squad", fmt::join(glue_task_names(), ", "));
 }
 
 void add_task_flags(CLI::App* c, TaskFlags& f) {
@@ -35,14 +40,16 @@ void add_task_flags(CLI::App* c, TaskFlags& f) {
   const std::string s = "SQuAD (--task squad)";
   f.squad_options = {
       c->add_option("--doc-stride", f.squad.doc_stride,
-                    "pieces between the starts of consecutive context windows (run_squad.py); "
-                    "keep it below the window size (max-seq-length - question - 3)")
+                    "pieces (WordPiece tokens) between the starts of consecutive windows of a long "
+                    "context (a window: the question and as much context as fits "
+                    "--max-seq-length; run_squad.py's doc_stride); keep it below the window's "
+                    "context (max-seq-length - question - 3)")
           ->capture_default_str()->group(s),
       c->add_option("--max-query-length", f.squad.max_query_length,
-                    "question pieces kept")->capture_default_str()->group(s),
-      c->add_option("--n-best", f.answers.n_best, "best starts × best ends searched per window")
+                    "question pieces (WordPiece tokens) kept")->capture_default_str()->group(s),
+      c->add_option("--n-best", f.answers.n_best, "best starts × best ends searched per window (of the context)")
           ->capture_default_str()->group(s),
-      c->add_option("--max-answer-length", f.answers.max_answer_length, "longest answer, in pieces")
+      c->add_option("--max-answer-length", f.answers.max_answer_length, "longest answer, in pieces (WordPiece tokens)")
           ->capture_default_str()->group(s)};
 }
 
@@ -101,7 +108,7 @@ bool is_preset(const std::string& name) {
 }  // namespace
 
 TaskDefinition model_task(const LoadedModel& m, const std::string& path,
-                          const std::string& task_flag) {
+                          const std::string& task_flag, bool head_is_enough) {
   const HeadsConfig& h = m.model->heads();
   if (const auto names = task_names();
       !task_flag.empty() && std::find(names.begin(), names.end(), task_flag) == names.end())
@@ -119,6 +126,7 @@ TaskDefinition model_task(const LoadedModel& m, const std::string& path,
     // converted from a checkpoint trained elsewhere. A preset named in heads.task (bertrt's
     // older files; a converted config's finetuning_task), else by --task.
     const std::string name = is_preset(h.task) || task_flag.empty() ? h.task : task_flag;
+    if (!is_preset(name) && head_is_enough) return head_task(m);
     if (!is_preset(name))
       fail("{}: the model does not record its task's data format{}; name its task with --task "
            "(a GLUE task, conll2003 or squad: a converted checkpoint), or fine-tune it with this "
@@ -147,23 +155,36 @@ TaskDefinition model_task(const LoadedModel& m, const std::string& path,
     labels_differ = false;
   }
   // A converted head names its labels its own way (HF's id2label: LABEL_0, NEGATIVE, ...): with
-  // as many labels as the task, they are the task's by index, as run_glue.py takes them.
+  // as many labels as the task, they are the task's by index, as run_glue.py takes them. Its
+  // predictions print the head's own names (prediction_labels), so no note is needed.
   const bool by_index = labels_differ && !recorded && h.labels.size() == d.labels.size();
   if (h.resolved_kind() != d.kind || (labels_differ && !by_index))
     fail("{}: the model's head ({}, {} labels) does not match task {} ({}, {} labels)", path,
          head_kind_name(h.resolved_kind()), h.labels.size(), d.name, head_kind_name(d.kind),
          d.labels.size());
-  if (by_index) {
-    // HF's generic names (LABEL_0, ...) carry no meaning, so reading them by index is the rule;
-    // names that mean something else than the task's are worth a warning.
-    const bool generic = std::all_of(h.labels.begin(), h.labels.end(), [](const std::string& l) {
-      return l.rfind("LABEL_", 0) == 0;
-    });
-    fmt::print(stderr, "{}{}: the head's labels {} are read as task {}'s {}, by index\n",
-               generic ? "" : "warning: ", path, fmt::join(h.labels, ", "), d.name,
-               fmt::join(d.labels, ", "));
-  }
   return d;
+}
+
+TaskDefinition head_task(const LoadedModel& m) {
+  const HeadsConfig& h = m.model->heads();
+  // The defaults of the task of the head's family: windows and answer options as squad's,
+  // words split on spaces as conll2003's; the head's labels, whatever they are.
+  TaskDefinition d = make_task_definition(h.resolved_kind() == HeadKind::kQuestionAnswering ? "squad"
+                                          : h.resolved_kind() == HeadKind::kTokenClassification
+                                              ? "conll2003"
+                                              : "sst2");
+  d.name.clear();
+  d.kind = h.resolved_kind();
+  d.labels = d.kind == HeadKind::kRegression ? std::vector<std::string>{} : h.labels;
+  d.pair = false;
+  const int most = m.model->config().max_position_embeddings;
+  if (d.max_seq_length > most) d.max_seq_length = d.squad.max_seq_length = most;
+  return d;
+}
+
+std::vector<std::string> model_labels(const LoadedModel& m, const TaskDefinition& task) {
+  const HeadsConfig& h = m.model->heads();
+  return prediction_labels(h.labels, task.name.empty() ? h.task : task.name);
 }
 
 }  // namespace bertrt::cli

@@ -24,6 +24,9 @@ struct TaskFlags {
 void add_task_flags(CLI::App* c, TaskFlags& f);
 // "sst2 cola ... squad" help text for --task.
 std::string task_help();
+// The tasks eval and predict can be told with --task (those whose data format their name alone
+// defines): "sst2, cola, mrpc, stsb, rte, qnli, conll2003 or squad".
+std::string preset_task_list();
 
 // The definition of f.task: the generic TSV task is resolved against `train_path`. max_seq_length
 // (0: the task's default, 384 for SQuAD as run_squad.py, else 128). Throws bertrt::Error for
@@ -33,10 +36,19 @@ TaskDefinition task_from_flags(const TaskFlags& f, const std::string& train_path
 
 // The task stored in a fine-tuned model (metadata "task"); files without it (older ones, converted
 // checkpoints) fall back on heads.task when that is a preset (a GLUE task, conll2003, squad), else
-// on `task_flag`. `task_flag` (may be empty) must name the same task.
+// on `task_flag`, else (head_is_enough: predict, which needs no data format) on head_task(m).
+// `task_flag` (may be empty) must name the same task.
 // Checks that the model's head matches the task. Throws bertrt::Error naming `path` otherwise or
 // when the model has no fine-tuning head.
 TaskDefinition model_task(const LoadedModel& m, const std::string& path,
-                          const std::string& task_flag);
+                          const std::string& task_flag, bool head_is_enough = false);
+
+// A task of no name for a head whose task is unknown (a converted classifier): its kind and
+// labels, the defaults of its family (squad's windows for a span head), a length of at most 128.
+// A sequence task of no name takes single texts and pairs alike.
+TaskDefinition head_task(const LoadedModel& m);
+
+// The class names predictions print (tasks/label_names.h): the head's own, else `task`'s.
+std::vector<std::string> model_labels(const LoadedModel& m, const TaskDefinition& task);
 
 }  // namespace bertrt::cli

@@ -10,8 +10,11 @@
 #include "convert/safetensors_source.h"
 #include "convert/tensor_encode.h"
 #include "core/error.h"
+#include "core/version.h"
 
 namespace bertrt::convert {
+
+std::string converter_version() { return std::string("bertrt-convert ") + version_string(); }
 namespace {
 
 // Drops the whole pages of a converted source tensor from this process's memory: the mapping is

@@ -15,7 +15,8 @@
 
 namespace bertrt::convert {
 
-constexpr const char* kConverterVersion = "bertrt-convert 0.1.0";
+// "bertrt-convert 0.2.0": the metadata's converter_version (project(VERSION), core/version.h).
+std::string converter_version();
 
 struct ConvertOptions {
   DType dtype = DType::f32;    // storage dtype of the weights in the .brt

@@ -166,6 +166,9 @@ std::vector<std::string> export_hf(const std::string& brt_path, const std::strin
   std::deque<std::vector<uint8_t>> storage;  // dequantized tensors
   std::map<std::string, size_t> dtype_count;
   size_t observers = 0;
+  // One warning per kind, not per tensor (an int8 BERT-mini has 17 quantized tensors).
+  std::vector<std::string> not_exported;
+  std::map<std::string, std::vector<std::string>> dequantized;  // source dtype -> names
   for (const TensorRecord& t : c.tensors) {
     // A quantized file's activation ranges (quant_io.h): no HF module has them, and the converter
     // would refuse them on the way back.
@@ -178,8 +181,7 @@ std::vector<std::string> export_hf(const std::string& brt_path, const std::strin
     // random, and a classifier fine-tuned from it started from that.
     const bool pooler = t.name.rfind("bert.pooler.", 0) == 0;
     if (!belongs(arch, t.name) && !(pooler && trained_pooler)) {
-      if (!pooler)
-        warnings.push_back(fmt::format("{}: tensor '{}' is not part of {}; not exported", brt_path, t.name, arch));
+      if (!pooler) not_exported.push_back(t.name);
       continue;
     }
     SafetensorsTensor s;
@@ -196,8 +198,7 @@ std::vector<std::string> export_hf(const std::string& brt_path, const std::strin
       s.dtype = "F32";
       s.data = storage.back().data();
       s.nbytes = storage.back().size();
-      warnings.push_back(fmt::format("{}: tensor '{}' is {}; written dequantized as F32", brt_path, t.name,
-                                     dtype_name(t.dtype)));
+      dequantized[dtype_name(t.dtype)].push_back(t.name);
     }
     ++dtype_count[s.dtype];
     out.push_back(std::move(s));
@@ -207,6 +208,23 @@ std::vector<std::string> export_hf(const std::string& brt_path, const std::strin
   for (const auto& [d, n] : dtype_count)
     if (n > dtype_count[main_dtype]) main_dtype = d;
   const std::string torch_dtype = main_dtype == "F16" ? "float16" : main_dtype == "BF16" ? "bfloat16" : "float32";
+  // "'a', 'b', 'c' and 2 more"
+  auto some = [](const std::vector<std::string>& names) {
+    std::string s;
+    for (size_t i = 0; i < names.size() && i < 3; ++i)
+      s += fmt::format("{}'{}'", i ? ", " : "", names[i]);
+    if (names.size() > 3) s += fmt::format(" and {} more", names.size() - 3);
+    return s;
+  };
+  if (!not_exported.empty())
+    warnings.push_back(fmt::format("{}: {} tensor{} not part of {}, not exported: {}", brt_path,
+                                   not_exported.size(), not_exported.size() == 1 ? " is" : "s are",
+                                   arch, some(not_exported)));
+  for (const auto& [dtype, names] : dequantized)
+    warnings.push_back(fmt::format(
+        "{}: {} {} tensor{} written dequantized as F32 (transformers' BERT reads float "
+        "weights): {}",
+        brt_path, names.size(), dtype, names.size() == 1 ? "" : "s", some(names)));
   if (observers)
     warnings.push_back(fmt::format("{}: the {} activation ranges of its quantization "
                                    "(*.input_observer) are not exported: the folder is fp32",

@@ -89,7 +89,7 @@ void provenance(ConvertedModel& m, const std::string& weights, const std::string
   meta["source"] = "bertrt-convert";
   meta["source_format"] = m.reader->format();
   meta["source_path"] = weights;
-  meta["converter_version"] = kConverterVersion;
+  meta["converter_version"] = converter_version();
   meta["architecture"] = architecture;
 }
 

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <filesystem>
 
+#include "backends/build_info.h"
 #include "convert/convert_input.h"
 #include "convert/export_hf.h"
 #include "convert/hf_import.h"
@@ -127,7 +128,9 @@ int main(int argc, char** argv) {
       "      transformers' from_pretrained(DIR) loads; f32 weights are copied bit for bit.\n"
       "  bertrt-convert --inspect PATH [--json]\n"
       "      lists name, dtype, shape and bytes of every tensor of any input above or a .brt.\n\n"
-      "Exit status: 0 ok, 1 error (one line naming the file and the field), 2 usage error."};
+      "Exit status: 0 ok, 1 error, 2 usage error. Errors print one line, \"bertrt-convert: error:\n"
+      "...\", naming the file and the field, or the flag.",
+      "bertrt-convert"};  // the usage line's name, whatever argv[0] is
   Options o;
   app.add_option("input", o.input, "Checkpoint folder or file (with --to hf: the .brt model)")->required();
   app.add_option("-o,--output", o.output, "Output .brt file, or the folder to write with --to hf");
@@ -149,16 +152,28 @@ int main(int argc, char** argv) {
                "Reading a .brt (--to hf, --inspect): skip the CRC-32C check of its tensor bytes "
                "(trusted files "
                "only; also BERTRT_VERIFY_CHECKSUMS=0)");
-  app.set_version_flag("--version", bertrt::convert::kConverterVersion);
+  app.set_version_flag(
+      "--version",
+      [] {
+        std::string s = bertrt::version_text("bertrt-convert");
+        s.pop_back();  // CLI11 ends the line
+        return s;
+      },
+      "Print the version, the git commit, the backends built in and the CPU kernels this host "
+      "runs, and exit");
   try {
     app.parse(argc, argv);
     if (o.no_verify_checksums) set_default_verify_checksums(false);
     return run(o);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // Usage errors as `bertrt` prints them: "bertrt-convert: error: ...", exit 2.
+    fmt::print(stderr, "bertrt-convert: error: {}\nRun with --help for more information.\n",
+               e.what());
+    return 2;
   } catch (const UsageError& e) {
-    fmt::print(stderr, "bertrt-convert: usage error: {} (see --help)\n", e.what());
+    fmt::print(stderr, "bertrt-convert: error: {}\nRun with --help for more information.\n",
+               e.what());
     return 2;
   } catch (const bertrt::Error& e) {
     fmt::print(stderr, "bertrt-convert: error: {}\n", e.what());
