@@ -71,6 +71,8 @@ class DeviceArray {
 
   T* data() const { return p_; }
   size_t size() const { return n_; }
+  // Elements the block holds (ensure() up to this many keeps it).
+  size_t capacity() const { return cap_; }
   bool empty() const { return n_ == 0; }
   Backend* backend() const { return be_; }
 

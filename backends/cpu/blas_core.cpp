@@ -58,6 +58,20 @@ const CoreChoice& core_choice() {
 
 void ensure_blas_core() { (void)core_choice(); }
 
+void ensure_blas_single_threaded() {
+#ifdef OPENBLAS_VERSION
+  static const bool done = [] {
+    openblas_set_num_threads(1);
+    // OpenBLAS's own stop for its threads (what it runs at exit and before fork), found with
+    // dlsym: not every BLAS has it.
+    using Fn = int (*)();
+    if (auto stop = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "blas_thread_shutdown_"))) stop();
+    return true;
+  }();
+  (void)done;
+#endif
+}
+
 std::string blas_core_summary() {
   const CoreChoice& c = core_choice();
 #ifdef OPENBLAS_VERSION

@@ -21,6 +21,14 @@ namespace bertrt::cpu {
 // numpy in the Python bindings) that is inside a BLAS call at that moment is not protected.
 void ensure_blas_core();
 
+// OpenBLAS single-threaded under the cpu backend's pool, once per process: one thread per call
+// (openblas_set_num_threads(1), process-wide), and the threads OpenBLAS started when it loaded
+// (one per core) stopped. Those threads wait for work by spinning with sched_yield for about
+// 2^28 cycles (0.1 s) before they sleep, and they never get work once the count is 1: at every
+// process start they took the cores the pool's threads needed. OpenBLAS starts them again by
+// itself if a later caller asks it for more threads. Thread-safe.
+void ensure_blas_single_threaded();
+
 // What the fp32 GEMM runs on, for `bertrt bench` and `bertrt info`: "OpenBLAS 0.3.21, core
 // SkylakeX (bertrt replaced OpenBLAS's choice Prescott: it did not know this CPU model)", or just
 // "OpenBLAS 0.3.21, core Zen". Calls ensure_blas_core first.

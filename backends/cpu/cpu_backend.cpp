@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <vector>
 
@@ -48,12 +50,15 @@ CpuBackend::CpuBackend(int num_threads)
       fc_provider_(cpu::fc_provider_from_env()),
       streamed_attention_(cpu::f32_attention_streamed_from_env()) {
   cpu::ensure_blas_core();  // before the first GEMM: OpenBLAS may not know this CPU (blas_core.h)
-#ifdef OPENBLAS_VERSION
-  openblas_set_num_threads(1);  // process-wide; see gemm below
-#endif
+  cpu::ensure_blas_single_threaded();  // process-wide; see gemm below
 }
 
-CpuBackend::~CpuBackend() = default;
+CpuBackend::~CpuBackend() {
+  // Diagnostics for a user tuning threads: what the pool did (regions, wake-ups, stragglers,
+  // adaptive width changes).
+  if (const char* env = std::getenv("BERTRT_THREAD_STATS"); env && std::string(env) == "1")
+    std::fprintf(stderr, "cpu backend threads: %s\n", pool_.summary().c_str());
+}
 
 // --- fully-connected provider ------------------------------------------------------------------
 
@@ -256,8 +261,8 @@ bool CpuBackend::supports(Op op) const {
 // --- GEMM: OpenBLAS, one thread per call, split over our pool ----------------------------------
 //
 // OpenBLAS's own threads busy-wait (sched_yield) between calls; next to our pool on a small
-// machine they take the cores our row ops need, and our spinning workers slow its GEMMs. So the
-// constructor sets OpenBLAS to one thread and gemm splits C into blocks run on the pool.
+// machine they take the cores our row ops need. So the constructor sets OpenBLAS to one thread
+// and stops its threads (blas_core.h), and gemm splits C into blocks run on the pool.
 //
 // OpenBLAS rounds an element of C differently depending on where the call's blocks start, so the
 // blocks are fixed by the shape alone (never by the thread count): results are the same for any
@@ -386,7 +391,7 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int M, int N, int K, float alp
       // Threads exactly where the OpenBLAS path below splits: a small GEMM runs on the caller,
       // where a fork-join would cost more (and wait for a busy core on a loaded machine).
       xnn_->run(C, ldc, A, lda, B, nullptr, M, N, K,
-                gemm_splits(M, N, K) ? pool_.handle() : nullptr);
+                gemm_splits(M, N, K) ? pool_.xnnpack_pool() : nullptr);
       ++fc_xnnpack_calls_;
       return;
     }
@@ -488,12 +493,16 @@ void CpuBackend::f32_linear(float* Y, int ldy, const float* X, int ldx, const fl
   const float* Wp = f32_packed_w(W, N, K);
   if (!Wp) return f32_xwt(Y, ldy, X, ldx, false, W, K, M, N, K, bias, ep);  // the scalar kernel
   const int tn = cpu::f32_bcast_tile_n(k);
-  const int threads = gemm_splits(M, N, K) ? pool_.threads() : 1;
+  const int threads = gemm_splits(M, N, K) ? pool_.active_threads() : 1;
   const bool small_w = static_cast<size_t>(N) * K * sizeof(float) <= kF32RowSplitWBytes;
-  if (threads > 1 && M >= (small_w ? 32 : 8 * 32) * threads) {
-    constexpr int kUnit = 4;  // rows: a thread's share is a multiple of 4, at most 3 past equal
+  const int min_rows = small_w ? 32 : 8 * 32;
+  if (threads > 1 && M >= min_rows * threads) {
+    // Tiles of at least min_rows rows, up to 4 a thread, taken by whichever thread is free: a
+    // thread the OS descheduled holds up one tile, not a fixed share.
+    constexpr int kUnit = 4;  // rows: a tile is a multiple of 4
     const size_t units = static_cast<size_t>((M + kUnit - 1) / kUnit);
-    pool_.parallel_for(units, (units + threads - 1) / threads, [&](size_t u0, size_t u1) {
+    const size_t grain = std::max<size_t>(min_rows / kUnit, (units + 4 * threads - 1) / (4 * threads));
+    pool_.parallel_for(units, grain, [&](size_t u0, size_t u1) {
       const int m0 = static_cast<int>(u0) * kUnit, m1 = std::min(static_cast<int>(u1) * kUnit, M);
       cpu::f32_gemm_xwt_bcast(k, m1 - m0, 0, N, K, X + static_cast<size_t>(m0) * ldx, ldx, Wp,
                               bias, Y + static_cast<size_t>(m0) * ldy, ldy);
@@ -521,7 +530,7 @@ void CpuBackend::f32_xwt(float* Y, int ldy, const float* X, int ldx, bool x_t, c
   const int pr = cpu::f32_kernel_panel_rows(k);
   const int panels = (M + pr - 1) / pr;
   const size_t panel_floats = static_cast<size_t>(K) * pr;
-  const int threads = gemm_splits(M, N, K) ? pool_.threads() : 1;
+  const int threads = gemm_splits(M, N, K) ? pool_.active_threads() : 1;
   // Rows [m0, m0 + rows) of op(X) into panels [0, n) at p: X [M, K] or, x_t, X [K, M].
   auto pack = [&](float* p, int m0, int rows, int n) {
     if (x_t)
@@ -530,7 +539,8 @@ void CpuBackend::f32_xwt(float* Y, int ldy, const float* X, int ldx, bool x_t, c
       cpu::f32_pack_x(k, p, X + static_cast<size_t>(m0) * ldx, ldx, rows, K, 0, n);
   };
   if (threads > 1 && panels >= 8 * threads) {
-    const size_t grain = static_cast<size_t>((panels + threads - 1) / threads);
+    // Tiles of at least 8 panels (kMinBlockPanels: W's tiles reused enough), up to 4 a thread.
+    const size_t grain = std::max<size_t>(kMinBlockPanels, (panels + 4 * threads - 1) / (4 * threads));
     pool_.parallel_for(static_cast<size_t>(panels), grain, [&](size_t p0, size_t p1) {
       const int m0 = static_cast<int>(p0) * pr, m1 = std::min(static_cast<int>(p1) * pr, M);
       float* p = P ? P + p0 * panel_floats : nullptr;  // the scalar kernel packs nothing

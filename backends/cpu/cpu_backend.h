@@ -20,8 +20,10 @@
 // depends only on the provider, the kernel and the shape, so a training run and its resume from a
 // checkpoint compute each step with the same rounding.
 //
-// Threads: one pool per backend (thread_pool.h), BERTRT_NUM_THREADS or the CPUs of the affinity
-// mask (a user's count capped at those).
+// Threads: one pool per backend (thread_pool.h) runs every parallel op, OpenBLAS's calls included
+// (OpenBLAS itself single-threaded): BERTRT_NUM_THREADS / --threads fix its size (capped at the
+// CPUs of the affinity mask); by default it has those CPUs and narrows while other programs keep
+// them busy. BERTRT_THREAD_STATS=1 prints its counters on stderr when the backend goes.
 // Results do not depend on the thread count: elementwise and row ops split over rows, and the
 // reductions (bias/LayerNorm parameter gradients, embedding scatter-add, the loss sum) over
 // their outputs, each summed in the serial order.
@@ -49,7 +51,11 @@ class CpuBackend : public ReferenceBackend {
   explicit CpuBackend(int num_threads = 0);
   ~CpuBackend() override;
   const char* name() const override { return "cpu"; }
+  // The pool's size (the most threads an op uses; BERTRT_NUM_THREADS, --threads or the usable
+  // CPUs) and the pool itself (its adaptive width and counters: thread_pool.h).
   int num_threads() const { return pool_.threads(); }
+  const cpu::ThreadPool& thread_pool() const { return pool_; }
+  cpu::ThreadPool& thread_pool() { return pool_; }
   // true declares that every weight this backend's ops are given stays unchanged (and its
   // memory is not reused for another weight) until the backend is destroyed or this is set back
   // to false, which drops the packed copies (XNNPACK's and provider bertrt's). The only way

@@ -102,7 +102,7 @@ void run_q8(cpu::ThreadPool& pool, cpu::Q8Kernel kernel, int M, int N, int K, co
       }
     }
   };
-  const int threads = pool.threads();
+  const int threads = pool.active_threads();
   if (threads > 1 && M >= 2 * kQ8RowGroup * threads &&
       static_cast<size_t>(N) * static_cast<size_t>(K) <= kQ8RowSplitWBytes) {
     const size_t groups = static_cast<size_t>((M + kQ8RowGroup - 1) / kQ8RowGroup);

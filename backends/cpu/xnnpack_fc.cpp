@@ -166,11 +166,12 @@ void XnnpackFc::run(float* Y, int ldy, const float* X, int ldx, const float* W, 
   auto it = impl_->ops.find(key);
   if (it == impl_->ops.end()) {
     Impl::Entry e;
-    // Kernel [N, K] is XNNPACK's default layout (flags 0, no XNN_FLAG_TRANSPOSE_WEIGHTS); no
-    // clamping of the output (±inf).
+    // Kernel [N, K] is XNNPACK's default layout (no XNN_FLAG_TRANSPOSE_WEIGHTS); no clamping of
+    // the output (±inf). XNN_FLAG_YIELD_WORKERS: pthreadpool's workers sleep as soon as the call
+    // is done, instead of spinning for the next one beside the cpu backend's own pool.
     const xnn_status st = xnn_create_fully_connected_nc_f32(
         static_cast<size_t>(K), static_cast<size_t>(N), static_cast<size_t>(ldx),
-        static_cast<size_t>(ldy), W, bias, -INFINITY, INFINITY, 0, &e.op);
+        static_cast<size_t>(ldy), W, bias, -INFINITY, INFINITY, XNN_FLAG_YIELD_WORKERS, &e.op);
     if (st != xnn_status_success)
       fail(
           "xnnpack fully connected [N {} K {}]: xnn_create_fully_connected_nc_f32 failed "

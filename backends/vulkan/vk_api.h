@@ -65,6 +65,7 @@ namespace bertrt::vk {
   X(vkCreateFence)                 \
   X(vkDestroyFence)                \
   X(vkWaitForFences)               \
+  X(vkGetFenceStatus)              \
   X(vkResetFences)
 
 struct Api {

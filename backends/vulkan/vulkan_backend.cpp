@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "backends/vulkan/shaders/push_constants.h"
+#include "backends/vulkan/vk_host_wait.h"
 #include "backends/vulkan/vk_pipeline_cache.h"
 #include "backends/vulkan/vk_shaders.h"
 #include "backends/quant_checks.h"
@@ -84,6 +85,7 @@ struct VulkanBackend::Impl {
   VkCommandPool pool = VK_NULL_HANDLE;
   VkCommandBuffer cmd = VK_NULL_HANDLE;
   VkFence fence = VK_NULL_HANDLE;
+  vk::HostWait host_wait;  // the wait on `fence`: sleeps, whatever the driver does
   VkDescriptorPool descriptors = VK_NULL_HANDLE;
   bool recording = false;
   int pending = 0;
@@ -417,7 +419,11 @@ struct VulkanBackend::Impl {
     si.commandBufferCount = 1;
     si.pCommandBuffers = &cmd;
     check(api.vkQueueSubmit(ctx.queue(), 1, &si, fence), "vkQueueSubmit");
-    const VkResult w = api.vkWaitForFences(ctx.device(), 1, &fence, VK_TRUE, kFenceTimeoutNs);
+    const VkDevice d = ctx.device();
+    const auto w = static_cast<VkResult>(host_wait.wait(
+        [&](uint64_t timeout) { return api.vkWaitForFences(d, 1, &fence, VK_TRUE, timeout); },
+        [&] { return api.vkGetFenceStatus(d, fence); }, kFenceTimeoutNs, VK_NOT_READY,
+        VK_TIMEOUT));
     if (w == VK_TIMEOUT)
       fail("vulkan: a submission did not finish in 120 s on '{}'", ctx.info().name);
     check(w, "vkWaitForFences (device lost?)");
@@ -575,6 +581,10 @@ bool VulkanBackend::supports(Op op) const {
 const vk::DeviceInfo& VulkanBackend::device_info() const { return impl_->ctx.info(); }
 
 size_t VulkanBackend::pipeline_cache_loaded_bytes() const { return impl_->cache.loaded_bytes(); }
+
+int64_t VulkanBackend::host_waits() const { return impl_->host_wait.waits(); }
+bool VulkanBackend::host_waits_poll() const { return impl_->host_wait.polling(); }
+void VulkanBackend::force_polling_host_waits() { impl_->host_wait.force_polling(); }
 
 bool VulkanBackend::host_visible() const { return impl_->mapped_mode; }
 

@@ -43,6 +43,11 @@ class VulkanBackend : public Backend {
   const std::set<std::string>& fallbacks() const { return fallbacks_; }
   // Bytes of pipeline cache read from disk at start-up (vk_pipeline_cache.h); 0: none.
   size_t pipeline_cache_loaded_bytes() const;
+  // The host's waits for submissions (vk_host_wait.h): how many so far, and whether they poll
+  // between sleeps (the driver's own wait was seen spinning, or forced for tests).
+  int64_t host_waits() const;
+  bool host_waits_poll() const;
+  void force_polling_host_waits();
   struct Impl;  // device, arena, pipelines, recording (vulkan_backend.cpp)
 
   void* alloc(size_t bytes) override;

@@ -1,5 +1,6 @@
 #include "model/encoder.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "backends/dropout_rule.h"
@@ -113,7 +114,15 @@ void EncoderActs::resize(Backend& be, const BertConfig& c, int B, int T, bool tr
   carve(*this, count, c, B, T, training, plan);
   // Grow only: fine-tuning batches change T every step (dynamic padding). Every activation is
   // written before it is read, so the buffer needs no clearing.
-  Carver cv(buf_.ensure(be, count.used()));
+  // In host memory a new block grows by half at least: eval sorts examples by length, so T grew
+  // at nearly every batch, and each new block (10-30 MB at BERT-mini B32, an mmap of its own) was
+  // faulted in page by page: half the CPU time of an int8 eval of SST-2 dev. Pages past what a
+  // batch uses are never touched, so the extra is address space, not memory. Device memory is
+  // taken as asked.
+  size_t want = count.used();
+  if (want > buf_.capacity() && be.accepts_host_pointers())
+    want = std::max(want, buf_.capacity() + buf_.capacity() / 2);
+  Carver cv(buf_.ensure(be, want));
   carve(*this, cv, c, B, T, training, plan);
   B_ = B, T_ = T, training_ = training, plan_ = plan;
   C_ = c.hidden_size, L_ = c.num_hidden_layers, I_ = c.intermediate_size;

@@ -161,6 +161,16 @@ if [ "$(uname -m)" = x86_64 ]; then
   fi
 fi
 
+# --threads fixes the cpu backend's count (capped at the usable cores) over BERTRT_NUM_THREADS and
+# turns the adaptive width off; --spin is accepted; a bad BERTRT_SPIN is named.
+bench1=(bench --model "$T/init.brt" --batch-size 1 --seq-len 8 --warmup 0 --iters 1 --json)
+BERTRT_NUM_THREADS=2 "$BIN" "${bench1[@]}" --threads 1 --spin > "$T/bench.json" \
+  && grep -q '"threads":1,"threads_active":1,"threads_adaptive":false,"threads_spin":true' "$T/bench.json" && ok || bad "bench --threads 1: $(cat "$T/bench.json")"
+"$BIN" "${bench1[@]}" --threads 1000 > "$T/bench.json" \
+  && grep -q "\"threads\":$(nproc)," "$T/bench.json" && grep -q '"threads_adaptive":false' "$T/bench.json" && ok || bad "bench --threads 1000: $(cat "$T/bench.json")"
+expect_error "BERTRT_SPIN=maybe" "" "BERTRT_SPIN: 'maybe' is not a switch" -- env BERTRT_SPIN=maybe "$BIN" "${bench1[@]}"
+expect_error "--threads 0" "" "--threads: must be ≥ 1, got 0" -- "$BIN" "${bench1[@]}" --threads 0
+
 # --- bad input -------------------------------------------------------------------------------------
 : > "$T/empty.txt"
 printf '\n\n   \n' > "$T/blank.txt"

@@ -1,6 +1,7 @@
 // The cpu backend gives bit-identical results for every thread count (backends/cpu/cpu_backend.h):
-// each op at BERT-mini training sizes (big enough to be split), run with 1, 2 and 3 threads, and
-// again with 2 to check run-to-run determinism. Exact equality is the claim, so the tolerance is 0.
+// each op at BERT-mini training sizes (big enough to be split), run with 1, 2 and 3 threads, again
+// with 2 to check run-to-run determinism, and on a pool of 4 narrowed to 2 and 3 (the adaptive
+// width). Exact equality is the claim, so the tolerance is 0.
 #include <gtest/gtest.h>
 #include <sched.h>
 
@@ -24,17 +25,22 @@ using test::randn;
 // Runs `op` on a fresh CpuBackend per thread count; returns the buffers it wrote.
 using OpRun = std::function<std::vector<std::vector<float>>(CpuBackend&)>;
 
+// Pools of 2 and 3 threads, again 2 (run-to-run), and a pool of 4 narrowed to 2 and to 3 (the
+// adaptive width: the splits follow the active threads).
 void expect_same_for_all_thread_counts(const std::string& label, const OpRun& op) {
   CpuBackend one(1);
   const auto want = op(one);
-  for (int threads : {2, 3, 2}) {
+  for (auto [threads, active] : {std::pair{2, 2}, std::pair{3, 3}, std::pair{2, 2},
+                                 std::pair{4, 2}, std::pair{4, 3}}) {
     CpuBackend many(threads);
+    many.thread_pool().set_active_threads(active);
     const auto got = op(many);
     ASSERT_EQ(got.size(), want.size());
     for (size_t k = 0; k < want.size(); ++k) {
       ASSERT_EQ(got[k].size(), want[k].size());
       EXPECT_EQ(0, std::memcmp(got[k].data(), want[k].data(), want[k].size() * sizeof(float)))
-          << label << ": output " << k << " differs with " << threads << " threads";
+          << label << ": output " << k << " differs with " << active << " of " << threads
+          << " threads";
     }
   }
 }

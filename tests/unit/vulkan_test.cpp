@@ -7,18 +7,22 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string>
+#include <thread>
 
+#include <time.h>
 #include <unistd.h>
 
 #ifdef BERTRT_HAVE_VULKAN
 #include "backends/cpu/cpu_backend.h"
 #include "backends/device_array.h"
 #include "backends/reference/reference_backend.h"
+#include "backends/vulkan/vk_host_wait.h"
 #include "backends/vulkan/vulkan_backend.h"
 #include "core/error.h"
 #include "model_runs.h"
@@ -1057,6 +1061,83 @@ TEST_F(Vulkan, DeviceIsListedWithItsLimits) {
   ASSERT_FALSE(lines.empty());
   EXPECT_NE(lines[0].find(be_->device_info().name), std::string::npos) << lines[0];
   EXPECT_NE(lines[0].find("subgroup"), std::string::npos);
+}
+
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+// The host's wait for a submission (vk_host_wait.h), without a device: a driver whose wait spins
+// (here a busy loop of 3 ms) is caught after kSpinningWaits such waits, and the waits after that
+// poll the fence between sleeps, using little CPU time while the "device" works for 30 ms.
+TEST(VulkanHostWait, ADriverThatSpinsIsReplacedByPollingWithSleeps) {
+  vk::HostWait w;
+  constexpr int kDone = 0, kNotReady = 1, kTimeout = 2;
+  const auto busy_ms = [](int ms) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (std::chrono::steady_clock::now() < end) {
+    }
+  };
+  int blocking_calls = 0;
+  for (int i = 0; i < vk::HostWait::kSpinningWaits; ++i) {
+    EXPECT_FALSE(w.polling());
+    EXPECT_EQ(w.wait([&](uint64_t) { ++blocking_calls, busy_ms(3); return kDone; },
+                     [] { return kDone; }, 1'000'000'000, kNotReady, kTimeout),
+              kDone);
+  }
+  EXPECT_TRUE(w.polling());
+  EXPECT_EQ(blocking_calls, vk::HostWait::kSpinningWaits);
+  const auto ready_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(30);
+  const double cpu0 = thread_cpu_ms();
+  EXPECT_EQ(w.wait([&](uint64_t) { ++blocking_calls; return kDone; },
+                   [&] { return std::chrono::steady_clock::now() >= ready_at ? kDone : kNotReady; },
+                   1'000'000'000, kNotReady, kTimeout),
+            kDone);
+  EXPECT_EQ(blocking_calls, vk::HostWait::kSpinningWaits);  // the driver's wait no longer called
+  EXPECT_GE(std::chrono::steady_clock::now(), ready_at);
+  EXPECT_LT(thread_cpu_ms() - cpu0, 10.0);
+  // A fence that never signals: the timeout, not a hang.
+  EXPECT_EQ(w.wait([](uint64_t) { return kDone; }, [] { return kNotReady; }, 5'000'000, kNotReady,
+                   kTimeout),
+            kTimeout);
+  // A driver whose wait sleeps is left alone.
+  vk::HostWait calm;
+  for (int i = 0; i < 5; ++i)
+    calm.wait([](uint64_t) { std::this_thread::sleep_for(std::chrono::milliseconds(3)); return 0; },
+              [] { return 0; }, 1'000'000'000, kNotReady, kTimeout);
+  EXPECT_FALSE(calm.polling());
+}
+
+// On the device: the host thread sleeps while a long submission runs (a GEMM of 0.27 GFLOP:
+// lavapipe takes a few hundred ms), with the driver's own wait and with the polling wait.
+TEST_F(Vulkan, TheHostSleepsWhileTheDeviceWorks) {
+  const int n = 512;
+  const auto A = randn(size_t(n) * n, 1), B = randn(size_t(n) * n, 2);
+  DeviceArray<float> dA, dB, dC;
+  put(dA, A), put(dB, B);
+  dC.ensure(*be_, size_t(n) * n);
+  be_->sync();
+  for (bool polling : {false, true}) {
+    if (polling) be_->force_polling_host_waits();
+    const int64_t waits0 = be_->host_waits();
+    const double cpu0 = thread_cpu_ms();
+    const auto t0 = std::chrono::steady_clock::now();
+    be_->gemm(false, false, n, n, n, 1.0f, dA.data(), n, dB.data(), n, 0.0f, dC.data(), n);
+    be_->sync();
+    const double wall =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double cpu = thread_cpu_ms() - cpu0;
+    std::printf("gemm %d: %.1f ms, host CPU %.1f ms (polling %d)\n", n, wall, cpu, polling);
+    EXPECT_GE(be_->host_waits(), waits0 + 1);
+    EXPECT_EQ(be_->host_waits_poll(), polling);
+    // Recording and submitting cost the host a little; the wait none. Only a long enough
+    // submission says anything (a GPU may finish 2 GFLOP in a few ms).
+    if (wall >= 20.0)
+      EXPECT_LT(cpu, 0.5 * wall) << "the host used " << cpu << " ms of CPU in " << wall
+                                 << " ms (polling " << polling << ")";
+  }
 }
 
 #endif

@@ -100,6 +100,10 @@ void add_bench(CLI::App& app) {
                      {"min_ms", best},
                      {"iters", o->iters},
                      {"threads", cpu_be ? cpu_be->num_threads() : 0},
+                     // The pool's width at the end (lower while other programs held the cores).
+                     {"threads_active", cpu_be ? cpu_be->thread_pool().active_threads() : 0},
+                     {"threads_adaptive", cpu_be && cpu_be->thread_pool().adaptive()},
+                     {"threads_spin", cpu_be && cpu_be->thread_pool().spin()},
                      {"int8_kernel", int8_kernel},
                      {"blas", blas},
                      {"fc_provider", cpu_be ? cpu::fc_provider_name(cpu_be->fc_provider()) : "n/a"},

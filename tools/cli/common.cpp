@@ -189,9 +189,19 @@ void BackendChoice::add_to(CLI::App* app) {
                   "Vulkan device index for --backend vulkan (bertrt info --devices; default "
                   "BERTRT_VULKAN_DEVICE or 0)")
       ->check(at_least(0));
+  app->add_option("--threads", threads,
+                  "cpu backend threads, fixed (capped at the usable cores; default "
+                  "BERTRT_NUM_THREADS, else every usable core, fewer while other programs keep "
+                  "them busy)")
+      ->check(at_least(1));
+  app->add_flag("--spin", spin,
+                "cpu backend: its threads spin while they wait instead of sleeping, for cores "
+                "that run nothing else (also BERTRT_SPIN=1)");
 }
 
 std::unique_ptr<Backend> BackendChoice::make() const {
+  // Before the backend exists: its pool reads them when it is made.
+  if (threads > 0 || spin) cpu::set_thread_overrides(threads, spin);
   if (device >= 0 && name != "vulkan")
     fail_usage("--device {} selects a Vulkan device: it needs --backend vulkan (the backend is {})",
                device, name);

@@ -64,6 +64,8 @@ void remove_resume_checkpoint(const std::string& out);
 struct BackendChoice {
   std::string name = "cpu";
   int device = -1;  // --device: the Vulkan device (bertrt info --devices)
+  int threads = 0;   // --threads: the cpu backend's thread count (0: BERTRT_NUM_THREADS or adaptive)
+  bool spin = false; // --spin: its waits spin (BERTRT_SPIN)
   void add_to(CLI::App* app);
   // --device with a backend other than vulkan is an error (it would be ignored).
   std::unique_ptr<Backend> make() const;
