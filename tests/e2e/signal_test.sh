@@ -43,7 +43,7 @@ interrupt() {
   [ ! -e "$out" ] && ok || bad "$name: -o $out was written by an interrupted run"
   if [ -n "$stopped" ]; then
     grep -qF "interrupted: SIG$sig at step $stopped of" "$T/stderr" &&
-      grep -qF "wrote the resumable checkpoint $out.resume (continue with --resume $out.resume and the same flags; $out is written when the run finishes)" "$T/stderr" \
+      grep -qF "wrote the resumable checkpoint $out.resume (continue with --resume $out.resume in place of --model, the other flags the same; $out is written when the run finishes)" "$T/stderr" \
       && ok || bad "$name: message: $(grep interrupted "$T/stderr")"
   fi
   # The last progress line names the step it stopped at, not 100 %.
