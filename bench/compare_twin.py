@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Compares two pre-training loss curves (bertrt's --metrics and pretrain_twin.py's), issue #16.
+"""Compares two pre-training loss curves (bertrt's --metrics and pretrain_twin.py's).
 
 Prints, for loss / mlm_loss / nsp_loss:
   - the first step where the relative difference |a − b| / |b| exceeds --agree (default 1e-3),

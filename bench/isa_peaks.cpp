@@ -1,5 +1,5 @@
-// The instruction-level ceilings of the int8 and fp32 GEMM inner loops on this core (issue #13's
-// "int8 ≥ 2× our own fp32 on AVX2-only hosts"): how many multiply-adds a second one thread gets
+// The instruction-level ceilings of the int8 and fp32 GEMM inner loops on this core (what bounds
+// int8's gain over our own fp32 on AVX2-only hosts): how many multiply-adds a second one thread gets
 // from each instruction form the kernels could use, with nothing else in the loop (no loads, 12
 // independent accumulators, so only the issue ports limit it):
 //   fp32  ymm FMA          vfmadd231ps                          8 multiply-adds an instruction

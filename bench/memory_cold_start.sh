@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Inference memory and cold start (issue #13, docs/performance.md "Memory and cold start"): for
+# Inference memory and cold start (docs/explanation/performance.md, "Memory and cold start"): for
 # each model file, the peak RSS (/usr/bin/time, maximum resident set) and the wall time of
 # `bertrt predict` of one sentence (process start to the first prediction, page cache warm: the
 # file is read once first) and the peak RSS of `bertrt bench --iters 1`, over RUNS runs: the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Peak RSS of pre-training (issue #5): `bertrt pretrain` for BERT-mini, small and base at batch 8,
+# Peak RSS of pre-training: `bertrt pretrain` for BERT-mini, small and base at batch 8,
 # seq 128, a few steps, with and without the memory options, beside Debian PyTorch
 # (/usr/bin/python3, bench/torch_pretrain_memory.py: the same model in plain torch, fp32, AdamW,
 # same B/T, same options via requires_grad=False / torch.utils.checkpoint). Peak RSS from

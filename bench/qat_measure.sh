@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The QAT measurements of the README (issue #7): SST-2 and MRPC fine-tuned from the same pre-trained
+# The QAT measurements of docs/explanation/quantization.md: SST-2 and MRPC fine-tuned from the same pre-trained
 # BERT-mini in fp32 and with --qat int8 (same steps), PTQ of the fp32 models (512 calibration
 # examples), dev accuracy / F1 of every model, int8 vs fake-quant agreement, then int8 vs fp32
 # latency (bench/int8_bench.sh), BERT-mini and BERT-base. The 4 fine-tunes run in parallel with

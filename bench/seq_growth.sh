@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Cost growth from S = 128 to S = 512 (issue #13: no worse than the FLOP ratio), for each model
+# Cost growth from S = 128 to S = 512 (against the FLOP ratio), for each model
 # file and each attention path of the cpu backend (BERTRT_ATTENTION: streamed, gemm), in one run,
 # the paths alternated ROUNDS times; each figure is the lowest `bertrt bench` minimum (B = 1).
 # FLOP ratio: the Linears' multiply-adds per token (4C² + 2CI) plus attention's 2TC, times T.

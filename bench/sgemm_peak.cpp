@@ -1,5 +1,5 @@
-// The fp32 GEMM peak of this host, the yardstick of issue #13's training-step target ("≥ 85 % of
-// the sgemm peak measured in the same run"): OpenBLAS's cblas_sgemm on 3072 × 3072 × 3072 with its
+// The fp32 GEMM peak of this host, the yardstick of the training-step figure (the step's GEMM rate
+// against the sgemm peak measured in the same run): OpenBLAS's cblas_sgemm on 3072 × 3072 × 3072 with its
 // own threads, and the cpu backend's gemm (what a training step runs on: bertrt's kernel on
 // AVX-512 hosts, else OpenBLAS single-threaded under bertrt's pool split) on the same shape.
 // Best of repeated calls for about 2 s each; prints GFLOP/s. A benchmark: it asserts nothing.

@@ -112,8 +112,8 @@ row() { # row WHO CFG BATCH MS
   [ -n "$4" ] && echo "{\"who\":\"$1\",\"cfg\":\"$2\",\"batch\":$3,\"ms\":$4}" >>"$RAW"
 }
 for r in $(seq 1 $ROUNDS); do
-  # The yardstick of the training rows (issue #13: the base step at >= 85 % of the sgemm peak of
-  # the same run): OpenBLAS sgemm 3072^3 on THREADS threads, once a round, the best kept.
+  # The yardstick of the training rows (the step's GEMM rate against the sgemm peak of the same
+  # run): OpenBLAS sgemm 3072^3 on THREADS threads, once a round, the best kept.
   [ "$TRAIN" = 1 ] && [ -x "$BUILD/bench_sgemm_peak" ] &&
     BERTRT_NUM_THREADS=$THREADS "$BUILD/bench_sgemm_peak" --json |
       sed -n 's/.*"openblas_sgemm_gflops":\([0-9.]*\).*/{"who":"sgemm-peak","cfg":"-","batch":0,"ms":0,"gflops":\1}/p' >>"$RAW"
@@ -190,8 +190,7 @@ for c, b in infer:
           f"| {ratio(c,b,'bertrt-int8','bertrt-fp32')} |")
 narrow = [(c, b) for c, b in infer if (c, b, "bertrt-fp32-fma3") in best]
 if narrow:
-    # Issue #13's targets for CPUs without AVX-512: int8 >= 2x faster than fp32 on AVX2 only, >= 3x
-    # with VNNI. Speed-up = fp32 time / int8 time, both on the narrower kernels of this core.
+    # CPUs without AVX-512: int8's gain over fp32 on AVX2 only and with VNNI. Speed-up = fp32 time / int8 time, both on the narrower kernels of this core.
     def speedup(c, b, q):
         x, y = best.get((c, b, "bertrt-fp32-fma3")), best.get((c, b, q))
         return f"{x / y:.2f}×" if x is not None and y is not None else "–"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI stage for ARM (issue #4), run by .ci/run after the x86-64 suite (which leaves build/bertrt):
+# CI stage for ARM, run by .ci/run after the x86-64 suite (which leaves build/bertrt):
 #  1. installs the cross compiler and qemu-user (idempotent), builds the arm64 sysroot (cached);
 #  2. cross-builds everything with the `aarch64` preset and runs the whole unit suite under
 #     qemu-aarch64 (ctest --preset aarch64: OPENBLAS_NUM_THREADS=1, BERTRT_TEST_EMULATED=1), then
@@ -83,7 +83,7 @@ env -u LD_LIBRARY_PATH qemu-aarch64 -L "$BASE" -E OPENBLAS_NUM_THREADS=1 -U OPEN
   "$PKG/bin/bertrt" init --preset tiny --vocab "$DATA/vocab/bert-base-uncased-vocab.txt" -o "$T/pkg-init.brt" >/dev/null
 echo "package: $(basename "$TGZ") $(stat -c %s "$TGZ") bytes; stripped bin/bertrt $(stat -c %s "$PKG/bin/bertrt") bytes; runs unpacked on a glibc-only root"
 
-# --- 3b. the C API examples against the unpacked package (issue #14) ------------------------------
+# --- 3b. the C API examples against the unpacked package ---------------------------------------
 # Cross-built with nothing but the package's include/ and lib/ (libbertrt.so), run from its bin/
 # on the glibc-only root: fine-tune (3 steps) with examples/finetune_on_device.cpp, then label 8
 # dev sentences with examples/classify.c and compare with the packaged `bertrt predict`.
@@ -138,4 +138,8 @@ echo "end-to-end wall time: aarch64 under qemu ${t_arm} s, x86-64 ${t_x86} s"
 cmp -s "$T/aarch64/init.brt" "$T/x86_64/init.brt" && echo "init: byte-identical on both" \
   || { echo "init.brt differs between aarch64 and x86-64 (seeded init must not depend on the CPU)" >&2; exit 1; }
 /usr/bin/python3 platforms/compare_runs.py "$T/aarch64" "$T/x86_64"
+# --- 5. the tutorial's commands, the board steps under qemu-aarch64 ---------------------------------
+stage "docs/tutorial.md, host and board steps"
+/usr/bin/python3 tests/docs/doc_commands.py --source "$ROOT" --build "$X86_BUILD" \
+  --shared "$(dirname "$DATA")" --stage arm docs/tutorial.md
 stage "done"

@@ -1,20 +1,29 @@
 #!/usr/bin/env bash
-# Installs the Debian packages bertrt needs (idempotent; needs root or sudo) and configures + builds.
-# Usage: scripts/setup.sh [build-dir]   (default: build)
+# Installs the Debian packages bertrt needs (idempotent; needs root or sudo), then configures and
+# builds.
+#   scripts/setup.sh [build-dir]             everything: the runtime, the tests and the benchmarks
+#   scripts/setup.sh --runtime [build-dir]   the library, `bertrt`, `bertrt-convert`, the C API and
+#                                            the Python module only (no test or benchmark packages)
+# (default build-dir: build). docs/how-to/build.md explains each package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PKGS=(cmake g++ make pkg-config libopenblas-dev libpthreadpool-dev libflatbuffers-dev flatbuffers-compiler
-      libutf8proc-dev nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev python3-torch
-      libzip-dev libsnappy-dev time
-      libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers
-      python3-pytest  # the Python module's tests (python/tests, ctest python_api)
-      python3-onnx
-      libxnnpack-dev)  # the XNNPACK fully-connected provider (backends/cpu/xnnpack_fc.h)
-# (The Vulkan backend: headers and glslc to build; lavapipe, a CPU Vulkan device, and the Khronos
-# validation layer for its tests. The binary opens the loader at run time, so boards need none.)
-# (python3-onnx: bench/side_by_side.sh builds the ONNX Runtime peers' graphs; benchmarks only.)
-# libFuzzer (clang-14, libclang-rt-14-dev) for the fuzz targets (scripts/fuzz.sh).
-PKGS+=(clang-14 libclang-rt-14-dev)
+RUNTIME_ONLY=0
+if [ "${1:-}" = --runtime ]; then RUNTIME_ONLY=1; shift; fi
+case "${1:-}" in -*) echo "usage: scripts/setup.sh [--runtime] [build-dir]" >&2; exit 2 ;; esac
+
+# To build and run bertrt. (libvulkan-dev and glslc build the Vulkan backend; the binary opens the
+# Vulkan loader at run time, so a machine without a GPU driver still runs it on the CPU.)
+RUNTIME=(cmake g++ make pkg-config libopenblas-dev libpthreadpool-dev libxnnpack-dev
+         libflatbuffers-dev flatbuffers-compiler libutf8proc-dev nlohmann-json3-dev libcli11-dev
+         libfmt-dev libzip-dev libsnappy-dev libvulkan-dev glslc python3 python3-numpy)
+# To test and benchmark it: GoogleTest; PyTorch, the reference the tests compare against; lavapipe
+# (a CPU Vulkan device) and the Khronos validation layer; pytest for the Python module; ONNX to
+# build the ONNX Runtime peers' graphs (benchmarks); GNU time for peak-RSS figures; clang-14 with
+# libFuzzer for the fuzz targets (scripts/fuzz.sh).
+TESTS=(libgtest-dev python3-torch mesa-vulkan-drivers vulkan-validationlayers python3-pytest
+       python3-onnx time clang-14 libclang-rt-14-dev)
+PKGS=("${RUNTIME[@]}")
+((RUNTIME_ONLY)) || PKGS+=("${TESTS[@]}")
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then
@@ -24,5 +33,9 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 BUILD=${1:-build}
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
+if ((RUNTIME_ONLY)); then
+  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DBERTRT_BUILD_TESTS=OFF -DBERTRT_BUILD_BENCH=OFF >/dev/null
+else
+  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DBERTRT_BUILD_TESTS=ON -DBERTRT_BUILD_BENCH=ON >/dev/null
+fi
 cmake --build "$BUILD" -j"$(nproc)"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Issue #6 "real input": fine-tune BERT-mini for SST-2, CoLA, MRPC, STS-B, RTE (GLUE dev),
+# Every task on real input: fine-tune BERT-mini for SST-2, CoLA, MRPC, STS-B, RTE (GLUE dev),
 # CoNLL-2003 (eng.testa) and SQuAD v1.1 (train on articles 0–29 of the shared file, evaluate on
-# 30–39), once from the pre-trained model of #2 and once from the same architecture at random
+# 30–39), once from the main job's pre-trained model and once from the same architecture at random
 # init, and write a markdown table beside the published BERT-Mini/Tiny scores.
 #
 #   PRETRAINED=runs/full/pretrained.brt scripts/tasks_table.sh     (BUDGET=small by default)
@@ -106,7 +106,7 @@ def cell(r, keys):
     vals = [r["eval"].get(k) for k in keys]
     return " / ".join("n/a" if v is None else f"{100 * v:.1f}" for v in vals)
 print(f"BUDGET={sys.argv[2]}: learning rate {sys.argv[3]}, batch {sys.argv[4]}; scores ×100.\n")
-print("| task | metric | bertrt BERT-mini, pre-trained (#2) | same, random init | steps | "
+print("| task | metric | bertrt BERT-mini, pre-trained | same, random init | steps | "
       "BERT-Mini published (GLUE test) | BERT-Tiny published (GLUE test) |")
 print("|---|---|---|---|---|---|---|")
 for t, name, keys, metric in tasks:

@@ -4,7 +4,7 @@
 # exhaustive sweeps sparser (BERTRT_TEST_SPARSE=1): any finding aborts its test (CMakePresets.json
 # "asan": clang-14 -O2 -gline-tables-only, -fsanitize=address,undefined -fno-sanitize-recover=all
 # -fno-omit-frame-pointer, build-asan/). .ci/run runs it after the release suite; its time is in
-# docs/reliability.md. Needs the Debian packages of scripts/setup.sh (run it once first).
+# docs/explanation/reliability.md. Needs the Debian packages of scripts/setup.sh (run it once first).
 # Usage: scripts/test_asan.sh [ctest args...]   (e.g. -R model_file)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +22,6 @@ echo "test_asan.sh: built in $((SECONDS - start)) s" >&2
 icd=$(sed -n 's/.*"library_path": *"\(.*\)".*/\1/p' /usr/share/vulkan/icd.d/lvp_icd.*.json 2>/dev/null | head -1)
 if [ -n "$icd" ] && [ -f "$icd" ]; then export LD_PRELOAD=$icd; fi
 # The past-the-binding-range test runs its ops on arrays of 128 MB and more: 91 s under ASan for
-# the device-memory variant (left out since stop 40, whose CI run took 46 min) and 92 s for the
-# host one (left out since stop 42, whose run took 45.3 min), each the slowest unit test of the
-# stage. Both run in the release suite; the smaller Vulkan tests run here.
+# the device-memory variant and 92 s for the host one, each the slowest unit test of the stage
+# (with them, CI ran past 45 minutes). Both run in the release suite; the smaller Vulkan tests run here.
 ctest --preset asan -j"$(nproc)" -E 'Vulkan\.WholeArrayOpsRunPastTheBindingRange' "$@"

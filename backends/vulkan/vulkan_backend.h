@@ -1,4 +1,4 @@
-// The Vulkan compute backend (issue #12; design: ../shared/notes/vulkan.md).
+// The Vulkan compute backend (design: docs/explanation/vulkan.md).
 //
 // Memory: every Backend::alloc block is one VkBuffer. On unified memory (a DEVICE_LOCAL |
 // HOST_VISIBLE type on the largest device-local heap: phones, integrated GPUs, lavapipe) it is

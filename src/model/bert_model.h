@@ -56,8 +56,8 @@ class BertModel {
   void zero_grad(Backend& be);  // an op on `be`
   size_t num_params() const;  // real parameters (without alignment padding)
 
-  // Memory of the parameters (io/model_io.cpp load_model, docs/performance.md "Memory and cold
-  // start"). In place: params() becomes `base` (layout().total() floats, 64-byte aligned, e.g. a
+  // Memory of the parameters (io/model_io.cpp load_model; docs/explanation/performance.md, "Memory
+  // and cold start"). In place: params() becomes `base` (layout().total() floats, 64-byte aligned, e.g. a
   // copy-on-write mapping of the model file) for as long as the model lives, `owner` keeping it
   // valid; nothing is copied, and training writes private copies of the pages it changes.
   void use_params_in_place(float* base, std::shared_ptr<const void> owner);

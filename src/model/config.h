@@ -22,7 +22,7 @@ struct BertConfig {
   float initializer_range = 0.02f;
   float hidden_dropout_prob = 0.1f;           // recorded for export; training drops only when
                                               // asked (finetune --hidden-dropout-prob ...)
-  float attention_probs_dropout_prob = 0.1f;  // (docs/backends.md, "Numerics")
+  float attention_probs_dropout_prob = 0.1f;  // (docs/explanation/numerics.md, "Dropout")
 
   int head_dim() const { return hidden_size / num_attention_heads; }
   Gelu gelu() const;

@@ -1,4 +1,4 @@
-# The C API's package and bindings (issue #14): the Python module's pytest suite over the built
+# The C API's package and bindings: the Python module's pytest suite over the built
 # libbertrt.so, and the examples built against the INSTALLED package (tests/capi/examples_test.sh).
 # Not in sanitizer builds (the asan preset): an uninstrumented host program (python3, the
 # examples) cannot load an ASan library unless the runtime is preloaded; capi_test runs the C API

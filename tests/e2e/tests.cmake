@@ -38,6 +38,3 @@ endif()
 add_test(NAME signal_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/signal_test.sh $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
 set_tests_properties(signal_e2e PROPERTIES TIMEOUT 600 LABELS "e2e;long")
 
-# The documentation's relative links and #anchors resolve (README.md and docs/*.md).
-add_test(NAME doc_links COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/scripts/check_doc_links.py
-                                ${CMAKE_SOURCE_DIR})

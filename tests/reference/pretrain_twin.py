@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A PyTorch twin of a `bertrt pretrain` run (issue #16): same init, same batches, same optimizer.
+"""A PyTorch twin of a `bertrt pretrain` run: same init, same batches, same optimizer.
 
 Trains Hugging Face's BertForPreTraining structure and state-dict names (bert_reference.py's
 modules, plain torch, float32) on the exact micro-batches bertrt trained on

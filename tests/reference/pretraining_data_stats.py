@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Statistics of the data a `bertrt pretrain` run trained on, against the rules of
-google-research/bert create_pretraining_data.py (issue #16). Reads the run's
+google-research/bert create_pretraining_data.py. Reads the run's
 `--dump-instances` file (instance_dump.py) and the vocab; no port of the builder, only counts:
 
   chosen        masked positions per sequence = min(max_predictions, max(1, round(n · 0.15))),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end checks of `bertrt finetune / eval / predict` for every task family (issue #6) on a
+# End-to-end checks of `bertrt finetune / eval / predict` for every task family on a
 # tiny model and slices of the real data: GLUE presets (single, pair, regression), the generic TSV
 # task, CoNLL-2003 NER and SQuAD v1.1; then the bad inputs — each must exit non-zero, name the
 # file and line (or the question id of a one-line SQuAD JSON, or stdin's line), and leave no

@@ -738,7 +738,7 @@ TEST_F(CapiTest, TrainerMemoryOptionsFreezeAndRecompute) {
   bertrt_heads h{};
   ASSERT_EQ(bertrt_model_heads(m, &h), BERTRT_OK);
   EXPECT_EQ(h.kind, BERTRT_HEAD_NONE);
-  // A program built against stop 30's header (the struct ended before the memory options) keeps
+  // A program built against an older header (the struct ended before the memory options) keeps
   // working: what lies past its struct_size is not read (here an out-of-range freeze_layers).
   o.struct_size = uint32_t(offsetof(bertrt_finetune_options, freeze_embeddings));
   o.freeze_layers = 99;

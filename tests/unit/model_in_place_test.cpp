@@ -1,5 +1,5 @@
-// The memory of a loaded model (io/model_io.cpp load_model, docs/performance.md "Memory and cold
-// start"): an fp32 file's parameters used in place from its copy-on-write mapping, an older layout
+// The memory of a loaded model (io/model_io.cpp load_model; docs/explanation/performance.md,
+// "Memory and cold start"): an fp32 file's parameters used in place from its copy-on-write mapping, an older layout
 // loaded by copy, training from a mapped model leaving the file untouched, and an int8 model that
 // holds no fp32 copy of its int8 weights and reads their integers from the mapping. Each asserts on
 // what the model holds and computes, never on resident memory or time.

@@ -232,7 +232,7 @@ TEST(XnnpackFc, AutoLeavesTheMeasuredLosingShapesOnOpenBlas) {
 // bench/side_by_side.sh) auto leaves XNNPACK, as a CPU without AVX-512F would; under avx512f it
 // takes the rule's shapes.
 // M = 128: a weight in anonymous memory, which auto does not pack for bertrt's kernel, keeps
-// XNNPACK where the kernel would have taken a file's weight (stop 42).
+// XNNPACK where the kernel would have taken a file's weight.
 TEST(XnnpackFc, AutoTakesXnnpackOnlyWithTheAvx512fKernel) {
   SKIP_WITHOUT_XNNPACK();
   const int N = 768, K = 768;
