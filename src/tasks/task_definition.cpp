@@ -123,11 +123,33 @@ TaskDefinition parse_task_definition(const std::string& text, const std::string&
   return d;
 }
 
+namespace {
+
+// Labels for a message: a file may hold 100,000 of them (each checked for control characters
+// before any message shows it), so the first few and the count.
+std::string label_list(const std::vector<std::string>& labels) {
+  constexpr size_t kShown = 8;
+  if (labels.empty()) return "none";
+  std::string out;
+  for (size_t i = 0; i < labels.size() && i < kShown; ++i)
+    out += (i ? ", " : "") + labels[i].substr(0, 64);
+  if (labels.size() > kShown) out += fmt::format(", ... ({} in all)", labels.size());
+  return out;
+}
+
+}  // namespace
+
 std::string task_record_problem(const TaskDefinition& d, const HeadsConfig& h,
                                 const BertConfig& config) {
   const std::vector<std::string> names = task_names();
-  if (std::find(names.begin(), names.end(), d.name) == names.end())
+  if (std::find(names.begin(), names.end(), d.name) == names.end()) {
+    try {  // the name is shown: a line break in it would forge lines of the error
+      check_label_text(d.name, "its task name");
+    } catch (const Error& e) {
+      return e.what();
+    }
     return fmt::format("'{}' is not a task bertrt knows", d.name.substr(0, 64));
+  }
   TaskDefinition want;
   if (d.name == "tsv") {  // the generic task's options, as task_from_flags checks them
     const GenericTsvOptions& t = d.tsv;
@@ -154,8 +176,9 @@ std::string task_record_problem(const TaskDefinition& d, const HeadsConfig& h,
   if (d.kind != want.kind || d.labels != want.labels || d.pair != want.pair)
     return fmt::format("its head kind, labels or pair flag are not task {}'s", d.name);
   if (d.kind != h.resolved_kind() || (d.kind != HeadKind::kRegression && d.labels != h.labels))
-    return fmt::format("it ({}, {} labels) does not describe the head ({}, {} labels)", d.name,
-                       d.labels.size(), head_kind_name(h.resolved_kind()), h.labels.size());
+    return fmt::format("it ({}, labels {}) does not describe the head ({}, labels {})", d.name,
+                       label_list(d.labels), head_kind_name(h.resolved_kind()),
+                       label_list(h.labels));
   if (d.max_seq_length < 3 || d.max_seq_length > config.max_position_embeddings)
     return fmt::format("its max_seq_length {} is outside [3, max_position_embeddings {}]",
                        d.max_seq_length, config.max_position_embeddings);

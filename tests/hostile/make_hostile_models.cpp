@@ -465,6 +465,13 @@ void generate(Generator& g, const BrtParts& tiny, const BrtParts& sst2, const Br
     set_meta(p, "task", task.dump());
     g.emit("task_unknown", both, "'unknown' is not a task bertrt knows", p);
   }
+  {  // an unknown name with a line break: the error names the rule, not the forged line
+    BrtParts p = copy(sst2);
+    nlohmann::json task = nlohmann::json::parse(meta(p, "task"));
+    task["name"] = "x\nbertrt: forged";
+    set_meta(p, "task", task.dump());
+    g.emit("task_name_line_break", both, "its task name holds a control character at byte 1", p);
+  }
   for (const auto& [field, flag] : std::vector<std::pair<std::string, std::string>>{
            {"n_best", "n-best"}, {"max_answer_length", "max-answer-length"},
            {"doc_stride", "doc-stride"}, {"max_query_length", "max-query-length"}}) {

@@ -113,9 +113,13 @@ void read_tokenizer(ConvertedModel& m, const InputPaths& in, const ConvertOption
 }
 
 // Why an exported task record (config.json's bertrt_task) cannot be kept, or "" when it can:
-// consistent with finetuning_task, and a record a .brt may hold (task_record_problem).
+// a task bertrt knows, consistent with finetuning_task, and a record a .brt may hold
+// (task_record_problem). An unknown name is said first: comparing it with finetuning_task says less.
 std::string exported_task_problem(const TaskDefinition& d, const HfConfig& cfg,
                                   const HeadsConfig& h) {
+  const std::vector<std::string> names = task_names();
+  if (std::find(names.begin(), names.end(), d.name) == names.end())
+    return task_record_problem(d, h, cfg.config);
   if (!cfg.finetuning_task.empty() && cfg.finetuning_task != d.name)
     return fmt::format("it names task {}, finetuning_task {}", d.name, cfg.finetuning_task);
   return task_record_problem(d, h, cfg.config);
