@@ -6,12 +6,15 @@
 // files in tests/e2e/hostile_model_test.sh.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <sstream>
 
 #include "bertrt/bertrt.h"
 #include "brt_edit.h"
@@ -368,6 +371,76 @@ TEST(HostileLoad, TheTrainingStateIsReadOnlyWhenAsked) {
   // Its segments' places are checked either way: an alias of a weight is refused by every command.
   p.model.training_state->optimizer_tensors[0]->offset = tensor(p, "classifier.bias").offset;
   expect_open_refused(save(dir, "state_alias", p), {"overlaps"});
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define BERTRT_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define BERTRT_TEST_ASAN 1
+#endif
+#endif
+
+// The address space this process has mapped (VmSize), in bytes.
+uint64_t mapped_bytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmSize:", 0) == 0) return std::stoull(line.substr(7)) * 1024;
+  return 0;
+}
+
+// Out of memory while a file's model is built is said as such, naming the file (the CLI's
+// catch-all suggested a smaller --batch-size, which cannot help). A forked child loads a 64 MB
+// model under an address-space limit that holds the file's mapping but not the model's arena
+// too; only the child's thread runs there, so no library thread meets the limit.
+TEST(HostileLoad, OutOfMemoryWhileLoadingNamesTheFile) {
+#ifdef BERTRT_TEST_ASAN
+  GTEST_SKIP() << "ASan reserves terabytes of shadow memory: an address-space limit cannot work";
+#else
+  TempDir dir;
+  Honest h;
+  const int64_t V = 262144, H = 64;  // a 64 MB word-embedding table
+  h.c.config.vocab_size = int(V);
+  h.store.emplace_back(size_t(V * H), 0.01f);
+  h.c.tensors[0].shape = {V, H};
+  h.c.tensors[0].data = reinterpret_cast<const uint8_t*>(h.store.back().data());
+  h.c.tensors[0].nbytes = size_t(V * H) * sizeof(float);
+  const std::string path = dir.file("big.brt");
+  write_model_file(path, h.c);
+  EXPECT_NO_THROW(load_model(path));  // without the limit it loads
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(fds[0]);
+    std::string msg = "loaded";
+    const uint64_t file = uint64_t(V * H) * sizeof(float);
+    const rlimit lim{mapped_bytes() + file + file / 2, RLIM_INFINITY};
+    if (setrlimit(RLIMIT_AS, &lim) != 0) msg = "setrlimit failed";
+    else {
+      try {
+        load_model(path);
+      } catch (const std::exception& e) {
+        msg = e.what();
+      }
+    }
+    (void)!write(fds[1], msg.data(), msg.size());
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string msg;
+  char buf[512];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) msg.append(buf, size_t(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(msg.rfind(path + ": out of memory while loading the model: it needs more memory than "
+                      "this device has free (the file is 67.", 0), 0u) << msg;
+  EXPECT_EQ(msg.find("batch"), std::string::npos) << msg;
+#endif
 }
 
 TEST(HostileLoad, TheCApiBufferLoaderRefusesTheSame) {
