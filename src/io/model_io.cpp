@@ -91,6 +91,7 @@ LoadedModel load(const std::string& path, const LoadOptions& options) {
   // The model below allocates what the config says: first make sure the file's tensors back it.
   check_model_file(m.file);
   m.model = std::make_unique<BertModel>(c.config, c.heads);  // zeros that take no memory yet
+  m.model->set_source(path);
   const ParamLayout& layout = m.model->layout();
   // Memory (docs/performance.md "Memory and cold start"): fp32 parameters are used in place from
   // the copy-on-write mapping when the file lays them out as the arena does (bertrt's writer does);

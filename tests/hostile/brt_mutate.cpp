@@ -370,7 +370,9 @@ std::string random_task_record(Rng& rng, const std::vector<std::string>& labels)
     j["squad"] = {{"doc_stride", coin(rng) ? 128 : special_int(rng)}, {"max_query_length", coin(rng) ? 64 : special_int(rng)},
                   {"n_best", coin(rng) ? 20 : special_int(rng)}, {"max_answer_length", coin(rng) ? 30 : special_int(rng)}};
   if (coin(rng, 8)) j.erase(one_of<std::string>(rng, {"name", "head", "labels", "pair", "max_seq_length"}));
-  return coin(rng, 10) ? j.dump().substr(0, pick(rng, 40)) : j.dump();
+  // Labels may hold any bytes (special_text): invalid UTF-8 is written replaced, not thrown on.
+  const std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return coin(rng, 10) ? text.substr(0, pick(rng, 40)) : text;
 }
 
 std::string mutate(BrtParts& p, PackOptions& o, Rng& rng) {

@@ -335,6 +335,12 @@ void generate(Generator& g, const BrtParts& tiny, const BrtParts& sst2, const Br
     set_f32(p, tensor(p, "bert.encoder.layer.0.output.LayerNorm.weight"), 0, std::numeric_limits<float>::infinity());
     g.emit("inf_layernorm", both, "tensor 'bert.encoder.layer.0.output.LayerNorm.weight': element 0 is not finite", p);
   }
+  {  // finite weights that overflow together: a classifier row of 3e38 gave 0=-nan 1=-nan, exit 0
+    BrtParts p = copy(sst2);
+    fb::TensorT& w = tensor(p, "classifier.weight");
+    for (int i = 0; i < p.model.config->hidden_size; ++i) set_f32(p, w, size_t(i), 3e38f);
+    g.emit("classifier_overflow", "info-ok,predict", "the model's logits are not finite \\(element [0-9]+ is -?(inf|nan)\\): its weights overflow float32", p);
+  }
   {  // one embedding row: only the inputs with that token would see it
     BrtParts p = copy(sst2);
     const int H = p.model.config->hidden_size;
