@@ -2,8 +2,10 @@
 # Builds the libFuzzer targets (tests/fuzz, CMake option BERTRT_FUZZ with clang-14: ASan + UBSan,
 # no recovery) into build-fuzz/ and runs each for SECS seconds, one at a time, from its seed corpus
 # (tests/fuzz/corpus/<target>, read-only; new inputs go to build-fuzz/corpus/<target>) with its
-# dictionary (tests/fuzz/dict/<target>.dict when present). A run stops at its first finding
-# (crash, sanitizer report, uncaught exception other than bertrt::Error, hang > 10 s, > 2 GB);
+# dictionary (tests/fuzz/dict/<target>.dict when present) and its own libFuzzer flags, one a line
+# (tests/fuzz/options/<target>, after the defaults: e.g. a larger -max_len). A run stops at its
+# first finding (crash, sanitizer report, uncaught exception other than bertrt::Error, hang > 10 s,
+# > 2 GB);
 # the input is kept in build-fuzz/artifacts/<target>/ — copy it to tests/fuzz/regressions/<target>/
 # and fix the parser. Prints a table (target, CPU seconds, execs, edges, crashes); exits 1 when
 # any target found something.
@@ -39,12 +41,13 @@ export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # One target: its libFuzzer run, then one JSON row in $B/logs/$t.row (read back in target order).
 fuzz_one() {
-  local t=$1 exe=$B/fuzz_$1 work=$B/corpus/$1 art=$B/artifacts/$1 log=$B/logs/$1.log rc=0 dict=()
+  local t=$1 exe=$B/fuzz_$1 work=$B/corpus/$1 art=$B/artifacts/$1 log=$B/logs/$1.log rc=0 dict=() opts=()
   mkdir -p "$work" "$art" "$(dirname "$log")"
   [ -f tests/fuzz/dict/$t.dict ] && dict=(-dict=tests/fuzz/dict/$t.dict)
+  [ -f tests/fuzz/options/$t ] && mapfile -t opts <tests/fuzz/options/$t
   touch "$art/.start"  # findings of earlier runs stay in $art; count only this run's
   /usr/bin/time -f '%U %S' -o $B/logs/$t.time nice -n "$NICE" "$exe" -max_total_time="$SECS" \
-    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$art/" "${dict[@]}" \
+    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$art/" "${dict[@]}" "${opts[@]}" \
     "$work" tests/fuzz/corpus/$t >"$log" 2>&1 || rc=$?
   local cpu execs edges crashes
   cpu=$(awk 'END { printf "%.0f", $1 + $2 }' $B/logs/$t.time)

@@ -79,6 +79,10 @@ bertrt_model* load(const char* fn, const std::string& path, const std::string& s
   if (auto* cpu_be = dynamic_cast<CpuBackend*>(backend.get())) cpu_be->set_constant_weights(true);
   m->backend = std::move(backend);
   m->source = source;
+  // The task record is checked at load, as the CLI does: a hostile one (labels the head does not
+  // have, negative SQuAD numbers) is refused before it answers anything.
+  const BertModel& model = *m->loaded.model;
+  check_task_record(m->loaded.metadata, model.heads(), model.config(), path);
   const auto it = m->loaded.metadata.find("task");
   if (it != m->loaded.metadata.end()) {
     try {
@@ -87,8 +91,8 @@ bertrt_model* load(const char* fn, const std::string& path, const std::string& s
       m->task.clear();  // an unknown task record: still usable through the raw heads
     }
   }
-  if (m->task.empty()) m->task = m->loaded.model->heads().task;
-  m->labels = prediction_labels(m->loaded.model->heads().labels, m->task);
+  if (m->task.empty()) m->task = model.heads().task;
+  m->labels = prediction_labels(model.heads().labels, m->task);
   return m.release();
 }
 

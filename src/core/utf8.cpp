@@ -75,4 +75,23 @@ void check_utf8_text(std::string_view text, const std::string& what) {
       what, at + 1, static_cast<unsigned char>(text[at]));
 }
 
+void check_label_text(std::string_view label, const std::string& what) {
+  // Labels are printed one a line or a field (predict, eval): a control character (a tab, a line
+  // break, an escape sequence) would forge output; a byte that is not UTF-8 would garble it.
+  if (const size_t bad = first_invalid_utf8(label); bad != std::string_view::npos)
+    fail("{} has byte {} (0x{:02x}) that is not UTF-8", what, bad,
+         static_cast<unsigned char>(label[bad]));
+  for (size_t i = 0; i < label.size(); ++i) {
+    const auto c = static_cast<unsigned char>(label[i]);
+    const bool c0 = c < 0x20 || c == 0x7f;
+    const bool c1 = c == 0xc2 && i + 1 < label.size() &&
+                    static_cast<unsigned char>(label[i + 1]) < 0xa0;  // U+0080..U+009F
+    const bool separator = c == 0xe2 && (label.compare(i, 3, "\xe2\x80\xa8") == 0 ||
+                                         label.compare(i, 3, "\xe2\x80\xa9") == 0);
+    if (c0 || c1 || separator)
+      fail("{} holds a control character at byte {} (0x{:02x}): labels are printed as text", what,
+           i, c);
+  }
+}
+
 }  // namespace bertrt

@@ -29,4 +29,10 @@ void check_utf8_line(std::string_view line, const std::string& path, size_t line
 // command-line argument, a C API string) is not UTF-8, for the same reason.
 void check_utf8_text(std::string_view text, const std::string& what);
 
+// Throws bertrt::Error "<what> ..." when a label (a class name, a column name: text printed as a
+// field of the output) is not UTF-8 or holds a control character (C0, DEL, C1, U+2028/U+2029
+// line and paragraph separators): a tab or line break would forge output lines, an escape
+// sequence would drive the terminal.
+void check_label_text(std::string_view label, const std::string& what);
+
 }  // namespace bertrt

@@ -1,8 +1,11 @@
 #include "io/config_check.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "io/model_file.h"
+#include "model/params.h"
 
 namespace bertrt {
 
@@ -64,6 +67,32 @@ void check_config_against_values(const BertConfig& c, uint64_t values, const std
     fail("{}: config (vocab_size {}, hidden_size {}, intermediate_size {}, "
          "max_position_embeddings {}, {} layers) needs at least {} weights, the tensors hold {}",
          where, c.vocab_size, H, I, c.max_position_embeddings, c.num_hidden_layers, needed, values);
+}
+
+void check_model_file(const ModelFile& file) {
+  const ModelContents& c = file.contents();
+  const std::string& path = file.path();
+  if (int64_t(c.tokenizer.vocab.size()) > c.config.vocab_size)
+    fail("{}: tokenizer vocab has {} tokens but config.vocab_size is only {}", path,
+         c.tokenizer.vocab.size(), c.config.vocab_size);
+  TensorsPresent present;
+  uint64_t values = 0;
+  for (const TensorRecord& t : c.tensors) values += static_cast<uint64_t>(t.numel());  // disjoint
+  present.count = c.tensors.size();
+  present.shape_of = [&](const std::string& name) -> const std::vector<int64_t>* {
+    const TensorRecord* t = file.find(name);
+    return t ? &t->shape : nullptr;
+  };
+  check_config_against_tensors(c.config, present, path);
+  check_config_against_values(c.config, values, path);
+  const ParamLayout layout = bert_param_layout(c.config, c.heads);
+  for (const ParamInfo& p : layout.params()) {
+    const TensorRecord* t = file.find(p.name);
+    if (!t) fail("{}: tensor '{}' is missing (the config and heads need it)", path, p.name);
+    if (t->shape != p.shape)
+      fail("{}: tensor '{}' has shape [{}], expected [{}]", path, p.name,
+           fmt::join(t->shape, ", "), fmt::join(p.shape, ", "));
+  }
 }
 
 }  // namespace bertrt

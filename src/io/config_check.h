@@ -13,6 +13,8 @@
 
 namespace bertrt {
 
+class ModelFile;
+
 // Upper bounds far above any released BERT (BERT-large: 24 layers, hidden 1024, vocab 30522,
 // 512 positions; the largest multilingual vocabularies are ~250k) and below what overflows the
 // int arithmetic of shapes.
@@ -46,5 +48,11 @@ void check_config_against_tensors(const BertConfig& config, const TensorsPresent
 // from `values` stored weights.
 void check_config_against_values(const BertConfig& config, uint64_t values,
                                  const std::string& where);
+
+// Everything load_model checks before it allocates a model of the file's config: the config
+// against the tensors present (names, count, limits) and against the values they hold (the
+// segments are disjoint, so these are bytes of the file), and the shape of every tensor of the
+// config's parameter layout. Throws bertrt::Error naming the file and the tensor.
+void check_model_file(const ModelFile& file);
 
 }  // namespace bertrt

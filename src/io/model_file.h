@@ -33,8 +33,9 @@ struct TensorRecord {
   int axis = -1;
   const uint8_t* data = nullptr;  // reader: into the mapping; writer: caller memory
   size_t nbytes = 0;              // numel * dtype_size(dtype)
-  // Reader: the CRC-32C the file stores for the segment (absent in files written before
-  // checksums). The writer ignores it and computes the checksum from `data`.
+  // Reader: the CRC-32C the file stores for the segment (absent only in files written before
+  // checksums, which load only unverified). The writer ignores it and computes the checksum from
+  // `data`.
   std::optional<uint32_t> crc32c;
 
   int64_t numel() const;
@@ -80,11 +81,17 @@ constexpr size_t kSegmentAlignment = 64;
 // bertrt::Error (e.g. a missing folder is named).
 void write_model_file(const std::string& path, const ModelContents& m);
 
-// How ModelFile::open treats the per-segment CRC-32C checksums.
+// How ModelFile::open reads a file.
 struct OpenOptions {
-  // Recompute every stored checksum and fail on a mismatch (one pass over the tensor bytes, about
-  // 0.1 s for a BERT-base file). Off only for trusted files: see default_verify_checksums().
+  // Require the checksums (the header's and every decoded segment's: a file without them is
+  // refused, naming how to re-save it) and recompute each, failing on a mismatch. The checksums
+  // are computed in the same pass over the tensor bytes as the value checks. Off only for trusted
+  // files: see default_verify_checksums().
   bool verify_checksums = true;
+  // Decode the optional training state (optimizer moments, RNG state, data cursor) and check its
+  // segments' checksums and values: only resuming a run needs it. Otherwise its presence and step
+  // are noted (ModelFile::has_training_state) and its segments' places checked, nothing more.
+  bool training_state = false;
 };
 // The process-wide default of OpenOptions::verify_checksums: true unless the environment sets
 // BERTRT_VERIFY_CHECKSUMS=0 or set_default_verify_checksums(false) was called (the CLI's
@@ -104,6 +111,15 @@ class ModelFile {
   // config (BertConfig::validate) and a non-empty vocab. Throws bertrt::Error saying what is
   // wrong (a checksum mismatch names the file and the tensor); a truncated or foreign file never
   // crashes.
+  //
+  // A file that passes its checksums may still be hostile (an attacker recomputes them): the
+  // loader's cost is bounded by the file (segments disjoint, in bounds, every data byte in at
+  // most one segment or in zero alignment padding; counts and string lengths bounded before
+  // anything is decoded, the decoded header at most kHeaderExpansion times its bytes; duplicates
+  // found by hashing) and the values are checked once, in the checksum pass: float tensors
+  // (f32/f16/bf16) finite, quantization scales finite, positive and bounded, zero points in the
+  // dtype's range, config floats in range, labels without control characters. Errors name the
+  // file, the tensor or field and the rule.
   static ModelFile open(const std::string& path);
   static ModelFile open(const std::string& path, const OpenOptions& options);
 
@@ -117,6 +133,9 @@ class ModelFile {
   size_t checksummed_segments() const;
   size_t segments() const;
   bool checksums_verified() const { return checksums_verified_; }
+  // The file holds a training state (decoded into contents().training_state only when
+  // OpenOptions::training_state asked for it).
+  bool has_training_state() const { return has_training_state_; }
   // The header (config, vocabulary, heads, metadata) carries its own checksum (schema
   // Model.buffer_crc32c; files written before it have none).
   bool header_checksummed() const { return buffer_checksummed_; }
@@ -126,11 +145,28 @@ class ModelFile {
   void release_optimizer_pages() const;
 
  private:
+  static ModelFile open_file(const std::string& path, const OpenOptions& options);
+
   std::shared_ptr<const MappedFile> file_;
   ModelContents contents_;
   std::unordered_map<std::string, size_t> index_;
   bool checksums_verified_ = false;
   bool buffer_checksummed_ = false;
+  bool has_training_state_ = false;
+};
+
+// Bounds the loader applies to a model file's header before decoding it (ModelFile::open).
+struct ModelFileLimits {
+  static constexpr size_t kMaxNameBytes = 1024;            // a tensor name, token, label, key
+  static constexpr size_t kMaxValueBytes = size_t(1) << 20;  // a metadata value
+  static constexpr size_t kMaxMetadata = 4096;               // metadata pairs
+  static constexpr size_t kMaxLabels = 100000;               // as bertrt-convert's num_labels
+  static constexpr size_t kMaxRank = 8;                      // dimensions of a tensor
+  static constexpr size_t kMaxHyper = 1024;                  // training_state hyper/schedule pairs
+  // The decoded header (strings, vectors, records with their bookkeeping) is at most this many
+  // times the FlatBuffer's size: an honest file stores every string once, a hostile one points
+  // many entries at one string.
+  static constexpr uint64_t kHeaderExpansion = 8;
 };
 
 // f32/f16/bf16 -> f32; i8/i32 with scales -> dequantized f32 (per tensor or per `axis`).
@@ -140,7 +176,17 @@ std::vector<float> tensor_to_f32(const TensorRecord& t);
 void tensor_to_f32(const TensorRecord& t, float* out);
 
 // Throws bertrt::Error (prefixed by `where`) when `t` is inconsistent: negative dimension, nbytes
-// != numel * itemsize, or scales/zero_points that do not fit the shape and axis.
+// != numel * itemsize, scales/zero_points that do not fit the shape and axis or on a float dtype,
+// scales that are not finite, positive and at most kMaxScale(dtype), zero points outside the
+// dtype's range.
 void validate_tensor_record(const TensorRecord& t, const std::string& where);
+// The largest quantization scale of an integer dtype whose dequantized values, (q - zero_point) *
+// scale with both in the dtype's range, stay finite floats: FLT_MAX / (qmax - qmin).
+float max_quant_scale(DType dtype);
+
+// Checks that the n bytes at p, a tensor's segment of `dtype`, hold finite values (f32, f16, bf16;
+// integer dtypes have no non-finite values) and, when crc is given, continues *crc over them: one
+// pass, in cache-sized blocks. Returns the index of the first non-finite element, or -1.
+int64_t scan_segment(const uint8_t* p, size_t n, DType dtype, uint32_t* crc);
 
 }  // namespace bertrt

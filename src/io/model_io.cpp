@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <new>
 
 #include <fmt/ranges.h>
 #include <unistd.h>
@@ -72,34 +74,25 @@ float* params_in_file(const ModelFile& file, const ParamLayout& layout) {
 
 }  // namespace
 
-LoadedModel load_model(const std::string& path) {
-  LoadedModel m{nullptr, nullptr, {}, std::nullopt, ModelFile::open(path)};
+namespace {
+
+std::string file_size_text(const std::string& path) {
+  std::error_code ec;
+  const uintmax_t n = std::filesystem::file_size(path, ec);
+  return ec ? std::string("of unknown size") : fmt::format("{:.1f} MB", double(n) / 1e6);
+}
+
+LoadedModel load(const std::string& path, const LoadOptions& options) {
+  OpenOptions open;
+  open.verify_checksums = default_verify_checksums();
+  open.training_state = options.training_state;
+  LoadedModel m{nullptr, nullptr, {}, std::nullopt, ModelFile::open(path, open)};
   const ModelContents& c = m.file.contents();
-  // vocab_size may exceed the vocab (padded embeddings, as some released models do), never the
-  // other way round: an id without an embedding row would index out of bounds.
-  if (int(c.tokenizer.vocab.size()) > c.config.vocab_size)
-    fail("{}: tokenizer vocab has {} tokens but config.vocab_size is only {}", path,
-         c.tokenizer.vocab.size(), c.config.vocab_size);
   // The model below allocates what the config says: first make sure the file's tensors back it.
-  TensorsPresent present;
-  uint64_t values = 0;
-  for (const TensorRecord& t : c.tensors) values += static_cast<uint64_t>(t.numel());  // verified sizes
-  present.count = c.tensors.size();
-  present.shape_of = [&](const std::string& name) -> const std::vector<int64_t>* {
-    const TensorRecord* t = m.file.find(name);
-    return t ? &t->shape : nullptr;
-  };
-  check_config_against_tensors(c.config, present, path);
-  check_config_against_values(c.config, values, path);
+  check_model_file(m.file);
   m.model = std::make_unique<BertModel>(c.config, c.heads);  // zeros that take no memory yet
+  m.model->set_source(path);
   const ParamLayout& layout = m.model->layout();
-  for (const ParamInfo& p : layout.params()) {
-    const TensorRecord* t = m.file.find(p.name);
-    if (!t) fail("{}: tensor '{}' is missing (the config and heads need it)", path, p.name);
-    if (t->shape != p.shape)
-      fail("{}: tensor '{}' has shape [{}], expected [{}]", path, p.name,
-           fmt::join(t->shape, ", "), fmt::join(p.shape, ", "));
-  }
   // Memory (docs/explanation/performance.md, "Memory and cold start"): fp32 parameters are used in
   // place from the copy-on-write mapping when the file lays them out as the arena does (bertrt's
   // writer does); otherwise copied, and the copied pages of the mapping given back. An int8 model
@@ -130,6 +123,19 @@ LoadedModel load_model(const std::string& path) {
   m.metadata = c.metadata;
   m.training_state = c.training_state;
   return m;
+}
+
+}  // namespace
+
+LoadedModel load_model(const std::string& path, const LoadOptions& options) {
+  try {
+    return load(path, options);
+  } catch (const std::bad_alloc&) {
+    // The file's tensors back its config (check_model_file), so this is the model's own size.
+    fail("{}: out of memory while loading the model: it needs more memory than this device has "
+         "free (the file is {}; a smaller model, or one quantized to int8, may fit)",
+         path, file_size_text(path));
+  }
 }
 
 void save_model(const std::string& path, const BertModel& model, const Tokenizer& tokenizer,

@@ -20,11 +20,18 @@ struct LoadedModel {
   ModelFile file;                               // keeps the mapping alive
 };
 
-// Opens and verifies `path`, then copies every parameter of the config's layout into the model
+struct LoadOptions {
+  // Decode the file's training state into LoadedModel::training_state (resuming a run); other
+  // commands leave it unread (OpenOptions::training_state).
+  bool training_state = false;
+};
+
+// Opens and verifies `path` (ModelFile::open, then check_model_file), then copies every parameter of the config's layout into the model
 // (f16/bf16/i8 are widened to f32). A quantized file (io/quant_io.h) comes back in its mode:
 // fake-quant with its frozen ranges, or int8 running the int8 kernels. Throws bertrt::Error naming the file and the tensor when one
-// is missing or has the wrong shape.
-LoadedModel load_model(const std::string& path);
+// is missing or has the wrong shape. Running out of memory while building the model is reported
+// as an error naming the file and the memory its config asks for.
+LoadedModel load_model(const std::string& path, const LoadOptions& options = {});
 
 // After the model stopped using its parameters in place (BertModel::set_heads copies them into
 // its own arena, as fine-tuning does), gives back the pages of m's file mapping: they would stay

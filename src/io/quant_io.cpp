@@ -166,6 +166,11 @@ void restore_quantization(BertModel& model, const ModelFile& file) {
     } catch (const Error& e) {
       fail("{}: tensor '{}': {}", path, t.name, e.what());
     }
+    // A range wider than float can subtract ([-3e38, 3e38]) gives an infinite uint8 scale, which
+    // would fail only when an input is quantized, naming neither the file nor the tensor.
+    if (!std::isfinite(ql.act.scale) || !(ql.act.scale > 0.0f))
+      fail("{}: tensor '{}': activation range [{}, {}] gives uint8 scale {}: a range must give a "
+           "finite, positive scale", path, t.name, r[0], r[1], ql.act.scale);
   }
   if (int8) {
     const BertConfig& cfg = model.config();

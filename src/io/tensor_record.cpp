@@ -1,5 +1,8 @@
 // TensorRecord helpers: dtype facts, consistency checks and conversion to f32.
+#include <cfloat>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "core/error.h"
 #include "core/half.h"
@@ -55,6 +58,10 @@ void validate_tensor_record(const TensorRecord& t, const std::string& where) {
     fail("{}: shape {} of {} needs {} bytes, the record holds {}", id, shape_str(t.shape),
          dtype_name(t.dtype), bytes, t.nbytes);
   if (t.nbytes > 0 && t.data == nullptr) fail("{}: {} bytes but no data", id, t.nbytes);
+  const bool integer = t.dtype == DType::i8 || t.dtype == DType::i32;
+  if (!integer && (!t.scales.empty() || !t.zero_points.empty()))
+    fail("{}: a quantization record on a {} tensor (only i8 and i32 tensors are quantized)", id,
+         dtype_name(t.dtype));
   if (t.scales.empty()) {
     if (!t.zero_points.empty()) fail("{}: zero_points without scales", id);
     return;
@@ -72,6 +79,26 @@ void validate_tensor_record(const TensorRecord& t, const std::string& where) {
   const size_t nz = t.zero_points.size();
   if (nz > 1 && nz != t.scales.size())
     fail("{}: {} zero_points for {} scales (expected 0, 1 or one per scale)", id, nz, t.scales.size());
+  // Values that dequantize to finite floats: a NaN, infinite, zero, negative or huge scale, or a
+  // zero point outside the integers' range, turns every answer into NaN or inf.
+  const float most = max_quant_scale(t.dtype);
+  for (size_t i = 0; i < t.scales.size(); ++i)
+    if (!(t.scales[i] > 0.0f) || !(t.scales[i] <= most))
+      fail("{}: quantization scale {} is {}: scales must be finite, positive and at most {:g} "
+           "(so that dequantized {} values stay finite)",
+           id, i, t.scales[i], most, dtype_name(t.dtype));
+  const int64_t lo = t.dtype == DType::i8 ? -128 : std::numeric_limits<int32_t>::min();
+  const int64_t hi = t.dtype == DType::i8 ? 127 : std::numeric_limits<int32_t>::max();
+  for (size_t i = 0; i < nz; ++i)
+    if (t.zero_points[i] < lo || t.zero_points[i] > hi)
+      fail("{}: zero point {} is {}, outside the {} range [{}, {}]", id, i, t.zero_points[i],
+           dtype_name(t.dtype), lo, hi);
+}
+
+float max_quant_scale(DType dtype) {
+  // qmax - qmin: 255 for i8, 2^32 - 1 for i32.
+  const double span = dtype == DType::i8 ? 255.0 : 4294967295.0;
+  return static_cast<float>(double(FLT_MAX) / span);
 }
 
 template <typename T>

@@ -1,6 +1,7 @@
 #include "model/bert_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <utility>
 
@@ -250,6 +251,19 @@ ForwardResult BertModel::forward(Backend& be, const EncoderInputs& in, const Tar
       break;
   }
   be.sync();
+  // Weights that are each finite can still overflow float32 together (a classifier row of 3e38):
+  // an inference that would print NaN probabilities, or a NaN metric, with exit 0 is an error.
+  // Training forwards are left to the trainer's own non-finite loss checks (--skip-nonfinite).
+  if (!training)
+    for (const auto& [what, v] : {std::pair<const char*, const std::vector<float>*>{"logits", &logits_},
+                                  {"start_logits", &start_logits_},
+                                  {"end_logits", &end_logits_},
+                                  {"seq_relationship_logits", &nsp_logits_}})
+      for (size_t i = 0; i < v->size(); ++i)
+        if (!std::isfinite((*v)[i]))
+          fail("{}the model's {} are not finite (element {} is {}): its weights overflow float32 "
+               "(a damaged, hostile or diverged model)",
+               source_.empty() ? "" : source_ + ": ", what, i, (*v)[i]);
 
   ForwardResult r;
   if (ran_mlm_) r.mlm = classification_result(ht.mlm_labels, argmax_h.data(), P, loss_h[kMlmLoss]);

@@ -43,6 +43,9 @@ class BertModel {
   BertModel(BertConfig config, HeadsConfig heads);
 
   const BertConfig& config() const { return config_; }
+  // Where the model came from (its file), for errors about its outputs; empty: not said.
+  void set_source(std::string source) { source_ = std::move(source); }
+  const std::string& source() const { return source_; }
   const HeadsConfig& heads() const { return heads_; }
   const ParamLayout& layout() const { return layout_; }
   // The parameters on the host (brought back from the backend if they moved there).
@@ -157,6 +160,7 @@ class BertModel {
   DeviceArray<double> loss_dev_;
   DeviceArray<int32_t> argmax_dev_;
   std::vector<float> nsp_logits_, logits_, start_logits_, end_logits_;
+  std::string source_;
   mutable std::vector<float> hidden_host_, pooled_host_, prediction_host_;
   mutable bool hidden_fresh_ = false, pooled_fresh_ = false, prediction_fresh_ = false;
   bool prediction_overwritten_ = false;  // a training forward's MLM gradient holds the buffer

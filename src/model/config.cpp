@@ -1,8 +1,12 @@
 #include "model/config.h"
 
+#include <cmath>
+#include <string_view>
+#include <unordered_set>
 #include <utility>
 
 #include "core/error.h"
+#include "core/utf8.h"
 
 namespace bertrt {
 
@@ -30,7 +34,17 @@ void BertConfig::validate() const {
          num_attention_heads);
   if (pad_token_id < 0 || pad_token_id >= vocab_size)
     fail("config: pad_token_id {} outside [0, vocab_size {})", pad_token_id, vocab_size);
-  if (!(layer_norm_eps > 0)) fail("config: layer_norm_eps must be positive");
+  // Float fields in the ranges a trained BERT has (released models: layer_norm_eps 1e-12 to 1e-5,
+  // dropout 0 to 0.1, initializer_range 0.02): a layer_norm_eps of 1e30 or inf makes every
+  // LayerNorm output its bias, every answer the same.
+  if (!(layer_norm_eps > 0.0f && layer_norm_eps <= 0.1f))
+    fail("config: layer_norm_eps {} is outside (0, 0.1]", layer_norm_eps);
+  if (!(initializer_range >= 0.0f && initializer_range <= 1.0f))
+    fail("config: initializer_range {} is outside [0, 1]", initializer_range);
+  if (!(hidden_dropout_prob >= 0.0f && hidden_dropout_prob < 1.0f))
+    fail("config: hidden_dropout_prob {} is outside [0, 1)", hidden_dropout_prob);
+  if (!(attention_probs_dropout_prob >= 0.0f && attention_probs_dropout_prob < 1.0f))
+    fail("config: attention_probs_dropout_prob {} is outside [0, 1)", attention_probs_dropout_prob);
   (void)gelu();
 }
 
@@ -94,9 +108,13 @@ void HeadsConfig::validate() const {
       if (!labels.empty()) fail("heads: {} takes no labels, got {}", name, labels.size());
       break;
   }
-  for (size_t i = 0; i < labels.size(); ++i)
-    for (size_t j = 0; j < i; ++j)
-      if (labels[i] == labels[j]) fail("heads: label '{}' appears twice", labels[i]);
+  check_label_text(task, "heads: task");
+  std::unordered_set<std::string_view> seen;  // hashed: a file may hold 100,000 labels
+  seen.reserve(labels.size());
+  for (size_t i = 0; i < labels.size(); ++i) {
+    check_label_text(labels[i], fmt::format("heads: label {}", i));
+    if (!seen.insert(labels[i]).second) fail("heads: label '{}' appears twice", labels[i]);
+  }
 }
 
 BertConfig preset_config(const std::string& preset, int vocab_size) {

@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "tasks/conll.h"
 
 namespace bertrt {
@@ -119,6 +121,101 @@ TaskDefinition parse_task_definition(const std::string& text, const std::string&
   }
   d.squad.max_seq_length = d.max_seq_length;
   return d;
+}
+
+namespace {
+
+// Labels for a message: a file may hold 100,000 of them (each checked for control characters
+// before any message shows it), so the first few and the count.
+std::string label_list(const std::vector<std::string>& labels) {
+  constexpr size_t kShown = 8;
+  if (labels.empty()) return "none";
+  std::string out;
+  for (size_t i = 0; i < labels.size() && i < kShown; ++i)
+    out += (i ? ", " : "") + labels[i].substr(0, 64);
+  if (labels.size() > kShown) out += fmt::format(", ... ({} in all)", labels.size());
+  return out;
+}
+
+}  // namespace
+
+std::string task_record_problem(const TaskDefinition& d, const HeadsConfig& h,
+                                const BertConfig& config) {
+  const std::vector<std::string> names = task_names();
+  if (std::find(names.begin(), names.end(), d.name) == names.end()) {
+    try {  // the name is shown: a line break in it would forge lines of the error
+      check_label_text(d.name, "its task name");
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return fmt::format("'{}' is not a task bertrt knows", d.name.substr(0, 64));
+  }
+  TaskDefinition want;
+  if (d.name == "tsv") {  // the generic task's options, as task_from_flags checks them
+    const GenericTsvOptions& t = d.tsv;
+    try {
+      check_generic_tsv_options(t);
+      for (const auto& [what, text] : {std::pair<const char*, const std::string&>{"text_column", t.text_column},
+                                       {"text_pair_column", t.text_pair_column},
+                                       {"label_column", t.label_column}})
+        check_label_text(text, fmt::format("its tsv {}", what));
+      for (size_t i = 0; i < t.labels.size(); ++i)
+        check_label_text(t.labels[i], fmt::format("its tsv label {}", i));
+    } catch (const Error& e) {
+      return e.what();
+    }
+    if (t.text_column == t.label_column || t.text_column == t.text_pair_column ||
+        t.label_column == t.text_pair_column)
+      return "its tsv record names one column twice";
+    want.kind = t.regression ? HeadKind::kRegression : HeadKind::kSequenceClassification;
+    want.labels = t.labels;
+    want.pair = !t.text_pair_column.empty();
+  } else {
+    want = make_task_definition(d.name);
+  }
+  if (d.kind != want.kind || d.labels != want.labels || d.pair != want.pair)
+    return fmt::format("its head kind, labels or pair flag are not task {}'s", d.name);
+  if (d.kind != h.resolved_kind() || (d.kind != HeadKind::kRegression && d.labels != h.labels))
+    return fmt::format("it ({}, labels {}) does not describe the head ({}, labels {})", d.name,
+                       label_list(d.labels), head_kind_name(h.resolved_kind()),
+                       label_list(h.labels));
+  if (d.max_seq_length < 3 || d.max_seq_length > config.max_position_embeddings)
+    return fmt::format("its max_seq_length {} is outside [3, max_position_embeddings {}]",
+                       d.max_seq_length, config.max_position_embeddings);
+  if (d.name == "squad") {
+    const auto below_one = [&](const char* field, int v) -> std::string {
+      return v < 1 ? fmt::format("its squad {} {} must be ≥ 1 (as --{} is)", field, v,
+                                 field == std::string("n_best") ? "n-best"
+                                 : field == std::string("doc_stride") ? "doc-stride"
+                                 : field == std::string("max_query_length") ? "max-query-length"
+                                                                            : "max-answer-length")
+                   : std::string();
+    };
+    for (const std::string& why :
+         {below_one("doc_stride", d.squad.doc_stride),
+          below_one("max_query_length", d.squad.max_query_length),
+          below_one("n_best", d.squad_answers.n_best),
+          below_one("max_answer_length", d.squad_answers.max_answer_length)})
+      if (!why.empty()) return why;
+    if (d.max_seq_length < d.squad.max_query_length + 4)
+      return fmt::format("its max_seq_length {} leaves no room for context after a question of "
+                         "up to max_query_length {} pieces (needs ≥ {})",
+                         d.max_seq_length, d.squad.max_query_length, d.squad.max_query_length + 4);
+    // A doc_stride past the window's room for context is what --doc-stride accepts too: the
+    // windows then follow one another without overlap (squad_features.cpp window_starts).
+  }
+  return "";
+}
+
+void check_task_record(const std::map<std::string, std::string>& metadata, const HeadsConfig& heads,
+                       const BertConfig& config, const std::string& path) {
+  const auto it = metadata.find("task");
+  if (it == metadata.end()) return;
+  const TaskDefinition d = parse_task_definition(it->second, path);
+  const std::string why = task_record_problem(d, heads, config);
+  if (!why.empty())
+    fail("{}: metadata 'task' (the task record) cannot be used: {} (a damaged or hostile file)",
+         path, why);
 }
 
 ArticleRange parse_article_range(const std::string& text, const std::string& flag) {

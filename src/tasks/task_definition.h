@@ -5,6 +5,7 @@
 // `predict` need only --model (+ the data).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,22 @@ TaskSpec tsv_spec(const TaskDefinition& def, const std::string& path);
 // when the text is not a definition this build understands.
 std::string task_definition_json(const TaskDefinition& def);
 TaskDefinition parse_task_definition(const std::string& json, const std::string& source);
+
+// Why the task record `d` (a model's metadata "task", or an exported config.json's bertrt_task)
+// cannot describe a model with these heads and config, or "" when it can: a task bertrt knows,
+// consistent with itself (a preset's kind, labels and pair flag are the preset's; a generic TSV
+// record's options pass the --task tsv flags' checks, its labels free of control characters),
+// with the head (kind and labels) and with the config (max_seq_length in [3,
+// max_position_embeddings]), and SQuAD numbers as the CLI flags take them (doc_stride,
+// max_query_length, n_best, max_answer_length ≥ 1, the window leaving room for context).
+std::string task_record_problem(const TaskDefinition& d, const HeadsConfig& heads,
+                                const BertConfig& config);
+// The model's task record, if `metadata` holds one: parsed and checked (task_record_problem).
+// Throws bertrt::Error naming `path`, the record and the rule. Loaders run it at load, so a
+// hostile record is refused before it answers anything.
+void check_task_record(const std::map<std::string, std::string>& metadata,
+                       const HeadsConfig& heads, const BertConfig& config,
+                       const std::string& path);
 
 // "0-29" (inclusive, as the issue writes article ranges) or "7" → [first, last) = [0, 30) / [7, 8).
 // Throws bertrt::Error naming `flag` for anything else.

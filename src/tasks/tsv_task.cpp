@@ -10,7 +10,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 #include <system_error>
+#include <unordered_set>
 
 #include "core/error.h"
 #include "core/utf8.h"
@@ -215,9 +217,9 @@ void check_generic_tsv_options(const GenericTsvOptions& o) {
   if (o.regression == !o.labels.empty())
     fail("generic TSV task: give exactly one of {} a,b,c and {}", name("labels"),
          name("regression"));
-  for (size_t i = 0; i < o.labels.size(); ++i)
-    for (size_t j = 0; j < i; ++j)
-      if (o.labels[i] == o.labels[j]) fail("{}: '{}' appears twice", name("labels"), o.labels[i]);
+  std::unordered_set<std::string_view> seen;  // hashed: a model's record may list many labels
+  for (const std::string& l : o.labels)
+    if (!seen.insert(l).second) fail("{}: '{}' appears twice", name("labels"), l);
 }
 
 TaskSpec generic_tsv_task(const GenericTsvOptions& o, const std::string& path) {

@@ -271,7 +271,12 @@ expect_error truncated 1 "$T/x.brt" "model.safetensors" -- "$CONV" "$T/trunc" -o
 expect_error no-input 1 "$T/x.brt" "nothing-here: no such file or folder" -- "$CONV" "$T/nothing-here" -o "$T/x.brt"
 { printf '\357\273\277'; cat "$M/st_seqcls/vocab.txt"; } > "$T/bom_vocab.txt"
 expect_ok convert-bom-vocab "$CONV" "$M/st_seqcls" --vocab "$T/bom_vocab.txt" -o "$T/bomv.brt"
-expect_error brt-without-to-hf 1 "$T/x.brt" "a.brt: a bertrt model file is not a checkpoint to convert; to export it, add --to hf" -- "$CONV" "$T/a.brt" -o "$T/x.brt"
+# A .brt as the input is re-saved (with checksums: what a file an older bertrt wrote needs); one
+# this build wrote comes back byte for byte. --dtype and --vocab apply to checkpoints only.
+expect_ok brt-resaved "$CONV" "$T/a.brt" -o "$T/x.brt"
+cmp -s "$T/a.brt" "$T/x.brt" && ok || bad "a re-saved .brt differs from the file it was read from"
+rm -f "$T/x.brt"
+expect_error brt-resave-dtype 2 "$T/x.brt" "re-saving a .brt keeps its dtypes and vocabulary" -- "$CONV" "$T/a.brt" --dtype f16 -o "$T/x.brt"
 expect_error to-hf-not-brt 1 "" "model.safetensors" -- "$CONV" --to hf "$M/st_pretraining_f32/model.safetensors" -o "$T/hf2"
 # An existing output survives a failed conversion untouched.
 cp "$T/a.brt" "$T/keep.brt"

@@ -70,7 +70,8 @@ def brt_seeds():
         for src, name in [("k.brt", "keras_tiny_f32.brt"), ("tiny_bf16.brt", "tiny_bert_bf16.brt"),
                           ("pt.brt", "keras_tiny_pretrain_state.brt"), ("ft.brt", "keras_tiny_sst2.brt"),
                           ("qat.brt", "keras_tiny_sst2_qat.brt"), ("q.brt", "keras_tiny_sst2_int8.brt")]:
-            put("brt_loader", name, read(os.path.join(t, src)))
+            for target in ("brt_loader", "brt_structured"):  # the second's mutator edits fields
+                put(target, name, read(os.path.join(t, src)))
         put("safetensors", "keras_tiny_export.safetensors", read(os.path.join(t, "hf/model.safetensors")))
 
 

@@ -270,6 +270,15 @@ def make_malformed(out, index):
         z.writestr("archive/data/0", struct.pack("<4f", 1, 2, 3, 4))
     bad["overrun"] = {"file": "overrun.zip.pt"}
 
+    # Valid torch.save files whose tensors stand for far more bytes than they store: 300 views of
+    # one 1 MB storage (a 300-layer model from one matrix), and one float broadcast to 256 MB.
+    base = torch.zeros(1 << 18)
+    torch.save({f"layer.{i}.weight": base.view(512, 512) for i in range(300)},
+               os.path.join(out, "aliased.zip.pt"))
+    bad["aliased"] = {"file": "aliased.zip.pt"}
+    torch.save({"w": torch.zeros(1).expand(1 << 26)}, os.path.join(out, "broadcast.zip.pt"))
+    bad["broadcast"] = {"file": "broadcast.zip.pt"}
+
     legacy = open(os.path.join(out, "dtypes.legacy.p2.pt"), "rb").read()
     assert legacy[2:4] == b"\x8a\x0a"
     with open(os.path.join(out, "bad_magic.legacy.pt"), "wb") as f:  # one byte of the magic changed

@@ -603,6 +603,55 @@ TEST(TfBundleMalformed, EntryFieldsRefused) {
   }
 }
 
+// An index whose entries overlap in a shard: a valid bundle (its CRCs right) in which one entry
+// points at another's bytes. Refused when the index is read, before any tensor is: each byte of a
+// shard belongs to one tensor, as TF writes it.
+TEST(TfBundleMalformed, OverlappingEntriesRefused) {
+  BERTRT_REQUIRE_PATH(iris_dir());
+  TempDir dir;
+  copy_iris(dir);
+  RawIndex raw(dir.file("model.ckpt.index"));
+  // Each entry's shard and where its offset varint (field 4) lies in its value.
+  struct Found {
+    std::string key;
+    uint64_t shard = 0, offset = 0;
+    size_t at = 0, len = 0;  // the varint's place in the raw index
+  };
+  std::vector<Found> entries;
+  for (const SstableEntry& e : read_sstable_file(dir.file("model.ckpt.index"))) {
+    if (e.key.empty()) continue;  // the bundle header
+    Found f{e.key};
+    const uint8_t* v = reinterpret_cast<const uint8_t*>(e.value.data());
+    const uint8_t *p = v, *end = v + e.value.size();
+    while (p < end) {
+      uint64_t tag = 0, x = 0;
+      ASSERT_TRUE(get_varint64(&p, end, &tag));
+      const uint8_t* field = p;
+      if ((tag & 7) == 0) {
+        ASSERT_TRUE(get_varint64(&p, end, &x));
+        if (tag >> 3 == 3) f.shard = x;
+        if (tag >> 3 == 4) f.offset = x, f.at = raw.find(e.value) + size_t(field - v), f.len = size_t(p - field);
+      } else if ((tag & 7) == 2) {
+        ASSERT_TRUE(get_varint64(&p, end, &x));
+        p += x;
+      } else {
+        p += 4;  // fixed32: the crc
+      }
+    }
+    if (f.len) entries.push_back(f);
+  }
+  for (const Found& a : entries)
+    for (const Found& b : entries)
+      if (a.key != b.key && a.shard == b.shard && a.len == b.len && a.offset != b.offset) {
+        raw.bytes.replace(a.at, a.len, raw.bytes.substr(b.at, b.len));  // a now starts at b
+        const std::string err = open_error(dir, raw);
+        EXPECT_NE(err.find("overlap in shard"), std::string::npos) << err;
+        EXPECT_NE(err.find("each byte of a shard belongs to one tensor"), std::string::npos) << err;
+        return;
+      }
+  FAIL() << "no two entries of one shard with offsets of the same length in " << iris_dir();
+}
+
 // Every single-byte corruption of the first data block (crc repaired so the parser sees it) is
 // an error or shows in what is read (a renamed tensor, other bytes); it is never silently the
 // same, except in the restart array, which a forward scan does not need. Never a crash, hang or

@@ -401,6 +401,11 @@ TEST(TorchReader, MalformedFilesAreNamedErrors) {
   expect_error("short_storage", "zip record '" + bad["short_storage"]["record"].get<std::string>() +
                                     "' has 30 bytes, but tensor 'f32' uses a 15-element F32 storage (60 bytes)");
   expect_error("overrun", "tensor 'w' needs storage element 11 (offset 2, shape 10, stride 1) but storage '0' has 4 elements");
+  // Aliasing views: refused when opened, before any tensor is read (each read the whole storage).
+  expect_error("aliased", "its tensors stand for 314572800 bytes, but its storages hold only "
+                          "1048576: tensors that alias or broadcast the same storage elements may "
+                          "stand for at most 4 times the bytes stored");
+  expect_error("broadcast", "its tensors stand for 268435456 bytes, but its storages hold only 4");
   expect_error("bad_magic", "not a torch.save file: the first pickle is not torch's magic number");
   expect_error("truncated_storage", "storage '");
   expect_error("truncated_storage", "the file has");

@@ -278,7 +278,8 @@ INSTANTIATE_TEST_SUITE_P(Kinds, HeadsFileTest,
                          [](const auto& info) { return std::string(head_kind_name(info.param)); });
 
 // A file as format 1 wrote it before Heads.kind existed (the field absent), or with a kind this
-// build does not know (`kind` < 0 = absent).
+// build does not know (`kind` < 0 = absent). Such files predate checksums too: they are opened
+// with the checks skipped (unchecked, below), as a user vouching for them would.
 std::string write_heads_only_file(const std::string& path, std::vector<std::string> labels,
                                   int kind) {
   flatbuffers::FlatBufferBuilder b;
@@ -304,14 +305,16 @@ std::string write_heads_only_file(const std::string& path, std::vector<std::stri
   return path;
 }
 
+const OpenOptions unchecked{false};
+
 TEST(HeadsFileCompatTest, FilesWithoutAKindReadAsBefore) {
   test::TempDir dir;
   const ModelFile f =
-      ModelFile::open(write_heads_only_file(dir.file("old.brt"), {"neg", "pos"}, -1));
+      ModelFile::open(write_heads_only_file(dir.file("old.brt"), {"neg", "pos"}, -1), unchecked);
   EXPECT_EQ(f.contents().heads.kind, HeadKind::kSequenceClassification);
   EXPECT_EQ(f.contents().heads.labels, (std::vector<std::string>{"neg", "pos"}));
   EXPECT_TRUE(f.contents().heads.mlm);
-  const ModelFile g = ModelFile::open(write_heads_only_file(dir.file("mlm.brt"), {}, -1));
+  const ModelFile g = ModelFile::open(write_heads_only_file(dir.file("mlm.brt"), {}, -1), unchecked);
   EXPECT_EQ(g.contents().heads.kind, HeadKind::kNone);
   EXPECT_FALSE(g.contents().heads.classifier());
 }
@@ -319,10 +322,10 @@ TEST(HeadsFileCompatTest, FilesWithoutAKindReadAsBefore) {
 TEST(HeadsFileCompatTest, UnknownOrInconsistentKindIsNamed) {
   test::TempDir dir;
   const std::string newer = write_heads_only_file(dir.file("newer.brt"), {}, 9);
-  expect_error([&] { ModelFile::open(newer); }, "newer.brt: heads.kind 9 is unknown");
+  expect_error([&] { ModelFile::open(newer, unchecked); }, "newer.brt: heads.kind 9 is unknown");
   const std::string bad =
       write_heads_only_file(dir.file("bad.brt"), {"a"}, int(fb::HeadKind::question_answering));
-  expect_error([&] { ModelFile::open(bad); }, "bad.brt: heads: question_answering takes no labels");
+  expect_error([&] { ModelFile::open(bad, unchecked); }, "bad.brt: heads: question_answering takes no labels");
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // Checksums of the .brt tensor segments (schema Tensor.crc32c): written for every weight and
-// optimizer moment, verified on load (a flipped bit names the file and the tensor), skippable for
-// trusted files, absent from files written before checksums (which still load, and `bertrt info`
-// says they carry none). Expected CRCs come from the bit-at-a-time definition of CRC-32C, not from
-// core/crc32c.h.
+// optimizer moment, required and verified on load (a flipped bit names the file and the tensor),
+// skippable for trusted files; a file written before checksums is refused, naming how to re-save
+// it, and loads when the checks are skipped (then `bertrt info` says it carries none). Expected
+// CRCs come from the bit-at-a-time definition of CRC-32C, not from core/crc32c.h.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -60,6 +60,14 @@ struct Small {
   }
 };
 
+// Opens with the training state read (what resuming a run and `bertrt info` do).
+OpenOptions with_state(bool verify = true) {
+  OpenOptions o;
+  o.verify_checksums = verify;
+  o.training_state = true;
+  return o;
+}
+
 void expect_error(const std::function<void()>& fn, const std::vector<std::string>& needles) {
   try {
     fn();
@@ -74,7 +82,7 @@ TEST(ModelFileChecksum, EverySegmentCarriesTheCrc32cOfItsBytes) {
   TempDir dir;
   const Small s;
   write_model_file(dir.file("m.brt"), s.c);
-  const ModelFile f = ModelFile::open(dir.file("m.brt"));
+  const ModelFile f = ModelFile::open(dir.file("m.brt"), with_state());
   EXPECT_EQ(f.segments(), 3u);
   EXPECT_EQ(f.checksummed_segments(), 3u);
   EXPECT_TRUE(f.checksums_verified());
@@ -95,7 +103,7 @@ TEST(ModelFileChecksum, AFlippedWeightOrMomentBitNamesFileAndTensor) {
     write_model_file(path, s.c);
     std::string name;
     {
-      const ModelFile f = ModelFile::open(path);
+      const ModelFile f = ModelFile::open(path, with_state());
       const TensorRecord& t = which < 2 ? f.contents().tensors[which]
                                         : f.contents().training_state->optimizer_tensors[0];
       name = t.name;
@@ -108,11 +116,11 @@ TEST(ModelFileChecksum, AFlippedWeightOrMomentBitNamesFileAndTensor) {
       bytes[at] = static_cast<char>(bytes[at] ^ 0x10);
       write_bytes(path + ".bad", bytes);
     }
-    expect_error([&] { ModelFile::open(path + ".bad"); },
+    expect_error([&] { ModelFile::open(path + ".bad", with_state()); },
                  {path + ".bad", "tensor '" + name + "'", "checksum mismatch"});
     // Skipping the check loads the damaged bytes as they are: the documented trade for trusted
     // files.
-    const ModelFile g = ModelFile::open(path + ".bad", OpenOptions{false});
+    const ModelFile g = ModelFile::open(path + ".bad", with_state(false));
     EXPECT_FALSE(g.checksums_verified());
   }
 }
@@ -156,11 +164,17 @@ std::string write_file_without_checksums(const std::string& path, const std::vec
   return path;
 }
 
-TEST(ModelFileChecksum, OldFilesWithoutChecksumsLoadAndSaySo) {
+TEST(ModelFileChecksum, OldFilesWithoutChecksumsAreRefusedUnlessTold) {
   TempDir dir;
   const std::vector<float> w = {1, 2, 3, 4, 5, 6, 7};
   const std::string path = write_file_without_checksums(dir.file("old.brt"), w);
-  const ModelFile f = ModelFile::open(path);
+  // Refused by default, naming how to re-save it and how to load it unchecked.
+  expect_error([&] { ModelFile::open(path); },
+               {path, "carries no checksum, and checksums are required",
+                "bertrt-convert --no-verify-checksums " + path + " -o NEW.brt",
+                "BERTRT_VERIFY_CHECKSUMS=0"});
+  // Loaded when the user vouches for it.
+  const ModelFile f = ModelFile::open(path, OpenOptions{false});
   ASSERT_EQ(f.contents().tensors.size(), 1u);
   EXPECT_FALSE(f.contents().tensors[0].crc32c.has_value());
   EXPECT_EQ(f.checksummed_segments(), 0u);
@@ -170,11 +184,14 @@ TEST(ModelFileChecksum, OldFilesWithoutChecksumsLoadAndSaySo) {
   write_model_file(dir.file("new.brt"), c);
   EXPECT_EQ(ModelFile::open(dir.file("new.brt")).checksummed_segments(), 1u);
 
-  // `bertrt info` says so (the CLI is built beside the tests).
+  // The CLI: refused, then described unchecked; bertrt-convert re-saves it as the error says
+  // (both are built beside the tests).
   const std::string cli = test::cli_binary();
   if (!cli.empty()) {
     const std::string out = dir.file("info.txt");
-    ASSERT_EQ(std::system((cli + " info " + path + " > " + out + " 2>&1").c_str()), 0)
+    EXPECT_NE(std::system((cli + " info " + path + " > " + out + " 2>&1").c_str()), 0);
+    EXPECT_NE(read_bytes(out).find("carries no checksum"), std::string::npos) << read_bytes(out);
+    ASSERT_EQ(std::system((cli + " info --no-verify-checksums " + path + " > " + out + " 2>&1").c_str()), 0)
         << read_bytes(out);
     EXPECT_NE(read_bytes(out).find("checksums  none"), std::string::npos) << read_bytes(out);
     ASSERT_EQ(std::system((cli + " info " + dir.file("new.brt") + " > " + out + " 2>&1").c_str()),
@@ -183,6 +200,17 @@ TEST(ModelFileChecksum, OldFilesWithoutChecksumsLoadAndSaySo) {
                                    "verified"),
               std::string::npos)
         << read_bytes(out);
+    const std::string conv = test::build_dir() + "/bertrt-convert";
+    if (std::ifstream(conv).good()) {
+      ASSERT_EQ(std::system((conv + " --no-verify-checksums " + path + " -o " + dir.file("re.brt") +
+                             " -q > " + out + " 2>&1").c_str()),
+                0)
+          << read_bytes(out);
+      const ModelFile r = ModelFile::open(dir.file("re.brt"));
+      EXPECT_EQ(r.checksummed_segments(), 1u);
+      EXPECT_TRUE(r.header_checksummed());
+      EXPECT_EQ(tensor_to_f32(r.contents().tensors[0]), w);
+    }
   }
 }
 
@@ -255,10 +283,11 @@ TEST(ModelFileChecksum, AFlippedHeaderBitIsCaughtByTheHeaderChecksum) {
   EXPECT_EQ(g.contents().tokenizer.vocab.back(), "zefra");  // loaded as it is, when told
 }
 
-TEST(ModelFileChecksum, OldFilesWithoutAHeaderChecksumLoad) {
+TEST(ModelFileChecksum, OldFilesWithoutAHeaderChecksumLoadOnlyUnchecked) {
   TempDir dir;
   const std::string path = write_file_without_checksums(dir.file("old.brt"), {1, 2, 3});
-  const ModelFile f = ModelFile::open(path);
+  expect_error([&] { ModelFile::open(path); }, {path, "the model's header carries no checksum"});
+  const ModelFile f = ModelFile::open(path, OpenOptions{false});
   EXPECT_FALSE(f.header_checksummed());
   write_model_file(dir.file("new.brt"), f.contents());  // re-written, it gains one
   EXPECT_TRUE(ModelFile::open(dir.file("new.brt")).header_checksummed());

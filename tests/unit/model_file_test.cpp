@@ -132,7 +132,9 @@ TEST(ModelFile, RoundTripsEveryField) {
   const Sample s;
   const std::string path = dir.file("m.brt");
   write_model_file(path, s.m);
-  ModelFile f = ModelFile::open(path);
+  OpenOptions with_state;
+  with_state.training_state = true;
+  ModelFile f = ModelFile::open(path, with_state);
   const ModelContents& r = f.contents();
 
   const BertConfig &a = s.m.config, &b = r.config;
@@ -215,7 +217,9 @@ TEST(ModelFile, SegmentsAre64ByteAlignedAndAfterTheBuffer) {
   uint32_t buffer_size = 0;
   std::memcpy(&buffer_size, bytes.data(), 4);
   EXPECT_EQ(bytes.substr(8, 4), "BRT1");
-  const ModelFile f = ModelFile::open(dir.file("m.brt"));
+  OpenOptions with_state;
+  with_state.training_state = true;
+  const ModelFile f = ModelFile::open(dir.file("m.brt"), with_state);
   const uint8_t* base = f.contents().tensors[0].data;  // the first segment
   auto check = [&](const TensorRecord& t) {
     EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data) % kSegmentAlignment, 0u) << t.name;

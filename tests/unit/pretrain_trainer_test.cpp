@@ -136,7 +136,7 @@ void check_resume(const ResumeCase& c) {
   ASSERT_EQ(t1.steps_done(), M);
 
   // "Killed" after the save at N: everything rebuilt from the file.
-  LoadedModel m = load_model(ckpt);
+  LoadedModel m = load_model(ckpt, LoadOptions{/*training_state=*/true});
   ASSERT_TRUE(m.training_state);
   EXPECT_EQ(m.training_state->step, N);
   PretrainingStream s2 = make_stream(docs, 4);
@@ -175,7 +175,7 @@ TEST(Resume, RefusesOtherSettingsAndMissingMoments) {
   PretrainingStream s = make_stream(docs, 4);
   Trainer t(*model, *be, optim(OptimizerKind::kAdamW, 4));
   train(*model, t, s, 2, 2, ckpt, *tok);
-  LoadedModel m = load_model(ckpt);
+  LoadedModel m = load_model(ckpt, LoadOptions{/*training_state=*/true});
 
   OptimOptions other = optim(OptimizerKind::kAdamW, 4);
   other.learning_rate = 1e-3f;

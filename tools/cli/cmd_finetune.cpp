@@ -262,7 +262,9 @@ void add_finetune(CLI::App& app) {
     const ArticleRange dev_articles = o->dev_articles.empty()
                                           ? ArticleRange{}
                                           : parse_article_range(o->dev_articles, "--dev-articles");
-    LoadedModel m = load_model(model_path);
+    LoadOptions load;
+    load.training_state = resuming;  // only a resumed run reads the optimizer moments
+    LoadedModel m = load_model(model_path, load);
     BertModel& model = *m.model;
     const Tokenizer& tok = *m.tokenizer;
     if (model.quant_mode() == QuantMode::kInt8)  // before the notes and the data: set_heads says it

@@ -12,6 +12,7 @@
 #include "io/model_io.h"
 #include "io/quant_io.h"
 #include "quant/qparams.h"
+#include "tasks/task_definition.h"
 
 namespace bertrt::cli {
 
@@ -84,8 +85,13 @@ void add_info(CLI::App& app) {
     }
     if (o->model.empty()) throw CLI::RequiredError("model (or --devices)");
     check_input_file("model", o->model);
-    ModelFile f = ModelFile::open(o->model);
+    // The whole file: the training state too (its checksums and values), and the task record.
+    OpenOptions open;
+    open.verify_checksums = default_verify_checksums();
+    open.training_state = true;
+    ModelFile f = ModelFile::open(o->model, open);
     const ModelContents& m = f.contents();
+    check_task_record(m.metadata, m.heads, m.config, o->model);
     size_t params = 0, bytes = 0;
     nlohmann::json tensors = nlohmann::json::array();
     for (const TensorRecord& t : m.tensors) {

@@ -468,7 +468,9 @@ void run(const Flags& o) {
   std::optional<PretrainingStream> stream_owner;
   std::unique_ptr<Trainer> trainer_owner;
   {  // The file stays mapped only while loading: its pages would count in the resident memory.
-    LoadedModel m = load_model(model_path);
+    LoadOptions load;
+    load.training_state = resuming;  // only a resumed run reads the optimizer moments
+    LoadedModel m = load_model(model_path, load);
     if (!m.model->heads().mlm || (!o.data.no_nsp && !m.model->heads().nsp))
       fail("{}: pre-training needs the MLM{} head (start from `bertrt init`)", model_path,
            o.data.no_nsp ? "" : " and NSP");

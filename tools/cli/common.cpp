@@ -165,8 +165,8 @@ void add_checksum_flag(CLI::App& app) {
     // Triggered while parsing, so the setting is in place before the subcommand's callback runs.
     sub->add_flag_callback(
            "--no-verify-checksums", [] { set_default_verify_checksums(false); },
-           "skip the CRC-32C check of the model's tensor bytes on load (trusted files only; also "
-           "BERTRT_VERIFY_CHECKSUMS=0)")
+           "skip the CRC-32C checks on load and accept a file without checksums (trusted files "
+           "only; the values are still checked; also BERTRT_VERIFY_CHECKSUMS=0)")
         ->trigger_on_parse();
   }
 }

@@ -120,6 +120,9 @@ TaskDefinition model_task(const LoadedModel& m, const std::string& path,
   const auto it = m.metadata.find("task");
   const bool recorded = it != m.metadata.end();
   if (recorded) {
+    // Checked as the CLI's flags are, and against the head and the config: a record is the
+    // file's word, and a file may be hostile (task_record_problem).
+    check_task_record(m.metadata, h, m.model->config(), path);
     d = parse_task_definition(it->second, path);
   } else {
     // Files that do not record their task's data format: written before it was stored, or

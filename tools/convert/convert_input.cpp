@@ -20,13 +20,6 @@ bool ends_with(const std::string& s, const std::string& p) {
   return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
 }
 
-// A .brt file: its identifier "BRT1" at byte 8, after the u32 size and the FlatBuffer's root
-// offset (schema/bertrt.fbs).
-bool is_brt_file(const std::string& path) {
-  char head[12] = {};
-  std::ifstream(path, std::ios::binary).read(head, sizeof head);
-  return std::memcmp(head + 8, "BRT1", 4) == 0;
-}
 
 bool is_torch_file(const std::string& p) { return ends_with(p, ".bin") || ends_with(p, ".pt") || ends_with(p, ".pth"); }
 
@@ -116,6 +109,12 @@ std::unique_ptr<CheckpointReader> open_checkpoint(const std::string& path) {
   if (!fs::exists(path)) fail("{}: no such file", path);
   fail("{}: unknown checkpoint format (expected .safetensors, .bin/.pt/.pth, *.index.json or a TF "
        "checkpoint .index)", path);
+}
+
+bool is_brt_file(const std::string& path) {
+  char head[12] = {};
+  std::ifstream(path, std::ios::binary).read(head, sizeof head);
+  return std::memcmp(head + 8, "BRT1", 4) == 0;
 }
 
 void check_replaceable_brt(const std::string& what, const std::string& path) {

@@ -33,4 +33,8 @@ std::unique_ptr<CheckpointReader> open_checkpoint(const std::string& path);
 // replace the checkpoint.
 void check_replaceable_brt(const std::string& what, const std::string& path);
 
+// True when `path` is a .brt file: its identifier "BRT1" at byte 8, after the u32 size and the
+// FlatBuffer's root offset (schema/bertrt.fbs).
+bool is_brt_file(const std::string& path);
+
 }  // namespace bertrt::convert

@@ -229,7 +229,8 @@ std::vector<std::string> export_hf(const std::string& brt_path, const std::strin
     warnings.push_back(fmt::format("{}: the {} activation ranges of its quantization "
                                    "(*.input_observer) are not exported: the folder is fp32",
                                    brt_path, observers));
-  if (c.training_state) warnings.push_back(brt_path + ": optimizer state is not exported (Hugging Face has no place for it)");
+  if (file.has_training_state())
+    warnings.push_back(brt_path + ": optimizer state is not exported (Hugging Face has no place for it)");
 
   // The folder a link names (a dangling one's target is created, as files are written through
   // links; a loop is an error), and "new/" or "new/." is the folder "new" (its parent was taken

@@ -113,44 +113,16 @@ void read_tokenizer(ConvertedModel& m, const InputPaths& in, const ConvertOption
 }
 
 // Why an exported task record (config.json's bertrt_task) cannot be kept, or "" when it can:
-// a task bertrt knows, consistent with itself, with finetuning_task and with the head, and a
-// length the model takes. A generic TSV record's option errors throw (tsv_task.h's checks).
-std::string task_record_problem(const TaskDefinition& d, const HfConfig& cfg,
-                                const HeadsConfig& h) {
+// a task bertrt knows, consistent with finetuning_task, and a record a .brt may hold
+// (task_record_problem). An unknown name is said first: comparing it with finetuning_task says less.
+std::string exported_task_problem(const TaskDefinition& d, const HfConfig& cfg,
+                                  const HeadsConfig& h) {
   const std::vector<std::string> names = task_names();
   if (std::find(names.begin(), names.end(), d.name) == names.end())
-    return fmt::format("'{}' is not a task bertrt knows", d.name);
+    return task_record_problem(d, h, cfg.config);
   if (!cfg.finetuning_task.empty() && cfg.finetuning_task != d.name)
     return fmt::format("it names task {}, finetuning_task {}", d.name, cfg.finetuning_task);
-  TaskDefinition want;
-  if (d.name == "tsv") {  // the generic task's options, as task_from_flags checks them
-    const GenericTsvOptions& t = d.tsv;
-    check_generic_tsv_options(t);  // throws: the caller gives its message as the reason
-    if (t.text_column == t.label_column || t.text_column == t.text_pair_column ||
-        t.label_column == t.text_pair_column)
-      return "its tsv record names one column twice";
-    want.kind = t.regression ? HeadKind::kRegression : HeadKind::kSequenceClassification;
-    want.labels = t.labels;
-    want.pair = !t.text_pair_column.empty();
-  } else {
-    want = make_task_definition(d.name);
-  }
-  if (d.kind != want.kind || d.labels != want.labels || d.pair != want.pair)
-    return fmt::format("its head kind, labels or pair flag are not task {}'s", d.name);
-  if (d.kind != h.resolved_kind() || (d.kind != HeadKind::kRegression && d.labels != h.labels))
-    return fmt::format("it ({}, labels {}) does not describe the head ({}, labels {})", d.name,
-                       fmt::join(d.labels, ", "), head_kind_name(h.resolved_kind()),
-                       fmt::join(h.labels, ", "));
-  if (d.max_seq_length < 3 || d.max_seq_length > cfg.config.max_position_embeddings)
-    return fmt::format("its max_seq_length {} is outside [3, max_position_embeddings {}]",
-                       d.max_seq_length, cfg.config.max_position_embeddings);
-  if (d.name == "squad" &&
-      (d.squad.max_query_length < 1 || d.squad_answers.n_best < 1 ||
-       d.squad_answers.max_answer_length < 1 || d.squad.doc_stride < 1 ||
-       d.squad.doc_stride > d.max_seq_length - d.squad.max_query_length - 3))
-    return "its SQuAD windowing (doc_stride, max_query_length, n_best, max_answer_length) is not "
-           "usable";
-  return "";
+  return task_record_problem(d, h, cfg.config);
 }
 
 }  // namespace
@@ -189,8 +161,8 @@ ConvertedModel import_hf(const InputPaths& in, const ConvertOptions& opts) {
     // beside it) is dropped with the reason, and the task is read as for any checkpoint.
     std::string why;
     try {
-      why = task_record_problem(parse_task_definition(cfg.bertrt_task, in.config + " bertrt_task"),
-                                cfg, heads.heads);
+      why = exported_task_problem(
+          parse_task_definition(cfg.bertrt_task, in.config + " bertrt_task"), cfg, heads.heads);
     } catch (const Error& e) {
       why = e.what();
     }

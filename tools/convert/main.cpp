@@ -62,7 +62,27 @@ std::function<void(uint64_t, uint64_t)> progress_printer(bool quiet) {
   };
 }
 
+// A .brt read and written again: what a file without checksums (written by an older bertrt) needs
+// to load with them required. Everything is kept, the training state too; the loader's checks
+// run first, so a file with damaged or hostile content is not blessed with fresh checksums.
+int resave_brt(const Options& o) {
+  if (o.dtype != "f32" || !o.vocab.empty())
+    throw UsageError("re-saving a .brt keeps its dtypes and vocabulary: --dtype and --vocab apply "
+                     "to checkpoints");
+  check_output_folder(o.output);
+  OpenOptions open;
+  open.verify_checksums = default_verify_checksums();
+  open.training_state = true;
+  const ModelFile f = ModelFile::open(o.input, open);
+  write_model_file(o.output, f.contents());
+  if (!o.quiet)
+    fmt::print("wrote {}: {} re-saved with checksums ({} tensors{})\n", o.output, o.input,
+               f.contents().tensors.size(), f.has_training_state() ? " and the training state" : "");
+  return 0;
+}
+
 int to_brt(const Options& o) {
+  if (is_brt_file(o.input)) return resave_brt(o);
   const auto dtype = parse_float_dtype(o.dtype);
   check_output_folder(o.output);
   ConvertOptions opts;
@@ -123,6 +143,9 @@ int main(int argc, char** argv) {
       "      | pytorch_model.bin (zip or legacy) | pytorch_model.bin.index.json, vocab.txt,\n"
       "      tokenizer_config.json), one of those weight files, or an original TF1 BERT folder\n"
       "      (bert_config.json + bert_model.ckpt.index/.data-*, vocab.txt).\n"
+      "  bertrt-convert MODEL.brt -o NEW.brt\n"
+      "      writes the .brt again, with checksums (for a file an older bertrt wrote without:\n"
+      "      add --no-verify-checksums if you trust it).\n"
       "  bertrt-convert --to hf MODEL.brt -o DIR\n"
       "      writes config.json, model.safetensors, vocab.txt, tokenizer_config.json that\n"
       "      transformers' from_pretrained(DIR) loads; f32 weights are copied bit for bit.\n"
@@ -149,9 +172,8 @@ int main(int argc, char** argv) {
   app.add_flag("-q,--quiet", o.quiet,
                "No summary line or progress (warnings and errors still go to stderr)");
   app.add_flag("--no-verify-checksums", o.no_verify_checksums,
-               "Reading a .brt (--to hf, --inspect): skip the CRC-32C check of its tensor bytes "
-               "(trusted files "
-               "only; also BERTRT_VERIFY_CHECKSUMS=0)");
+               "Reading a .brt (--to hf, --inspect, re-saving): skip the CRC-32C checks and accept "
+               "a file without checksums (trusted files only; also BERTRT_VERIFY_CHECKSUMS=0)");
   app.set_version_flag(
       "--version",
       [] {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -212,6 +213,7 @@ class TfBundleReader final : public CheckpointReader {
     num_shards_ = static_cast<int>(h.num_shards);
     shards_.resize(num_shards_);
     for (size_t i = 1; i < kv.size(); ++i) add(kv[i], index_path);
+    check_disjoint(index_path);
   }
 
   std::string format() const override { return "tf1-bundle"; }
@@ -311,6 +313,34 @@ class TfBundleReader final : public CheckpointReader {
            shape_str(e.shape), t.dtype, t.nbytes);
     tensors_.push_back(std::move(t));
     entries_.push_back(e);
+  }
+
+  // TF writes each tensor's bytes once: entries whose ranges of a shard overlap would let a few
+  // stored bytes stand for any number of tensors (each read and checked again). Sorted, so
+  // O(n log n).
+  void check_disjoint(const std::string& index_path) const {
+    std::vector<size_t> order(entries_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      const Entry &x = entries_[a], &y = entries_[b];
+      return x.shard_id != y.shard_id ? x.shard_id < y.shard_id
+             : x.offset != y.offset   ? x.offset < y.offset
+                                      : x.size < y.size;
+    });
+    const Entry* prev = nullptr;
+    size_t prev_i = 0;
+    for (size_t i : order) {
+      const Entry& e = entries_[i];
+      if (e.size == 0) continue;
+      if (prev && prev->shard_id == e.shard_id &&
+          uint64_t(e.offset) < uint64_t(prev->offset) + uint64_t(prev->size))
+        fail("{}: tensors '{}' and '{}' overlap in shard {} (bytes [{}, +{}) and [{}, +{})): each "
+             "byte of a shard belongs to one tensor (a damaged or hostile file)",
+             index_path, tensors_[prev_i].name, tensors_[i].name, e.shard_id, prev->offset,
+             prev->size, e.offset, e.size);
+      prev = &e;
+      prev_i = i;
+    }
   }
 
   const MappedFile& open_shard(int64_t id, const std::string& tensor) const {

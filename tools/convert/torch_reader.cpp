@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <zip.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -45,12 +46,35 @@ class TorchReader : public CheckpointReader {
   explicit TorchReader(std::string path) : path_(std::move(path)) {}
 
   void set_tensors(std::vector<TensorRef> refs) {
+    check_aliasing(refs);
     refs_ = std::move(refs);
     for (const TensorRef& r : refs_)
       listing_.push_back({r.name, r.storage.dtype, r.shape, r.numel * r.storage.itemsize, path_});
   }
   // The root storage's bytes (numel * itemsize of them, at least), in `holder` or a mapping.
   virtual const uint8_t* storage_data(const TensorRef& t, std::vector<uint8_t>& holder) const = 0;
+
+  // Tensors may share storages (tied weights, views: torch saves them so), and a view may repeat
+  // elements (expand: stride 0), but the bytes they stand for must stay within a few times the
+  // bytes stored: else a small file whose tensors all alias one matrix (or broadcast one value)
+  // would convert into a model of any size, each tensor read and copied again.
+  void check_aliasing(const std::vector<TensorRef>& refs) const {
+    std::map<std::string, uint64_t> stored;  // root storage key -> bytes
+    uint64_t viewed = 0;
+    for (const TensorRef& r : refs) {
+      stored[r.storage.key] = r.storage.numel * r.storage.itemsize;
+      // Each product fits (collect_tensors); their sum saturates.
+      if (__builtin_add_overflow(viewed, r.numel * r.storage.itemsize, &viewed)) viewed = UINT64_MAX;
+    }
+    uint64_t bytes = 0;
+    for (const auto& [key, n] : stored) bytes += n;
+    constexpr uint64_t kFactor = 4, kSlack = uint64_t(1) << 20;
+    if (viewed > kFactor * bytes + kSlack)
+      fail("{}: its tensors stand for {} bytes, but its storages hold only {}: tensors that "
+           "alias or broadcast the same storage elements may stand for at most {} times the bytes "
+           "stored (a damaged or hostile file)",
+           path_, viewed, bytes, kFactor);
+  }
 
   std::string path_;
   std::vector<TensorRef> refs_;
