@@ -14,7 +14,12 @@ if(TARGET bertrt_cli AND TARGET bertrt_convert_cli AND NOT CMAKE_CROSSCOMPILING)
   add_test(NAME cli_reference COMMAND ${Python3_EXECUTABLE} ${DOC_TOOLS}/cli_reference.py
            --page ${CMAKE_SOURCE_DIR}/docs/reference/cli.md
            --page ${CMAKE_SOURCE_DIR}/docs/reference/cli-training.md --bin-dir ${CMAKE_BINARY_DIR})
-  # Each page's commands, run as a reader runs them (tests/docs/doc_commands.py), one test a page.
+endif()
+# Each page's commands, run as a reader runs them (tests/docs/doc_commands.py), one test a page.
+# Not in sanitizer builds (the asan preset): the pages build C programs against the installed
+# library and load it into python3, uninstrumented hosts that cannot load an ASan library.
+if(TARGET bertrt_cli AND TARGET bertrt_convert_cli AND NOT CMAKE_CROSSCOMPILING
+   AND NOT CMAKE_CXX_FLAGS MATCHES "-fsanitize")
   get_filename_component(DOC_SHARED ${CMAKE_SOURCE_DIR}/../shared ABSOLUTE)
   file(GLOB_RECURSE DOC_PAGES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/docs/*.md)
   foreach(page ${CMAKE_SOURCE_DIR}/README.md ${DOC_PAGES})

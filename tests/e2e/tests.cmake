@@ -40,8 +40,8 @@ set_tests_properties(signal_e2e PROPERTIES TIMEOUT 600 LABELS "e2e;long")
 
 # One version number: project(VERSION) against the header, the library, both programs' --version,
 # Python, pkg-config/CMake package files, the CPack file name and CHANGELOG.md
-# (tests/e2e/version_test.sh).
-if(TARGET bertrt_convert_cli AND BERTRT_PYTHON_EXECUTABLE)
+# (tests/e2e/version_test.sh). Not in sanitizer builds: python3 cannot load an ASan library.
+if(TARGET bertrt_convert_cli AND BERTRT_PYTHON_EXECUTABLE AND NOT CMAKE_CXX_FLAGS MATCHES "-fsanitize")
   set(_vulkan OFF)
   if(BERTRT_VULKAN)
     set(_vulkan ON)
