@@ -163,6 +163,7 @@ struct ModelFileLimits {
   static constexpr size_t kMaxLabels = 100000;               // as bertrt-convert's num_labels
   static constexpr size_t kMaxRank = 8;                      // dimensions of a tensor
   static constexpr size_t kMaxHyper = 1024;                  // training_state hyper/schedule pairs
+  static constexpr size_t kMaxDenseModules = 64;             // heads.embedding.dense
   // The decoded header (strings, vectors, records with their bookkeeping) is at most this many
   // times the FlatBuffer's size: an honest file stores every string once, a hostile one points
   // many entries at one string.

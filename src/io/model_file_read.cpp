@@ -329,6 +329,51 @@ TokenizerSpec read_tokenizer(Reader& r, const fb::Tokenizer& t, const BertConfig
   return s;
 }
 
+EmbeddingConfig read_embedding(Reader& r, const fb::EmbeddingHead& e) {
+  EmbeddingConfig out;
+  const fb::Pooling* p = e.pooling();  // required: the verifier checked it is there
+  PoolingConfig& pc = out.pooling;
+  pc.cls_token = p->cls_token();
+  pc.max_tokens = p->max_tokens();
+  pc.mean_tokens = p->mean_tokens();
+  pc.mean_sqrt_len_tokens = p->mean_sqrt_len_tokens();
+  pc.weightedmean_tokens = p->weightedmean_tokens();
+  pc.lasttoken = p->lasttoken();
+  pc.include_prompt = p->include_prompt();
+  const size_t n = Limits::kMaxNameBytes;
+  if (const auto* dense = e.dense()) {
+    if (dense->size() > Limits::kMaxDenseModules)
+      fail("{}: heads.embedding.dense: {} modules, more than the {} allowed (a damaged or hostile "
+           "file)", r.path, dense->size(), Limits::kMaxDenseModules);
+    for (const fb::DenseModule* d : *dense) {
+      DenseConfig dc;
+      dc.path = str(r, d->path(), "heads.embedding.dense.path", n);
+      dc.in_features = d->in_features();
+      dc.out_features = d->out_features();
+      dc.bias = d->bias();
+      dc.activation_function = str(r, d->activation_function(), "heads.embedding.dense." +
+                                   dc.path + ".activation_function", n);
+      out.dense.push_back(std::move(dc));
+    }
+  }
+  out.normalize = e.normalize();
+  out.max_seq_length = e.max_seq_length();
+  out.do_lower_case = e.do_lower_case();
+  if (const auto* prompts = e.prompts()) {
+    if (prompts->size() > Limits::kMaxMetadata)
+      fail("{}: heads.embedding.prompts: {} entries, more than the {} allowed (a damaged or "
+           "hostile file)", r.path, prompts->size(), Limits::kMaxMetadata);
+    for (const fb::KeyValue* kv : *prompts)
+      out.prompts.emplace_back(str(r, kv->key(), "heads.embedding.prompts key", n),
+                               str(r, kv->value(), "heads.embedding.prompts value",
+                                   Limits::kMaxValueBytes));
+  }
+  out.default_prompt_name = str(r, e.default_prompt_name(), "heads.embedding.default_prompt_name", n);
+  if (e.similarity_fn_name())
+    out.similarity_fn_name = str(r, e.similarity_fn_name(), "heads.embedding.similarity_fn_name", n);
+  return out;
+}
+
 HeadsConfig read_heads(Reader& r, const fb::Heads* h) {
   HeadsConfig heads;
   if (h) {
@@ -337,6 +382,7 @@ HeadsConfig read_heads(Reader& r, const fb::Heads* h) {
     heads.task = str(r, h->task(), "heads.task", Limits::kMaxNameBytes);
     heads.labels = strings(r, h->labels(), "heads.labels", Limits::kMaxLabels, Limits::kMaxNameBytes);
     heads.kind = read_head_kind(r.path, h->kind());
+    if (h->embedding()) heads.embedding = read_embedding(r, *h->embedding());
   }
   try {
     heads.validate();
@@ -479,6 +525,13 @@ ModelFile ModelFile::open_file(const std::string& path, const OpenOptions& optio
   m.config = read_config(r, *model->config());
   m.tokenizer = read_tokenizer(r, *model->tokenizer(), m.config);
   m.heads = read_heads(r, model->heads());
+  if (m.heads.embedding) {
+    try {
+      m.heads.embedding->validate(m.config.hidden_size, m.config.max_position_embeddings);
+    } catch (const Error& e) {
+      fail("{}: {}", r.path, e.what());
+    }
+  }
   m.metadata = pairs(r, model->metadata(), "metadata", Limits::kMaxMetadata);
   m.tensors = read_tensors(r, model->tensors(), false);
   if (read_state) m.training_state = read_training_state(r, *state);

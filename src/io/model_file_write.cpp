@@ -32,6 +32,8 @@ void validate_contents(const std::string& path, const ModelContents& m) {
   try {
     m.config.validate();
     m.heads.validate();
+    if (m.heads.embedding)
+      m.heads.embedding->validate(m.config.hidden_size, m.config.max_position_embeddings);
   } catch (const Error& e) {
     fail("{}: cannot write: {}", path, e.what());
   }
@@ -136,6 +138,31 @@ fb::HeadKind head_kind(HeadKind k) {
   return fb::HeadKind::none;
 }
 
+Offset<fb::EmbeddingHead> build_embedding(FlatBufferBuilder& b, const EmbeddingConfig& e) {
+  const PoolingConfig& p = e.pooling;
+  const auto pooling = fb::CreatePooling(b, p.cls_token, p.max_tokens, p.mean_tokens,
+                                         p.mean_sqrt_len_tokens, p.weightedmean_tokens,
+                                         p.lasttoken, p.include_prompt);
+  std::vector<Offset<fb::DenseModule>> dense;
+  for (const DenseConfig& d : e.dense) {  // strings one statement each (see build_tokenizer)
+    const auto path = b.CreateString(d.path);
+    const auto act = b.CreateString(d.activation_function);
+    dense.push_back(fb::CreateDenseModule(b, path, d.in_features, d.out_features, d.bias, act));
+  }
+  const auto dense_vec = b.CreateVector(dense);
+  std::vector<Offset<fb::KeyValue>> prompts;
+  for (const auto& [name, text] : e.prompts) {
+    const auto k = b.CreateString(name);
+    const auto v = b.CreateString(text);
+    prompts.push_back(fb::CreateKeyValue(b, k, v));
+  }
+  const auto prompts_vec = b.CreateVector(prompts);
+  const auto default_prompt = b.CreateString(e.default_prompt_name);
+  const auto similarity = b.CreateString(e.similarity_fn_name);
+  return fb::CreateEmbeddingHead(b, pooling, dense_vec, e.normalize, e.max_seq_length,
+                                 e.do_lower_case, prompts_vec, default_prompt, similarity);
+}
+
 // The size-prefixed FlatBuffer for `m` with the segments placed as `plan` says.
 flatbuffers::DetachedBuffer build_buffer(const ModelContents& m, const SegmentPlan& plan) {
   FlatBufferBuilder b(1 << 16);
@@ -145,8 +172,10 @@ flatbuffers::DetachedBuffer build_buffer(const ModelContents& m, const SegmentPl
   const auto tensors = build_tensors(b, m.tensors, plan, 0);
   const auto task = b.CreateString(m.heads.task);  // one a statement: see build_tokenizer
   const auto labels = b.CreateVectorOfStrings(m.heads.labels);
+  Offset<fb::EmbeddingHead> embedding = 0;
+  if (m.heads.embedding) embedding = build_embedding(b, *m.heads.embedding);
   const auto heads = fb::CreateHeads(b, m.heads.mlm, m.heads.nsp, task, labels,
-                                     head_kind(m.heads.resolved_kind()));
+                                     head_kind(m.heads.resolved_kind()), embedding);
   Offset<fb::TrainingState> state = 0;
   if (m.training_state) state = build_training_state(b, *m.training_state, plan, m.tensors.size());
   const auto metadata = build_pairs(b, m.metadata);

@@ -16,6 +16,8 @@ BertModel::BertModel(BertConfig config, HeadsConfig heads)
     : config_(std::move(config)), heads_(std::move(heads)) {
   config_.validate();
   heads_.validate();
+  if (heads_.embedding)
+    heads_.embedding->validate(config_.hidden_size, config_.max_position_embeddings);
   heads_.kind = heads_.resolved_kind();
   layout_ = bert_param_layout(config_, heads_);
   params_.assign(layout_.total(), 0.0f);
@@ -108,6 +110,8 @@ void BertModel::set_heads(const HeadsConfig& new_heads, uint64_t seed) {
          "it cannot be trained or given new heads; fine-tune its float or fake-quant source "
          "instead");
   new_heads.validate();
+  if (new_heads.embedding)
+    new_heads.embedding->validate(config_.hidden_size, config_.max_position_embeddings);
   HeadsConfig heads = new_heads;
   heads.kind = heads.resolved_kind();
   const bool same_kind = heads.kind == heads_.kind;

@@ -1,10 +1,12 @@
 // BERT hyper-parameters with Hugging Face config.json names (BertConfig).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "backends/backend.h"
+#include "heads/embedding_config.h"
 
 namespace bertrt {
 
@@ -56,6 +58,9 @@ struct HeadsConfig {
   // name for the output. Question answering and none: empty.
   std::vector<std::string> labels;
   std::string task;  // fine-tuning task name (e.g. "sst2"), empty if none
+  // A sentence-transformers model's Pooling → Dense → Normalize (heads/embedding_config.h); its
+  // Dense weights are parameters like any head's. Checked against the config by BertModel.
+  std::optional<EmbeddingConfig> embedding;
 
   HeadKind resolved_kind() const {
     return kind == HeadKind::kNone && !labels.empty() ? HeadKind::kSequenceClassification : kind;

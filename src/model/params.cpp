@@ -66,6 +66,12 @@ ParamLayout bert_param_layout(const BertConfig& c, const HeadsConfig& heads) {
   if (heads.nsp) linear("cls.seq_relationship", 2, H);
   if (heads.classifier()) linear("classifier", heads.num_labels(), H);
   if (heads.resolved_kind() == HeadKind::kQuestionAnswering) linear("qa_outputs", 2, H);
+  if (heads.embedding) {  // sentence-transformers' Dense modules: "2_Dense.linear.weight", ...
+    for (const DenseConfig& d : heads.embedding->dense) {
+      add(d.path + ".linear.weight", {d.out_features, d.in_features}, true);
+      if (d.bias) add(d.path + ".linear.bias", {d.out_features}, false);
+    }
+  }
   return ParamLayout(std::move(ps));
 }
 

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "tokenizer/steps.h"
+#include "tokenizer/unicode_text.h"
 
 namespace bertrt {
 namespace {
@@ -60,6 +61,15 @@ std::vector<int32_t> Tokenizer::convert_tokens_to_ids(
     ids.push_back(id >= 0 ? id : unk_id_);
   }
   return ids;
+}
+
+std::string lower_text(std::string_view text) {
+  std::u32string cps, lower;
+  unicode::decode_utf8(text, cps);
+  unicode::append_lower(cps.data(), cps.data() + cps.size(), lower);
+  std::string out;
+  for (char32_t c : lower) unicode::append_utf8(c, out);
+  return out;
 }
 
 }  // namespace bertrt

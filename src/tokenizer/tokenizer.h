@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -49,6 +50,10 @@ struct Encoding {
   std::vector<int32_t> token_type_ids;
   std::vector<int32_t> attention_mask;
 };
+
+// Python's str.lower() of UTF-8 text (what sentence-transformers' do_lower_case applies before
+// the tokenizer); malformed bytes are dropped.
+std::string lower_text(std::string_view text);
 
 class Tokenizer {
  public:

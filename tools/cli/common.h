@@ -102,5 +102,7 @@ void add_fill_mask(CLI::App& app);
 void add_plot(CLI::App& app);
 void add_quantize(CLI::App& app);  // cmd_quantize.cpp: post-training int8 quantization
 void add_bench(CLI::App& app);     // cmd_bench.cpp: inference latency
+void add_embed(CLI::App& app);     // cmd_embed.cpp: sentence embeddings
+void add_rerank(CLI::App& app);    // cmd_rerank.cpp: cross-encoder scores
 
 }  // namespace bertrt::cli

@@ -22,6 +22,9 @@ struct ConvertOptions {
   DType dtype = DType::f32;    // storage dtype of the weights in the .brt
   std::string vocab;           // overrides <input folder>/vocab.txt when set
   bool drop_unknown = false;   // drop (with a warning) tensors bertrt does not know instead of failing
+  // The pooler is not used (a sentence-transformers Transformer module, saved without one): an
+  // absent pooler is still initialised, but without a warning.
+  bool pooler_unused = false;
   // Called after each tensor: bytes of source tensors handled so far, and in all.
   std::function<void(uint64_t done, uint64_t total)> progress;
 };

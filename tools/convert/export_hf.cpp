@@ -112,9 +112,11 @@ bool belongs(const std::string& arch, const std::string& name) {
 // full disk or an I/O error leaves the folder as it was (a previous export stays whole).
 void write_folder(const std::string& dir, const ModelContents& c,
                   const std::vector<SafetensorsTensor>& out, const std::string& arch,
-                  const std::vector<std::string>& labels, const std::string& torch_dtype) {
+                  const std::vector<std::string>& labels, const std::string& torch_dtype,
+                  const ExportExtras& extras) {
   const fs::path d(dir);
   std::deque<AtomicFile> files;
+  if (extras.add_files) extras.add_files(files, dir, c);
   // transformers refuses safetensors without metadata format "pt" (modeling_utils.load_state_dict).
   write_safetensors(files.emplace_back((d / "model.safetensors").string()), out,
                     {{"format", "pt"}});
@@ -148,7 +150,8 @@ void write_folder(const std::string& dir, const ModelContents& c,
 
 }  // namespace
 
-std::vector<std::string> export_hf(const std::string& brt_path, const std::string& dir) {
+std::vector<std::string> export_hf(const std::string& brt_path, const std::string& dir,
+                                   const ExportExtras& extras) {
   const ModelFile file = ModelFile::open(brt_path);
   const ModelContents& c = file.contents();
   std::vector<std::string> warnings;
@@ -180,6 +183,7 @@ std::vector<std::string> export_hf(const std::string& brt_path, const std::strin
     // does bert-base-uncased's with BertForMaskedLM): dropped, it came back initialised at
     // random, and a classifier fine-tuned from it started from that.
     const bool pooler = t.name.rfind("bert.pooler.", 0) == 0;
+    if (extras.owns && extras.owns(t.name)) continue;
     if (!belongs(arch, t.name) && !(pooler && trained_pooler)) {
       if (!pooler) not_exported.push_back(t.name);
       continue;
@@ -259,9 +263,18 @@ std::vector<std::string> export_hf(const std::string& brt_path, const std::strin
     if (ec) fail("{}: cannot create the folder: {}", dir, ec.message());
     created = true;
   }
+  std::vector<fs::path> made;  // subfolders this export created, removed again if it fails
   try {
-    write_folder(folder.string(), c, out, arch, labels, torch_dtype);
+    for (const std::string& sub : extras.subfolders) {
+      const fs::path p = folder / sub;
+      if (fs::is_directory(p, ec)) continue;
+      if (!fs::create_directory(p, ec) || ec)
+        fail("{}: cannot create the folder: {}", p.string(), ec ? ec.message() : "a file is there");
+      made.push_back(p);
+    }
+    write_folder(folder.string(), c, out, arch, labels, torch_dtype, extras);
   } catch (...) {
+    for (const fs::path& p : made) fs::remove(p, ec);
     if (created) fs::remove(folder, ec);  // empty again: the temp files are gone
     throw;
   }

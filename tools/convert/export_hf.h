@@ -13,13 +13,31 @@
 // - Every file is written atomically (temp + rename); `dir` is created when its parent exists.
 #pragma once
 
+#include <deque>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "core/atomic_file.h"
+#include "io/model_file.h"
+
 namespace bertrt::convert {
+
+// What a layout around the Hugging Face folder adds to the export (a sentence-transformers
+// folder: export_st.h).
+struct ExportExtras {
+  // Tensors it writes itself: left out of model.safetensors, without a "not exported" warning.
+  std::function<bool(const std::string& name)> owns;
+  // Subfolders (relative to the folder) its files go in, created first.
+  std::vector<std::string> subfolders;
+  // Its files, synced and renamed into place with the Hugging Face ones, all or none.
+  std::function<void(std::deque<AtomicFile>& files, const std::string& dir, const ModelContents& c)>
+      add_files;
+};
 
 // Throws bertrt::Error naming the file for an unreadable .brt or an unwritable folder. Returns
 // warnings (e.g. tensors dequantized).
-std::vector<std::string> export_hf(const std::string& brt_path, const std::string& dir);
+std::vector<std::string> export_hf(const std::string& brt_path, const std::string& dir,
+                                   const ExportExtras& extras = {});
 
 }  // namespace bertrt::convert

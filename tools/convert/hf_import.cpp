@@ -13,6 +13,7 @@
 #include "convert/hf_config.h"
 #include "convert/hf_names.h"
 #include "convert/safetensors_source.h"
+#include "convert/st_import.h"
 #include "convert/tf_bert_names.h"
 #include "convert/tf_bundle.h"
 #include "convert/convert_input.h"
@@ -76,7 +77,8 @@ void init_absent_pooler(ConvertedModel& m, const std::vector<std::string>& absen
     else
       fail("{}: tensor '{}' is missing", where, name);
   }
-  m.warnings.push_back(fmt::format("{}: no pooler ({}); initialised as transformers does (N(0, {}²) weight, zero "
+  if (!opts.pooler_unused)
+    m.warnings.push_back(fmt::format("{}: no pooler ({}); initialised as transformers does (N(0, {}²) weight, zero "
                                    "bias): pooler_output means nothing until fine-tuned",
                                    where, name_list(absent), config.initializer_range));
   std::string list;
@@ -257,6 +259,7 @@ ConvertedModel import_tf1(const InputPaths& in, const ConvertOptions& opts) {
 }
 
 ConvertedModel import_checkpoint(const std::string& path, const ConvertOptions& opts) {
+  if (is_sentence_transformers_folder(path)) return import_sentence_transformers(path, opts);
   const InputPaths in = find_input(path);
   return in.kind == InputPaths::Kind::tf1 ? import_tf1(in, opts) : import_hf(in, opts);
 }

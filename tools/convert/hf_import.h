@@ -30,7 +30,8 @@ ConvertedModel import_hf(const InputPaths& in, const ConvertOptions& opts);
 // may hold a tokenizer_config.json; without one do_lower_case is true (with a warning).
 ConvertedModel import_tf1(const InputPaths& in, const ConvertOptions& opts);
 
-// Dispatch on find_input(path): Hugging Face folder/file or TF1 checkpoint.
+// Dispatch: a sentence-transformers folder (modules.json, st_import.h), else on find_input(path):
+// Hugging Face folder/file or TF1 checkpoint.
 ConvertedModel import_checkpoint(const std::string& path, const ConvertOptions& opts);
 
 }  // namespace bertrt::convert

@@ -11,6 +11,7 @@
 #include "backends/build_info.h"
 #include "convert/convert_input.h"
 #include "convert/export_hf.h"
+#include "convert/export_st.h"
 #include "convert/hf_import.h"
 #include "convert/inspect.h"
 #include "convert/tensor_encode.h"
@@ -102,15 +103,24 @@ int to_brt(const Options& o) {
   return 0;
 }
 
-int to_hf(const Options& o) {
-  if (o.dtype != "f32") throw UsageError("--dtype applies to conversions into .brt, not --to hf");
+int to_folder(const Options& o) {
+  if (o.dtype != "f32")
+    throw UsageError("--dtype applies to conversions into .brt, not --to " + o.to);
   if (!o.vocab.empty())
-    throw UsageError("--vocab applies to conversions into .brt; --to hf writes the .brt's own "
+    throw UsageError("--vocab applies to conversions into .brt; --to hf and sentence-transformers write the .brt's own "
                      "vocabulary");
-  warn(export_hf(o.input, o.output));
-  if (!o.quiet)
-    fmt::print("wrote {}/: config.json, model.safetensors, vocab.txt, tokenizer_config.json, "
-               "special_tokens_map.json\n", o.output);
+  if (o.to == "hf") {
+    warn(export_hf(o.input, o.output));
+    if (!o.quiet)
+      fmt::print("wrote {}/: config.json, model.safetensors, vocab.txt, tokenizer_config.json, "
+                 "special_tokens_map.json\n", o.output);
+  } else {
+    warn(export_sentence_transformers(o.input, o.output));
+    if (!o.quiet)
+      fmt::print("wrote {}/: a sentence-transformers folder (modules.json, the Transformer's "
+                 "Hugging Face files, 1_Pooling/ and the Dense and Normalize modules)\n",
+                 o.output);
+  }
   return 0;
 }
 
@@ -125,8 +135,9 @@ int run(const Options& o) {
     return 0;
   }
   if (o.json) throw UsageError("--json goes with --inspect");
-  if (o.output.empty()) throw UsageError("-o is required (the .brt file, or the folder with --to hf)");
-  return o.to == "hf" ? to_hf(o) : to_brt(o);
+  if (o.output.empty()) throw UsageError("-o is required (the .brt file, or the folder with --to hf or sentence-transformers)");
+  if (o.to == "brt") return to_brt(o);
+  return to_folder(o);
 }
 
 }  // namespace
@@ -142,23 +153,30 @@ int main(int argc, char** argv) {
       "      INPUT: a Hugging Face folder (config.json + model.safetensors | model.safetensors.index.json\n"
       "      | pytorch_model.bin (zip or legacy) | pytorch_model.bin.index.json, vocab.txt,\n"
       "      tokenizer_config.json), one of those weight files, or an original TF1 BERT folder\n"
-      "      (bert_config.json + bert_model.ckpt.index/.data-*, vocab.txt).\n"
+      "      (bert_config.json + bert_model.ckpt.index/.data-*, vocab.txt), or a\n"
+      "      sentence-transformers folder (modules.json: Transformer, Pooling, Dense,\n"
+      "      Normalize; the embedding head and prompts are kept for `bertrt embed`).\n"
       "  bertrt-convert MODEL.brt -o NEW.brt\n"
       "      writes the .brt again, with checksums (for a file an older bertrt wrote without:\n"
       "      add --no-verify-checksums if you trust it).\n"
       "  bertrt-convert --to hf MODEL.brt -o DIR\n"
       "      writes config.json, model.safetensors, vocab.txt, tokenizer_config.json that\n"
       "      transformers' from_pretrained(DIR) loads; f32 weights are copied bit for bit.\n"
+      "  bertrt-convert --to sentence-transformers MODEL.brt -o DIR\n"
+      "      the same plus modules.json, 1_Pooling/, the Dense and Normalize modules and the\n"
+      "      prompts: a folder SentenceTransformer(DIR) loads (a model with an embedding head).\n"
       "  bertrt-convert --inspect PATH [--json]\n"
       "      lists name, dtype, shape and bytes of every tensor of any input above or a .brt.\n\n"
       "Exit status: 0 ok, 1 error, 2 usage error. Errors print one line, \"bertrt-convert: error:\n"
       "...\", naming the file and the field, or the flag.",
       "bertrt-convert"};  // the usage line's name, whatever argv[0] is
   Options o;
-  app.add_option("input", o.input, "Checkpoint folder or file (with --to hf: the .brt model)")->required();
-  app.add_option("-o,--output", o.output, "Output .brt file, or the folder to write with --to hf");
-  app.add_option("--to", o.to, "Output format: brt (default) or hf (Hugging Face folder from a .brt)")
-      ->check(CLI::IsMember({"brt", "hf"}));
+  app.add_option("input", o.input, "Checkpoint folder or file (with --to hf or sentence-transformers: the .brt model)")->required();
+  app.add_option("-o,--output", o.output, "Output .brt file, or the folder to write with --to hf or sentence-transformers");
+  app.add_option("--to", o.to,
+                 "Output format: brt (default), hf (Hugging Face folder from a .brt) or "
+                 "sentence-transformers (its folder, from a .brt with an embedding head)")
+      ->check(CLI::IsMember({"brt", "hf", "sentence-transformers"}));
   app.add_option("--dtype", o.dtype,
                  "Storage dtype of the weights in the .brt: f32 (default; exact), f16 or bf16 (half the size; "
                  "rounded to nearest even)")

@@ -1,0 +1,211 @@
+#include "embed/embedder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "core/error.h"
+#include "core/utf8.h"
+#include "heads/embedding_head.h"
+#include "heads/pooling.h"
+
+namespace bertrt {
+
+namespace {
+
+// One input's ids, [CLS] … [SEP], cut to `max_len` keeping its [SEP] (truncation="longest_first"
+// of a single text).
+struct Encoded {
+  std::vector<int32_t> ids, types;
+  int prompt_length = 0;
+};
+
+// Runs `order`'s inputs through the encoder in batches of `batch_size`, padded to each batch's
+// longest, and hands each batch's last_hidden_state [B, T, H], its mask and its members to `use`.
+template <typename Use>
+void run_batches(BertModel& model, Backend& be, const std::vector<Encoded>& in, int batch_size,
+                 Use use) {
+  // Longest first, so that a batch pads little; ties keep input order.
+  std::vector<size_t> order(in.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return in[a].ids.size() > in[b].ids.size(); });
+  const int32_t pad = model.config().pad_token_id;
+  std::vector<int32_t> ids, types, mask;
+  for (size_t start = 0; start < order.size(); start += size_t(batch_size)) {
+    const size_t end = std::min(order.size(), start + size_t(batch_size));
+    const int B = int(end - start);
+    const int T = int(in[order[start]].ids.size());
+    ids.assign(size_t(B) * T, pad);
+    types.assign(size_t(B) * T, 0);
+    mask.assign(size_t(B) * T, 0);
+    for (int b = 0; b < B; ++b) {
+      const Encoded& e = in[order[start + b]];
+      std::copy(e.ids.begin(), e.ids.end(), ids.begin() + size_t(b) * T);
+      std::copy(e.types.begin(), e.types.end(), types.begin() + size_t(b) * T);
+      std::fill_n(mask.begin() + size_t(b) * T, e.ids.size(), 1);
+    }
+    model.forward(be, EncoderInputs{B, T, ids.data(), types.data(), mask.data()}, Targets{}, false);
+    use(B, T, mask.data(), &order[start]);
+  }
+}
+
+void check_utf8(const std::string& text, size_t index, const char* what) {
+  if (first_invalid_utf8(text) != std::string::npos)
+    fail("{} {}: not valid UTF-8", what, index);
+}
+
+PoolingConfig pooling_named(const std::string& name) {
+  PoolingConfig p;
+  if (name == "cls") p.cls_token = true;
+  else if (name == "mean") p.mean_tokens = true;
+  else if (name == "max") p.max_tokens = true;
+  else if (name == "mean_sqrt_len_tokens") p.mean_sqrt_len_tokens = true;
+  else if (name == "weightedmean") p.weightedmean_tokens = true;
+  else if (name == "lasttoken") p.lasttoken = true;
+  else
+    fail("--pooling '{}' is not one of cls, mean, max, mean_sqrt_len_tokens, weightedmean, "
+         "lasttoken", name);
+  return p;
+}
+
+}  // namespace
+
+EmbeddingConfig embedding_head(const BertModel& model, const EmbedOptions& options) {
+  if (!options.pooling.empty()) {
+    EmbeddingConfig e;
+    if (model.heads().embedding) e = *model.heads().embedding;
+    e.pooling = pooling_named(options.pooling);
+    e.dense.clear();  // their in_features follow the model's own pooling
+    return e;
+  }
+  if (!model.heads().embedding)
+    fail("{}has no sentence-embedding head: convert a sentence-transformers folder with "
+         "bertrt-convert (it keeps the Pooling, Dense and Normalize modules), or give --pooling "
+         "(mean, cls, ...) to pool this encoder's outputs",
+         model.source().empty() ? "the model " : model.source() + " ");
+  return *model.heads().embedding;
+}
+
+int embedding_dim(const BertModel& model, const EmbedOptions& options) {
+  const int D = embedding_head(model, options).dim(model.config().hidden_size);
+  if (options.dimensions < 0 || options.dimensions > D)
+    fail("--dimensions {} is outside [1, {}] (the model's embedding width)", options.dimensions, D);
+  return options.dimensions > 0 ? options.dimensions : D;
+}
+
+std::vector<float> embed_texts(BertModel& model, const Tokenizer& tokenizer, Backend& be,
+                               const std::vector<std::string>& texts, const EmbedOptions& options,
+                               EmbedStats* stats) {
+  const EmbeddingConfig head = embedding_head(model, options);
+  const int H = model.config().hidden_size;
+  const int D = head.dim(H), out_dim = embedding_dim(model, options);
+  if (options.batch_size < 1) fail("--batch-size {} must be at least 1", options.batch_size);
+  std::string prompt;
+  if (options.prompt) {
+    prompt = *options.prompt;
+  } else {
+    const std::string& name =
+        options.prompt_name.empty() ? head.default_prompt_name : options.prompt_name;
+    if (!name.empty()) {
+      const std::string* p = head.prompt(name);
+      if (!p) {
+        std::string names;
+        for (const auto& [n, text] : head.prompts) names += (names.empty() ? "" : ", ") + n;
+        fail("--prompt-name '{}' is not one of the model's prompts ({})", name,
+             names.empty() ? "it has none" : names);
+      }
+      prompt = *p;
+    }
+  }
+  check_utf8(prompt, 0, "--prompt");
+  const int max_len = head.max_seq_length > 0 ? head.max_seq_length
+                                                : model.config().max_position_embeddings;
+  auto prepare = [&](const std::string& text) {
+    return head.do_lower_case ? lower_text(text) : text;
+  };
+  // Transformer.tokenize of the prompt alone, less its [SEP]: the positions include_prompt=false
+  // leaves out of the pooling.
+  const int prompt_length =
+      prompt.empty() ? 0 : 1 + int(tokenizer.tokenize(prepare(prompt)).size());
+
+  EmbedStats st;
+  st.texts = texts.size();
+  st.max_seq_length = max_len;
+  std::vector<Encoded> in(texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    check_utf8(texts[i], i, "input");
+    Encoding e = tokenizer.encode(prepare(prompt + texts[i]), std::nullopt);
+    if (int(e.input_ids.size()) > max_len) {
+      e.input_ids.resize(size_t(max_len));
+      e.input_ids.back() = tokenizer.sep_id();
+      e.token_type_ids.resize(size_t(max_len));
+      ++st.truncated;
+    }
+    st.tokens += e.input_ids.size();
+    in[i] = Encoded{std::move(e.input_ids), std::move(e.token_type_ids), prompt_length};
+  }
+
+  std::vector<float> out(texts.size() * size_t(out_dim));
+  const int P = head.pooled_dim(H);
+  std::vector<float> pooled;
+  std::vector<int32_t> prompt_len;
+  run_batches(model, be, in, options.batch_size, [&](int B, int T, const int32_t* mask,
+                                                     const size_t* members) {
+    pooled.resize(size_t(B) * P);
+    prompt_len.assign(size_t(B), prompt_length);
+    pooling_forward(head.pooling, model.last_hidden_state(), mask, prompt_len.data(), B, T, H,
+                    pooled.data());
+    std::vector<float> e = finish_embeddings(
+        dense_forward(head, model.layout(), model.params(), pooled.data(), B, H), B, D,
+        options.dimensions, options.normalize);
+    for (int b = 0; b < B; ++b)
+      std::copy(e.begin() + size_t(b) * out_dim, e.begin() + size_t(b + 1) * out_dim,
+                out.begin() + members[b] * out_dim);
+  });
+  if (stats) *stats = st;
+  return out;
+}
+
+std::vector<float> rerank_scores(BertModel& model, const Tokenizer& tokenizer, Backend& be,
+                                 const std::string& query, const std::vector<std::string>& passages,
+                                 const RerankOptions& options, EmbedStats* stats) {
+  if (model.heads().resolved_kind() != HeadKind::kRegression)
+    fail("{}has a {} head, not a cross-encoder's one-output classifier (a sentence-transformers "
+         "CrossEncoder or a BertForSequenceClassification with num_labels 1)",
+         model.source().empty() ? "the model " : model.source() + " ",
+         head_kind_name(model.heads().resolved_kind()));
+  if (options.batch_size < 1) fail("--batch-size {} must be at least 1", options.batch_size);
+  check_utf8(query, 0, "query");
+  const int max_len = options.max_length > 0 ? options.max_length
+                                             : model.config().max_position_embeddings;
+  if (max_len < 3 || max_len > model.config().max_position_embeddings)
+    fail("--max-length {} is outside [3, {}]", max_len, model.config().max_position_embeddings);
+  EmbedStats st;
+  st.texts = passages.size();
+  st.max_seq_length = max_len;
+  std::vector<Encoded> in(passages.size());
+  for (size_t i = 0; i < passages.size(); ++i) {
+    check_utf8(passages[i], i, "passage");
+    Encoding full = tokenizer.encode(query, passages[i]);
+    if (int(full.input_ids.size()) > max_len) {
+      ++st.truncated;
+      full = tokenizer.encode(query, passages[i], max_len);
+    }
+    st.tokens += full.input_ids.size();
+    in[i] = Encoded{std::move(full.input_ids), std::move(full.token_type_ids), 0};
+  }
+  std::vector<float> scores(passages.size());
+  run_batches(model, be, in, options.batch_size,
+              [&](int B, int, const int32_t*, const size_t* members) {
+                const std::vector<float>& logits = model.logits();  // [B] (regression)
+                for (int b = 0; b < B; ++b) {
+                  const float z = logits[size_t(b)];
+                  scores[members[b]] = options.raw_scores ? z : 1.0f / (1.0f + std::exp(-z));
+                }
+              });
+  if (stats) *stats = st;
+  return scores;
+}
+
+}  // namespace bertrt

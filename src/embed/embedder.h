@@ -1,0 +1,66 @@
+// Texts → sentence embeddings, as sentence-transformers' SentenceTransformer.encode computes them
+// (the prompt put before each text, lower-cased when the model says so, truncated to
+// max_seq_length, the encoder, the embedding head), and (query, passage) pairs → cross-encoder
+// scores (CrossEncoder.predict). The one implementation behind `bertrt embed` / `bertrt rerank`,
+// bertrt_embed / bertrt_rerank and Model.embed / Model.rerank.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "model/bert_model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace bertrt {
+
+struct EmbedOptions {
+  int dimensions = 0;     // Matryoshka: keep the first D dimensions (0: all); more is an error
+  bool normalize = true;  // L2-normalize (after the truncation); false: the vector before it
+  // The text put before each input: `prompt` as given, else the model's prompt named
+  // `prompt_name`, else its default_prompt_name's, else none.
+  std::optional<std::string> prompt;
+  std::string prompt_name;
+  // A pooling mode for a model without an embedding head ("cls", "mean", "max",
+  // "mean_sqrt_len_tokens", "weightedmean", "lasttoken"); empty: the model's head.
+  std::string pooling;
+  int batch_size = 32;  // sequences a forward
+};
+
+struct EmbedStats {
+  size_t texts = 0;
+  size_t tokens = 0;     // tokens run through the encoder, [CLS] and [SEP] included
+  size_t truncated = 0;  // inputs cut at the sequence length
+  int max_seq_length = 0;
+};
+
+// The embedding head `options` runs: the model's, or the one --pooling makes. Throws
+// bertrt::Error saying how to get one when the model has none and no pooling is given, or when
+// the pooling name is unknown.
+EmbeddingConfig embedding_head(const BertModel& model, const EmbedOptions& options);
+
+// The width of the embeddings embed_texts returns; throws bertrt::Error naming --dimensions when
+// options.dimensions is above the model's width or negative.
+int embedding_dim(const BertModel& model, const EmbedOptions& options);
+
+// Embeddings [texts.size(), embedding_dim] row-major, in input order. Throws bertrt::Error naming
+// the input (its index) that is not valid UTF-8, and for a prompt name the model lacks.
+std::vector<float> embed_texts(BertModel& model, const Tokenizer& tokenizer, Backend& be,
+                               const std::vector<std::string>& texts, const EmbedOptions& options,
+                               EmbedStats* stats = nullptr);
+
+struct RerankOptions {
+  bool raw_scores = false;  // the logit; otherwise sigmoid(logit), CrossEncoder.predict's default
+  int max_length = 0;       // tokens a pair keeps (longest-first); 0: max_position_embeddings
+  int batch_size = 32;
+};
+
+// One score per passage for (query, passage), in passage order, from a one-output sequence
+// classifier (a sentence-transformers CrossEncoder: a regression head). Throws bertrt::Error when
+// the model has another head.
+std::vector<float> rerank_scores(BertModel& model, const Tokenizer& tokenizer, Backend& be,
+                                 const std::string& query, const std::vector<std::string>& passages,
+                                 const RerankOptions& options, EmbedStats* stats = nullptr);
+
+}  // namespace bertrt

@@ -1,0 +1,136 @@
+// bertrt embed: sentence embeddings of the lines of a file or stdin (embed/embedder.h), as JSON
+// lines or one .npy matrix.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+
+#include "common.h"
+#include "core/error.h"
+#include "core/float_decimal.h"
+#include "embed/embedder.h"
+#include "io/model_io.h"
+#include "npy_file.h"
+
+namespace bertrt::cli {
+
+namespace {
+
+// Lines handed to the model at a time: JSON output streams, memory stays bounded.
+constexpr size_t kChunk = 1024;
+
+void print_embedding(const float* e, int dim, std::string& line) {
+  line = "{\"embedding\":[";
+  for (int i = 0; i < dim; ++i) {
+    if (i) line += ',';
+    line += float_decimal(e[i]);
+  }
+  line += "]}\n";
+  std::fwrite(line.data(), 1, line.size(), stdout);
+}
+
+}  // namespace
+
+void add_embed(CLI::App& app) {
+  struct Opts {
+    std::string model, input, output, prompt_name, pooling;
+    std::optional<std::string> prompt;
+    int dimensions = 0, batch_size = 32;
+    bool no_normalize = false;
+    BackendChoice backend;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* c = app.add_subcommand(
+      "embed", "sentence embeddings of the lines of stdin or --input (a sentence-transformers model)");
+  c->footer(
+      "Input: one text a line (an empty line embeds the empty text, as sentence-transformers\n"
+      "does). Output: one JSON line {\"embedding\": [...]} an input, in input order; with\n"
+      "--output FILE.npy one float32 matrix [inputs, dimensions] instead (numpy.load).\n"
+      "The model's embedding head (bertrt-convert of a sentence-transformers folder) pools,\n"
+      "projects and normalizes as SentenceTransformer.encode; its prompts are applied by name.\n"
+      "Inputs longer than the model's max_seq_length are truncated; stderr says how many.\n"
+      "  echo 'a cat sat on the mat' | bertrt embed --model all-MiniLM-L6-v2.brt\n"
+      "  bertrt embed --model m.brt --input docs.txt --dimensions 128 --output docs.npy");
+  c->add_option("--model", o->model, "model file (.brt) with an embedding head")->required();
+  c->add_option("--input", o->input, "text file, one input a line (default: stdin)");
+  c->add_option("--output", o->output, "write a float32 .npy matrix here instead of JSON lines");
+  c->add_option("--dimensions", o->dimensions,
+                "keep the first D dimensions, then normalize (Matryoshka); default: all")
+      ->check(at_least(1));
+  c->add_flag("--no-normalize", o->no_normalize,
+              "return the vector before L2 normalization (by default every embedding has norm 1)");
+  auto* name = c->add_option("--prompt-name", o->prompt_name,
+                             "put the model's prompt of this name before each input (e.g. query)");
+  c->add_option("--prompt", o->prompt,
+                "put this text before each input (instead of the model's default prompt; \"\" for none)")
+      ->excludes(name);
+  c->add_option("--pooling", o->pooling,
+                "pool a model without an embedding head: cls, mean, max, mean_sqrt_len_tokens, "
+                "weightedmean or lasttoken")
+      ->check(CLI::IsMember({"cls", "mean", "max", "mean_sqrt_len_tokens", "weightedmean",
+                             "lasttoken"}));
+  c->add_option("--batch-size", o->batch_size, "sequences a forward (default 32)")
+      ->check(at_least(1));
+  o->backend.add_to(c);
+  c->callback([o] {
+    check_input_file("--model", o->model);
+    if (!o->input.empty()) check_input_file("--input", o->input);
+    if (!o->output.empty()) {
+      check_output_path("--output", o->output);
+      check_distinct_files({{"--output", o->output}}, {{"--model", o->model}, {"--input", o->input}});
+    }
+    LoadedModel m = load_model(o->model);
+    auto be = o->backend.make_inference();
+    EmbedOptions opts;
+    opts.dimensions = o->dimensions;
+    opts.normalize = !o->no_normalize;
+    opts.prompt = o->prompt;
+    opts.prompt_name = o->prompt_name;
+    opts.pooling = o->pooling;
+    opts.batch_size = o->batch_size;
+    const int dim = embedding_dim(*m.model, opts);  // a bad --dimensions fails before any input
+
+    std::ifstream file;
+    if (!o->input.empty()) {
+      file.open(o->input);
+      if (!file) fail("--input {}: cannot open", o->input);
+    }
+    std::istream& in = o->input.empty() ? std::cin : file;
+    const std::string source = o->input.empty() ? "stdin" : o->input;
+    std::vector<std::string> chunk;
+    std::vector<float> all;  // --output: every embedding, written at the end
+    size_t inputs = 0, truncated = 0;
+    int max_len = 0;
+    std::string line;
+    auto flush = [&] {
+      if (chunk.empty()) return;
+      EmbedStats st;
+      const std::vector<float> e = embed_texts(*m.model, *m.tokenizer, *be, chunk, opts, &st);
+      inputs += chunk.size();
+      truncated += st.truncated;
+      max_len = st.max_seq_length;
+      if (o->output.empty()) {
+        for (size_t i = 0; i < chunk.size(); ++i) print_embedding(&e[i * size_t(dim)], dim, line);
+        std::fflush(stdout);
+      } else {
+        all.insert(all.end(), e.begin(), e.end());
+      }
+      chunk.clear();
+    };
+    for_each_line(in, source, [&](const std::string& text, size_t) {
+      chunk.push_back(text);
+      if (chunk.size() == kChunk) flush();
+    });
+    flush();
+    if (!o->output.empty()) {
+      write_npy_f32(o->output, all.data(), inputs, size_t(dim));
+      fmt::print(stderr, "wrote {}: {} embeddings of {} dimensions (float32)\n", o->output, inputs,
+                 dim);
+    }
+    if (truncated)
+      fmt::print(stderr, "embed: {} of {} inputs were longer than {} tokens and were truncated\n",
+                 truncated, inputs, max_len);
+  });
+}
+
+}  // namespace bertrt::cli
