@@ -184,6 +184,38 @@ BERTRT_API bertrt_status bertrt_fill_mask(bertrt_model* model, const char* text,
                                           bertrt_fill_candidate* out, size_t capacity,
                                           size_t* count);
 
+/* ---- sentence embeddings and reranking -------------------------------------------------------- */
+
+/* What bertrt_embed computes; fill with bertrt_embed_options_init, then change fields. */
+typedef struct bertrt_embed_options {
+  uint32_t struct_size;
+  int32_t dimensions;      /* keep the first D dimensions, then normalize (Matryoshka); 0: all */
+  int32_t normalize;       /* 1 (default): every embedding has L2 norm 1; 0: the vector before */
+  const char* prompt_name; /* the model's prompt of this name before each text; NULL: its default */
+  const char* prompt;      /* this text before each text instead ("" for none); NULL: prompt_name */
+  const char* pooling;     /* a model without an embedding head: "cls", "mean", "max",
+                              "mean_sqrt_len_tokens", "weightedmean", "lasttoken"; NULL: the head */
+  int32_t batch_size;      /* sequences a forward (default 32) */
+} bertrt_embed_options;
+
+BERTRT_API void bertrt_embed_options_init(bertrt_embed_options* options);
+/* The width of the embeddings bertrt_embed writes with `options` (NULL: the defaults). */
+BERTRT_API bertrt_status bertrt_embedding_dim(const bertrt_model* model,
+                                              const bertrt_embed_options* options, int32_t* out);
+/* Sentence embeddings of `count` UTF-8 texts, [count, bertrt_embedding_dim] row-major floats
+ * into `out` (capacity in floats), as sentence-transformers' encode computes them with the
+ * model's embedding head (bertrt-convert of a sentence-transformers folder). Texts longer than
+ * the model's max_seq_length are truncated. */
+BERTRT_API bertrt_status bertrt_embed(bertrt_model* model, const char* const* texts, size_t count,
+                                      const bertrt_embed_options* options, float* out,
+                                      size_t capacity);
+/* Cross-encoder scores of (query, passages[i]) into scores[i] (capacity ≥ count): sigmoid of the
+ * logit, as CrossEncoder.predict gives them, or the logit itself when raw_scores is 1. The model
+ * is a one-output sequence classifier (BERTRT_HEAD_REGRESSION). */
+BERTRT_API bertrt_status bertrt_rerank(bertrt_model* model, const char* query,
+                                       const char* const* passages, size_t count,
+                                       int32_t raw_scores, float* scores, size_t capacity);
+
 /* ---- on-device fine-tuning ------------------------------------------------------------------- */
 
 typedef struct bertrt_trainer bertrt_trainer;
@@ -277,8 +309,9 @@ BERTRT_API bertrt_status bertrt_check_output(const char* path);
 /* What `bertrt-convert` does: `to` "brt" (NULL: the default) reads a Hugging Face folder, a
  * torch.save or safetensors file or an original TF checkpoint folder at `input` and writes the
  * .brt file `output` atomically, its weights stored as `dtype` ("f32" (NULL), "f16", "bf16");
- * `vocab` (may be NULL) replaces or supplies vocab.txt. `to` "hf" writes the .brt `input` as a
- * Hugging Face folder `output`. Warnings go to stderr. In the shared library of host builds only
+ * `vocab` (may be NULL) replaces or supplies vocab.txt; a sentence-transformers folder keeps its
+ * embedding head. `to` "hf" writes the .brt `input` as a Hugging Face folder `output`, and
+ * "sentence-transformers" as a sentence-transformers folder (a model with an embedding head). Warnings go to stderr. In the shared library of host builds only
  * (elsewhere BERTRT_E_UNSUPPORTED; libbertrt.a does not define it). */
 BERTRT_API bertrt_status bertrt_convert(const char* input, const char* output, const char* to,
                                         const char* dtype, const char* vocab);

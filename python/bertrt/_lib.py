@@ -37,6 +37,12 @@ class FillCandidate(ctypes.Structure):
     _fields_ = [("position", c_int32), ("token_id", c_int32), ("probability", c_float)]
 
 
+class EmbedOptions(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("dimensions", c_int32), ("normalize", c_int32),
+                ("prompt_name", c_char_p), ("prompt", c_char_p), ("pooling", c_char_p),
+                ("batch_size", c_int32)]
+
+
 class FinetuneOptions(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("task", c_char_p), ("text_column", c_char_p),
                 ("text_pair_column", c_char_p), ("label_column", c_char_p), ("labels", c_char_p),
@@ -81,6 +87,10 @@ _SIGNATURES = {
     "bertrt_spans": (ctypes.c_int, [VP, P(Batch), FP, FP, c_size_t]),
     "bertrt_fill_mask": (ctypes.c_int, [VP, c_char_p, c_int32, P(FillCandidate), c_size_t,
                                         P(c_size_t)]),
+    "bertrt_embed_options_init": (None, [P(EmbedOptions)]),
+    "bertrt_embedding_dim": (ctypes.c_int, [VP, P(EmbedOptions), P(c_int32)]),
+    "bertrt_embed": (ctypes.c_int, [VP, P(c_char_p), c_size_t, P(EmbedOptions), FP, c_size_t]),
+    "bertrt_rerank": (ctypes.c_int, [VP, c_char_p, P(c_char_p), c_size_t, c_int32, FP, c_size_t]),
     "bertrt_finetune_options_init": (None, [P(FinetuneOptions)]),
     "bertrt_trainer_create": (ctypes.c_int, [VP, P(FinetuneOptions), c_char_p, P(VP)]),
     "bertrt_trainer_free": (None, [VP]),

@@ -400,6 +400,57 @@ class Model:
                                               "probability": x.probability})
             return out
 
+    def embed(self, texts, dimensions=None, normalize=True, prompt_name=None, prompt=None,
+              pooling=None, batch_size=32):
+        """Sentence embeddings of a str or a list of them: a float32 array [len(texts), D] (one
+        row for a str), as sentence-transformers' encode computes them with the model's embedding
+        head. dimensions keeps the first D (Matryoshka) before the L2 normalization (normalize);
+        prompt_name picks one of the model's prompts, prompt gives the text itself ("" for
+        none); pooling ("mean", "cls", ...) pools a model without an embedding head."""
+        texts = _texts(texts, "texts")
+        items = [texts] if isinstance(texts, (str, bytes)) else list(texts)
+        o = _lib.EmbedOptions()
+        lib.bertrt_embed_options_init(ctypes.byref(o))
+        o.dimensions = 0 if dimensions is None else _int_range(dimensions, "dimensions", 1)
+        if not isinstance(normalize, bool):
+            raise TypeError(f"normalize: expected a bool, got {type(normalize).__name__}")
+        o.normalize = int(normalize)
+        o.prompt_name = _bytes(prompt_name, "prompt_name")
+        o.prompt = _bytes(prompt, "prompt")
+        o.pooling = _bytes(pooling, "pooling")
+        o.batch_size = _int_range(batch_size, "batch_size", 1)
+        encoded = [_bytes(t, f"texts[{i}]", optional=False) for i, t in enumerate(items)]
+        arr = (ctypes.c_char_p * max(1, len(encoded)))(*encoded)
+        with self._use():
+            d = ctypes.c_int32()
+            _check(lib.bertrt_embedding_dim(self._h, ctypes.byref(o), ctypes.byref(d)))
+            out = np.zeros((len(encoded), d.value), dtype=np.float32)
+            _check(lib.bertrt_embed(self._h, arr, len(encoded), ctypes.byref(o),
+                                    _ptr(out, ctypes.c_float), out.size))
+        return out
+
+    def rerank(self, query, passages, top_k=None, raw_scores=False):
+        """A cross-encoder's scores of (query, passage): [{"index", "score"}], best first (the
+        top_k best when given), as TEI's /rerank answers. The score is sigmoid(logit),
+        CrossEncoder.predict's default, or the logit with raw_scores."""
+        q = _bytes(query, "query", optional=False)
+        passages = _texts(passages, "passages")
+        items = [passages] if isinstance(passages, (str, bytes)) else list(passages)
+        encoded = [_bytes(t, f"passages[{i}]", optional=False) for i, t in enumerate(items)]
+        if top_k is not None:
+            top_k = _int_range(top_k, "top_k", 1)
+        if not isinstance(raw_scores, bool):
+            raise TypeError(f"raw_scores: expected a bool, got {type(raw_scores).__name__}")
+        arr = (ctypes.c_char_p * max(1, len(encoded)))(*encoded)
+        scores = np.zeros(len(encoded), dtype=np.float32)
+        with self._use():
+            _check(lib.bertrt_rerank(self._h, q, arr, len(encoded), int(raw_scores),
+                                     _ptr(scores, ctypes.c_float), scores.size))
+        order = sorted(range(len(encoded)), key=lambda i: -scores[i])
+        if top_k is not None:
+            order = order[:top_k]
+        return [{"index": i, "score": float(scores[i])} for i in order]
+
 
 def _option_value(name, ctype, v):
     """v for the C field `name` of type ctype; an error naming the option when it cannot hold v
@@ -498,13 +549,14 @@ def finetune(model, task, train, output, dev=None, progress=None, backend="cpu",
 
 def convert(input, output, to="brt", dtype="f32", vocab=None):
     """`bertrt-convert`: a Hugging Face folder, torch.save / safetensors file or TF checkpoint
-    to a .brt file (to="brt"), or a .brt to a Hugging Face folder (to="hf"). vocab (a
-    vocab.txt) replaces or supplies the vocabulary of a .brt; with to="hf" it is an error (the
-    folder gets the .brt's own vocabulary; the C API ignored it)."""
+    to a .brt file (to="brt"; a sentence-transformers folder keeps its embedding head), or a
+    .brt to a Hugging Face folder (to="hf") or a sentence-transformers folder
+    (to="sentence-transformers"). vocab (a vocab.txt) replaces or supplies the vocabulary of a
+    .brt; with the folder targets it is an error (the folder gets the .brt's own vocabulary)."""
     in_b, out_b = _path(input, "input"), _path(output, "output")
     to_b, dtype_b = _bytes(to, "to"), _bytes(dtype, "dtype")
-    if vocab is not None and to_b == b"hf":
-        raise ValueError("vocab: applies to conversions into .brt (to='brt'); to='hf' writes "
+    if vocab is not None and to_b != b"brt":
+        raise ValueError(f"vocab: applies to conversions into .brt (to='brt'); to={to!r} writes "
                          "the .brt's own vocabulary")
     vocab_b = _input_file(vocab, "vocab", optional=True)
     _check(lib.bertrt_convert(in_b, out_b, to_b, dtype_b, vocab_b))

@@ -6,6 +6,7 @@
 #include "common.h"
 #include "core/error.h"
 #include "core/json_excerpt.h"
+#include "embed/embedding_eval.h"
 #include "forward_input.h"
 #include "io/model_io.h"
 #include "task_flags.h"
@@ -15,13 +16,71 @@
 
 namespace bertrt::cli {
 
+namespace {
+
+struct Opts {
+  std::string model, task, data, articles, prompt_name, corpus_prompt_name, pooling;
+  bool json = false;
+  int batch_size = 32, max_seq_length = 0, dimensions = 0;
+  BackendChoice backend;
+};
+
+// --task sts / retrieval: a sentence-embedding model (embed/embedding_eval.h).
+void eval_embeddings(const Opts& o) {
+  if (o.max_seq_length > 0)
+    fail_usage("--max-seq-length: an embedding model truncates at its own max_seq_length");
+  if (o.task == "sts" && !o.articles.empty()) fail_usage("--articles applies to --task retrieval");
+  LoadedModel m = load_model(o.model);
+  auto be = o.backend.make_inference();
+  EmbedOptions eo;
+  eo.dimensions = o.dimensions;
+  eo.pooling = o.pooling;
+  eo.batch_size = o.batch_size;
+  EmbedOptions qo = eo;
+  eo.prompt_name = o.corpus_prompt_name;
+  qo.prompt_name = o.prompt_name;
+  const int dim = embedding_dim(*m.model, eo);
+  EmbeddingMetrics metrics;
+  size_t examples = 0, corpus = 0;
+  if (o.task == "sts") {
+    if (!o.corpus_prompt_name.empty()) fail_usage("--corpus-prompt-name applies to --task retrieval");
+    const std::vector<StsPair> pairs = read_sts_tsv(o.data);
+    metrics = evaluate_sts(*m.model, *m.tokenizer, *be, pairs, qo);
+    examples = pairs.size();
+  } else {
+    const ArticleRange a =
+        o.articles.empty() ? ArticleRange{} : parse_article_range(o.articles, "--articles");
+    const SquadDataset data = read_squad(o.data);
+    const std::vector<SquadExample> ex =
+        a.all() ? data.examples : select_articles(data, a.first, a.last);
+    const RetrievalSet set = squad_retrieval(ex);
+    metrics = evaluate_retrieval(*m.model, *m.tokenizer, *be, set, eo, qo);
+    examples = set.queries.size();
+    corpus = set.corpus.size();
+  }
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["task"] = o.task;
+    for (const auto& [name, value] : metrics) j[name] = value;
+    j["examples"] = examples;
+    if (corpus) j["corpus"] = corpus;
+    j["dimensions"] = dim;
+    fmt::print("{}\n", j.dump());
+    return;
+  }
+  std::string text;
+  for (const auto& [name, value] : metrics)
+    if (o.task == "sts" || name == "cosine_ndcg@10" || name == "cosine_mrr@10" ||
+        name == "cosine_recall@1" || name == "cosine_recall@10")
+      text += fmt::format("{}{} {:.4f}", text.empty() ? "" : ", ", name, value);
+  fmt::print("{} {}: {} on {} {}{} ({} dimensions)\n", o.task, o.data, text, examples,
+             o.task == "sts" ? "pairs" : "queries",
+             corpus ? fmt::format(" against {} paragraphs", corpus) : "", dim);
+}
+
+}  // namespace
+
 void add_eval(CLI::App& app) {
-  struct Opts {
-    std::string model, task, data, articles;
-    bool json = false;
-    int batch_size = 32, max_seq_length = 0;
-    BackendChoice backend;
-  };
   auto o = std::make_shared<Opts>();
   CLI::App* c = app.add_subcommand("eval", "a fine-tuned model's metrics on labelled task data");
   c->footer(
@@ -32,12 +91,17 @@ void add_eval(CLI::App& app) {
       "overall_recall, overall_f1, overall_accuracy and per type {precision, recall, f1, number};\n"
       "squad exact_match + f1 (evaluate-v1.1.py; evaluate's squad prints them x100).\n"
       "--json prints them with task, loss and examples, plus the deprecated names matthews,\n"
-      "spearman and (conll2003) f1 / precision / recall for one more release.");
+      "spearman and (conll2003) f1 / precision / recall for one more release.\n"
+      "Sentence-embedding models (sentence-transformers' evaluators' names): --task sts on a TSV\n"
+      "naming sentence1, sentence2, score (GLUE STS-B): cosine_pearson, cosine_spearman;\n"
+      "--task retrieval on SQuAD JSON (each question against every paragraph): cosine_ndcg@10,\n"
+      "cosine_mrr@10, cosine_recall@1, cosine_recall@10 (--json: also accuracy@k, precision@k,\n"
+      "recall@k for k = 1, 3, 5, 10 and cosine_map@100).");
   c->add_option("--model", o->model, "fine-tuned model (.brt)")->required();
   c->add_option("--task", o->task,
                 "check that the model was fine-tuned for this task; names the task (and so the "
                 "data format) of a model that does not record one, e.g. a converted checkpoint: "
-                + preset_task_list() + " (optional)");
+                + preset_task_list() + "; sts or retrieval for an embedding model (optional)");
   c->add_option("--data", o->data, "labelled data: TSV, CoNLL file or SQuAD JSON")->required();
   c->add_option("--articles", o->articles,
                 "SQuAD: articles of --data, e.g. 30-39 (inclusive; default all)")
@@ -48,8 +112,27 @@ void add_eval(CLI::App& app) {
                 "default: the value the model was fine-tuned with")
       ->check(at_least(3));  // [CLS] A [SEP]
   c->add_flag("--json", o->json, "one JSON object: {\"task\", metrics..., \"loss\", \"examples\"}");
+  c->add_option("--dimensions", o->dimensions,
+                "sts, retrieval: keep the first D dimensions of the embeddings (Matryoshka)")
+      ->check(at_least(1));
+  c->add_option("--prompt-name", o->prompt_name,
+                "sts: the model's prompt for both sentences; retrieval: for the questions");
+  c->add_option("--corpus-prompt-name", o->corpus_prompt_name,
+                "retrieval: the model's prompt for the paragraphs");
+  c->add_option("--pooling", o->pooling, "sts, retrieval: pool a model without an embedding head")
+      ->check(CLI::IsMember({"cls", "mean", "max", "mean_sqrt_len_tokens", "weightedmean",
+                             "lasttoken"}));
   o->backend.add_to(c);
   c->callback([o] {
+    if (o->task == "sts" || o->task == "retrieval") {
+      check_input_file("--model", o->model);
+      check_input_file("--data", o->data);
+      return eval_embeddings(*o);
+    }
+    if (o->dimensions || !o->prompt_name.empty() || !o->corpus_prompt_name.empty() ||
+        !o->pooling.empty())
+      fail_usage("--dimensions, --prompt-name, --corpus-prompt-name and --pooling apply to "
+                 "--task sts and retrieval");
     check_input_file("--model", o->model);
     check_input_file("--data", o->data);
     LoadedModel m = load_model(o->model);

@@ -9,6 +9,7 @@
 #include "capi/api_error.h"
 #include "convert/convert_input.h"
 #include "convert/export_hf.h"
+#include "convert/export_st.h"
 #include "convert/hf_import.h"
 #include "convert/tensor_encode.h"
 #include "core/atomic_file.h"
@@ -30,16 +31,17 @@ extern "C" bertrt_status bertrt_convert(const char* input, const char* output, c
     if (!std::filesystem::exists(input, ec))
       api_fail(BERTRT_E_IO, "{}: input {}: no such file or folder", fn, input);
     std::vector<std::string> warnings;
-    if (target == "hf") {
+    if (target == "hf" || target == "sentence-transformers") {
       if (type != "f32")
         api_fail(BERTRT_E_INVALID_ARGUMENT,
-                 "{}: dtype applies to conversions into .brt, not to \"hf\"", fn);
+                 "{}: dtype applies to conversions into .brt, not to \"{}\"", fn, target);
       if (vocab)
         api_fail(BERTRT_E_INVALID_ARGUMENT,
-                 "{}: vocab applies to conversions into .brt; \"hf\" writes the .brt's own "
+                 "{}: vocab applies to conversions into .brt; \"{}\" writes the .brt's own "
                  "vocabulary",
-                 fn);
-      warnings = convert::export_hf(input, output);
+                 fn, target);
+      warnings = target == "hf" ? convert::export_hf(input, output)
+                                : convert::export_sentence_transformers(input, output);
     } else if (target == "brt") {
       const auto parsed = convert::parse_float_dtype(type);
       if (!parsed)
@@ -60,7 +62,8 @@ extern "C" bertrt_status bertrt_convert(const char* input, const char* output, c
       warnings = m.warnings;
       write_model_file(output, m.contents);
     } else {
-      api_fail(BERTRT_E_INVALID_ARGUMENT, "{}: to must be \"brt\" or \"hf\", got \"{}\"", fn,
+      api_fail(BERTRT_E_INVALID_ARGUMENT,
+               "{}: to must be \"brt\", \"hf\" or \"sentence-transformers\", got \"{}\"", fn,
                target);
     }
     for (const std::string& w : warnings) fmt::print(stderr, "bertrt_convert: warning: {}\n", w);
