@@ -190,7 +190,8 @@ BERTRT_API bertrt_status bertrt_fill_mask(bertrt_model* model, const char* text,
 typedef struct bertrt_embed_options {
   uint32_t struct_size;
   int32_t dimensions;      /* keep the first D dimensions, then normalize (Matryoshka); 0: all */
-  int32_t normalize;       /* 1 (default): every embedding has L2 norm 1; 0: the vector before */
+  int32_t normalize;       /* 1 (default): L2-normalized after the truncation; 0: the model's
+                              own output (its Normalize module still applies), truncated */
   const char* prompt_name; /* the model's prompt of this name before each text; NULL: its default */
   const char* prompt;      /* this text before each text instead ("" for none); NULL: prompt_name */
   const char* pooling;     /* a model without an embedding head: "cls", "mean", "max",

@@ -404,7 +404,8 @@ class Model:
               pooling=None, batch_size=32):
         """Sentence embeddings of a str or a list of them: a float32 array [len(texts), D] (one
         row for a str), as sentence-transformers' encode computes them with the model's embedding
-        head. dimensions keeps the first D (Matryoshka) before the L2 normalization (normalize);
+        head. dimensions keeps the first D (Matryoshka), then normalize L2-normalizes (False: the
+        model's own output, truncated);
         prompt_name picks one of the model's prompts, prompt gives the text itself ("" for
         none); pooling ("mean", "cls", ...) pools a model without an embedding head."""
         texts = _texts(texts, "texts")

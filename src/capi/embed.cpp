@@ -127,6 +127,8 @@ bertrt_status bertrt_rerank(bertrt_model* model, const char* query, const char* 
     if (count == 0) return;
     RerankOptions o;
     o.raw_scores = raw_scores != 0;
+    o.max_length = tokenizer_max_length(m.loaded.metadata,
+                                        m.loaded.model->config().max_position_embeddings);
     std::lock_guard<std::mutex> lock(m.forward_mutex);
     const std::vector<float> s =
         rerank_scores(*m.loaded.model, *m.loaded.tokenizer, *m.backend, query, in, o);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <numeric>
 
 #include "core/error.h"
@@ -156,15 +157,26 @@ std::vector<float> embed_texts(BertModel& model, const Tokenizer& tokenizer, Bac
     prompt_len.assign(size_t(B), prompt_length);
     pooling_forward(head.pooling, model.last_hidden_state(), mask, prompt_len.data(), B, T, H,
                     pooled.data());
-    std::vector<float> e = finish_embeddings(
-        dense_forward(head, model.layout(), model.params(), pooled.data(), B, H), B, D,
-        options.dimensions, options.normalize);
+    std::vector<float> x = dense_forward(head, model.layout(), model.params(), pooled.data(), B, H);
+    if (head.normalize) x = finish_embeddings(std::move(x), B, D, 0, true);  // the Normalize module
+    const std::vector<float> e =
+        finish_embeddings(std::move(x), B, D, options.dimensions, options.normalize);
     for (int b = 0; b < B; ++b)
       std::copy(e.begin() + size_t(b) * out_dim, e.begin() + size_t(b + 1) * out_dim,
                 out.begin() + members[b] * out_dim);
   });
   if (stats) *stats = st;
   return out;
+}
+
+int tokenizer_max_length(const std::map<std::string, std::string>& metadata,
+                         int max_position_embeddings) {
+  const auto it = metadata.find("tokenizer.model_max_length");
+  if (it == metadata.end()) return max_position_embeddings;
+  char* end = nullptr;
+  const long long v = std::strtoll(it->second.c_str(), &end, 10);
+  if (*end != '\0' || v < 3) return max_position_embeddings;
+  return int(std::min<long long>(v, max_position_embeddings));
 }
 
 std::vector<float> rerank_scores(BertModel& model, const Tokenizer& tokenizer, Backend& be,

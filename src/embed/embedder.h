@@ -5,6 +5,7 @@
 // bertrt_embed / bertrt_rerank and Model.embed / Model.rerank.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,7 +18,9 @@ namespace bertrt {
 
 struct EmbedOptions {
   int dimensions = 0;     // Matryoshka: keep the first D dimensions (0: all); more is an error
-  bool normalize = true;  // L2-normalize (after the truncation); false: the vector before it
+  // L2-normalize after the truncation (encode's normalize_embeddings=True); false: the model's
+  // own output (its Normalize module, if it has one, still applies), truncated.
+  bool normalize = true;
   // The text put before each input: `prompt` as given, else the model's prompt named
   // `prompt_name`, else its default_prompt_name's, else none.
   std::optional<std::string> prompt;
@@ -52,9 +55,17 @@ std::vector<float> embed_texts(BertModel& model, const Tokenizer& tokenizer, Bac
 
 struct RerankOptions {
   bool raw_scores = false;  // the logit; otherwise sigmoid(logit), CrossEncoder.predict's default
-  int max_length = 0;       // tokens a pair keeps (longest-first); 0: max_position_embeddings
+  // Tokens a pair keeps (longest-first); 0: max_position_embeddings. CrossEncoder truncates at
+  // its tokenizer's model_max_length: callers pass tokenizer_max_length(metadata, ...).
+  int max_length = 0;
   int batch_size = 32;
 };
+
+// The tokenizer's model_max_length the converter recorded (metadata
+// "tokenizer.model_max_length"), capped at max_position_embeddings; max_position_embeddings when
+// there is none.
+int tokenizer_max_length(const std::map<std::string, std::string>& metadata,
+                         int max_position_embeddings);
 
 // One score per passage for (query, passage), in passage order, from a one-output sequence
 // classifier (a sentence-transformers CrossEncoder: a regression head). Throws bertrt::Error when

@@ -58,7 +58,8 @@ void add_embed(CLI::App& app) {
                 "keep the first D dimensions, then normalize (Matryoshka); default: all")
       ->check(at_least(1));
   c->add_flag("--no-normalize", o->no_normalize,
-              "return the vector before L2 normalization (by default every embedding has norm 1)");
+              "the model's own output, truncated (by default each embedding is L2-normalized "
+              "after the truncation, as encode(normalize_embeddings=True))");
   auto* name = c->add_option("--prompt-name", o->prompt_name,
                              "put the model's prompt of this name before each input (e.g. query)");
   c->add_option("--prompt", o->prompt,

@@ -39,8 +39,8 @@ void add_rerank(CLI::App& app) {
   c->add_flag("--raw-scores", o->raw_scores, "print the logit instead of sigmoid(logit)");
   c->add_flag("--return-text", o->return_text, "add each passage's \"text\"");
   c->add_option("--max-length", o->max_length,
-                "tokens a (query, passage) pair keeps, longest first (default: the model's "
-                "max_position_embeddings)")
+                "tokens a (query, passage) pair keeps, longest first (default: the tokenizer's "
+                "model_max_length, as CrossEncoder; at most max_position_embeddings)")
       ->check(at_least(3));
   c->add_option("--batch-size", o->batch_size, "pairs a forward (default 32)")->check(at_least(1));
   o->backend.add_to(c);
@@ -59,7 +59,9 @@ void add_rerank(CLI::App& app) {
                   [&](const std::string& text, size_t) { passages.push_back(text); });
     RerankOptions opts;
     opts.raw_scores = o->raw_scores;
-    opts.max_length = o->max_length;
+    opts.max_length = o->max_length > 0 ? o->max_length
+                                        : tokenizer_max_length(
+                                              m.metadata, m.model->config().max_position_embeddings);
     opts.batch_size = o->batch_size;
     EmbedStats st;
     const std::vector<float> scores =

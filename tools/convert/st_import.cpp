@@ -180,10 +180,19 @@ ConvertedModel import_sentence_transformers(const std::string& dir, const Conver
 
   EmbeddingConfig e;
   const int H = m.contents.config.hidden_size;
+  // Without a max_seq_length, Transformer takes min(max_position_embeddings, the tokenizer's
+  // model_max_length).
+  {
+    const auto it = m.contents.metadata.find("tokenizer.model_max_length");
+    if (it != m.contents.metadata.end()) {
+      const long long v = std::stoll(it->second);
+      if (v < m.contents.config.max_position_embeddings) e.max_seq_length = int(v);
+    }
+  }
   const std::string sbert = (tdir / "sentence_bert_config.json").string();
   if (fs::exists(sbert)) {
     const json j = read_json_object(sbert);
-    e.max_seq_length = get_int(sbert, j, "max_seq_length", 0);
+    e.max_seq_length = get_int(sbert, j, "max_seq_length", e.max_seq_length);
     e.do_lower_case = get_bool(sbert, j, "do_lower_case", false);
     if (e.max_seq_length < 0 || e.max_seq_length > m.contents.config.max_position_embeddings)
       fail("{}: max_seq_length {} is outside [0, max_position_embeddings {}]", sbert,
