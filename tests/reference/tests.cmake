@@ -7,3 +7,16 @@ foreach(act gelu gelu_new)
   set_tests_properties(reference_generate_${act} PROPERTIES FIXTURES_SETUP reference_files)
 endforeach()
 file(MAKE_DIRECTORY ${REF_DIR})
+# bertrt-convert, `bertrt embed` / `rerank` and Python's Model.embed / rerank against the outputs
+# sentence-transformers computed on the folders st_models.py writes (expected/
+# sentence_transformers.json, st_upstream.py), and the export's round trip (st_check.py).
+if(TARGET bertrt_convert_cli AND TARGET bertrt_shared AND NOT CMAKE_CROSSCOMPILING
+   AND NOT CMAKE_CXX_FLAGS MATCHES "-fsanitize")
+  add_test(NAME sentence_transformers_reference
+    COMMAND ${CMAKE_COMMAND} -E env PYTHONPATH=${CMAKE_SOURCE_DIR}/python
+            /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/reference/st_check.py
+            --cli $<TARGET_FILE:bertrt_cli> --convert $<TARGET_FILE:bertrt_convert_cli>
+            --library $<TARGET_FILE:bertrt_shared> --work ${REF_DIR}/st_check)
+  set_tests_properties(sentence_transformers_reference PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+                       LABELS e2e)
+endif()
