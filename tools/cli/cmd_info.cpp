@@ -105,6 +105,32 @@ void add_info(CLI::App& app) {
     }
     nlohmann::json heads = {{"mlm", m.heads.mlm}, {"nsp", m.heads.nsp},
                             {"labels", m.heads.labels}, {"task", m.heads.task}};
+    // The sentence-embedding head with sentence-transformers' names.
+    nlohmann::json embedding;
+    if (m.heads.embedding) {
+      const EmbeddingConfig& e = *m.heads.embedding;
+      nlohmann::json dense = nlohmann::json::array();
+      for (const DenseConfig& d : e.dense)
+        dense.push_back({{"path", d.path}, {"in_features", d.in_features},
+                         {"out_features", d.out_features}, {"bias", d.bias},
+                         {"activation_function", d.activation_function}});
+      nlohmann::json prompts = nlohmann::json::object();
+      for (const auto& [name, text] : e.prompts) prompts[name] = text;
+      embedding = {{"pooling", e.pooling.mode_string()},
+                   {"include_prompt", e.pooling.include_prompt},
+                   {"dense", dense},
+                   {"normalize", e.normalize},
+                   {"dimension", e.dim(m.config.hidden_size)},
+                   {"max_seq_length", e.max_seq_length > 0 ? e.max_seq_length
+                                                           : m.config.max_position_embeddings},
+                   {"do_lower_case", e.do_lower_case},
+                   {"prompts", prompts},
+                   {"default_prompt_name", e.default_prompt_name.empty()
+                                               ? nlohmann::json(nullptr)
+                                               : nlohmann::json(e.default_prompt_name)},
+                   {"similarity_fn_name", e.similarity_fn_name}};
+      heads["embedding"] = embedding;
+    }
     nlohmann::json tok = {{"vocab_size", m.tokenizer.vocab.size()},
                           {"do_lower_case", m.tokenizer.do_lower_case},
                           {"tokenize_chinese_chars", m.tokenizer.tokenize_chinese_chars},
@@ -135,7 +161,9 @@ void add_info(CLI::App& app) {
     }
     fmt::print("model      {}\n", o->model);
     fmt::print("config     {}\n", config_json(m.config).dump());
+    if (m.heads.embedding) heads.erase("embedding");  // a line of its own
     fmt::print("heads      {}\n", heads.dump());
+    if (!embedding.is_null()) fmt::print("embedding  {}\n", embedding.dump());
     fmt::print("tokenizer  {}\n", tok.dump());
     fmt::print("parameters {:.3f} M in {} tensors, {:.1f} MB\n", params / 1e6, m.tensors.size(),
                bytes / 1e6);
