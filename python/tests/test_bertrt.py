@@ -467,3 +467,90 @@ def test_version_and_library_load_errors():
                            text=True, env={**os.environ, "BERTRT_LIBRARY": lib})
         assert p.returncode != 0 and "ImportError" in p.stderr
         assert re.search(why, p.stderr), p.stderr
+
+
+@pytest.fixture(scope="session")
+def st(tmp_path_factory):
+    """tests/reference/st_models.py's sentence-transformers folders, converted: an embedding model
+    with prompts, one with Dense + Normalize, a cross-encoder, and a plain BERT (no head)."""
+    out = tmp_path_factory.mktemp("st")
+    rc = subprocess.call(["/usr/bin/python3", os.path.join(SRC, "tests/reference/st_models.py"),
+                          "--out", str(out / "folders")], stdout=subprocess.DEVNULL)
+    if rc == 77:
+        pytest.skip("python3-torch missing")
+    assert rc == 0
+    paths = {}
+    for name in ("prompts", "dense_normalize", "cross_encoder"):
+        paths[name] = str(out / (name + ".brt"))
+        bertrt.convert(str(out / "folders" / name), paths[name])
+    return paths
+
+
+def test_embed_shapes_norms_and_the_cli(st):
+    with bertrt.Model(st["dense_normalize"]) as m:
+        e = m.embed(["the cat sat on the mat .", "", "a dog"])
+        assert e.shape == (3, 12) and e.dtype == np.float32
+        assert np.allclose(np.linalg.norm(e, axis=1), 1, atol=1e-6)
+        one = m.embed("a dog")  # a str is one row
+        assert one.shape == (1, 12)
+        # Alone or in a padded batch: the same values up to the GEMMs' summation order, which
+        # the batch's shape picks (a few float32 ulps of a unit vector).
+        assert np.allclose(one[0], e[2], rtol=0, atol=1e-6)
+        d = m.embed(["a dog"], dimensions=5)
+        assert d.shape == (1, 5) and abs(np.linalg.norm(d) - 1) < 1e-6
+        raw = m.embed(["a dog"], dimensions=5, normalize=False)  # the Normalize module's output, cut
+        assert np.allclose(raw[0], one[0][:5], rtol=0, atol=1e-7)
+    if CLI:
+        out = subprocess.run([CLI, "embed", "--model", st["dense_normalize"]], input="a dog\n",
+                             stdout=subprocess.PIPE, text=True, check=True).stdout
+        # The same library code on the same single row: the same bits.
+        assert np.array_equal(np.array(json.loads(out)["embedding"], np.float32), one[0])
+
+
+def test_embed_prompts_and_bad_arguments(st):
+    with bertrt.Model(st["prompts"]) as m:
+        q = m.embed(["a dog"], prompt_name="query")
+        assert q.shape == (1, 36)
+        with pytest.raises(bertrt.Error, match="prompt-name 'nope' is not one of the model's prompts"):
+            m.embed(["a dog"], prompt_name="nope")
+        with pytest.raises(bertrt.Error, match="dimensions 37 is outside"):
+            m.embed(["a dog"], dimensions=37)
+        with pytest.raises(ValueError, match="dimensions"):
+            m.embed(["a dog"], dimensions=0)
+        with pytest.raises(TypeError, match="normalize"):
+            m.embed(["a dog"], normalize=1)
+        with pytest.raises(TypeError, match="texts"):
+            m.embed(None)
+        with pytest.raises(ValueError, match=r"texts\[1\]: not encodable"):
+            m.embed(["a", "\udcff"])
+        with pytest.raises(bertrt.Error, match="not valid UTF-8|not UTF-8"):
+            m.embed([b"\xff"])
+        with pytest.raises(bertrt.Error, match="has a none head, not a cross-encoder"):
+            m.rerank("q", ["a"])
+        assert m.embed([]).shape == (0, 36)
+
+
+def test_rerank_order_and_raw_scores(st):
+    with bertrt.Model(st["cross_encoder"]) as r:
+        passages = ["the cat sat on the mat .", "a dog is big", "she is unable to run"]
+        best = r.rerank("the cat", passages)
+        assert sorted(x["index"] for x in best) == [0, 1, 2]
+        assert [x["score"] for x in best] == sorted((x["score"] for x in best), reverse=True)
+        assert all(0 < x["score"] < 1 for x in best)
+        logits = {x["index"]: x["score"] for x in r.rerank("the cat", passages, raw_scores=True)}
+        for x in best:  # sigmoid(logit)
+            assert abs(x["score"] - 1 / (1 + np.exp(-logits[x["index"]]))) < 1e-6
+        assert len(r.rerank("the cat", passages, top_k=1)) == 1
+        with pytest.raises(bertrt.Error, match="no sentence-embedding head"):
+            r.embed(["a"])
+        assert len(r.embed(["a"], pooling="mean")[0]) == 36  # any encoder pools on request
+
+
+def test_convert_to_sentence_transformers(st, tmp_path):
+    out = tmp_path / "st"
+    bertrt.convert(st["dense_normalize"], str(out), to="sentence-transformers")
+    modules = json.load(open(out / "modules.json"))
+    assert [m["type"].rsplit(".", 1)[1] for m in modules] == ["Transformer", "Pooling", "Dense",
+                                                              "Dense", "Normalize"]
+    with pytest.raises(bertrt.Error, match="has no sentence-embedding head"):
+        bertrt.convert(st["cross_encoder"], str(tmp_path / "x"), to="sentence-transformers")

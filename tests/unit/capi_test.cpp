@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bertrt/bertrt.h"
+#include "embed/embedder.h"
 #include "io/model_io.h"
 #include "model_runs.h"
 #include "test_util.h"
@@ -899,6 +900,83 @@ TEST_F(CapiTest, LabelsAreTheModelsOwnElseItsTasks) {
   EXPECT_EQ(label_of(h, 0), "not_equivalent");
   h.task.clear();
   EXPECT_EQ(label_of(h, 1), "LABEL_1");
+}
+
+}  // namespace
+}  // namespace bertrt
+
+namespace bertrt {
+namespace {
+
+// bertrt_embed / bertrt_rerank: the library's embed_texts / rerank_scores, and their argument
+// checks (the numbers against sentence-transformers: tests/reference/st_check.py).
+TEST_F(CapiTest, EmbedAndRerankMatchTheLibraryAndCheckTheirArguments) {
+  HeadsConfig eh;
+  eh.embedding = EmbeddingConfig{};
+  eh.embedding->pooling.mean_tokens = true;
+  eh.embedding->prompts = {{"query", "query: "}};
+  const std::string emb_path = write_model("emb.brt", eh);
+  HeadsConfig rh;
+  rh.kind = HeadKind::kRegression;
+  const std::string rr_path = write_model("rr.brt", rh);
+  bertrt_model* m = load(emb_path);
+  bertrt_model* r = load(rr_path);
+  ASSERT_TRUE(m && r);
+
+  const char* texts[] = {"a gorgeous movie", "", "dull"};
+  int32_t dim = 0;
+  ASSERT_EQ(bertrt_embedding_dim(m, nullptr, &dim), BERTRT_OK) << bertrt_last_error();
+  EXPECT_EQ(dim, test::tiny_config().hidden_size);
+  std::vector<float> got(3 * size_t(dim));
+  bertrt_embed_options o;
+  bertrt_embed_options_init(&o);
+  o.prompt_name = "query";
+  ASSERT_EQ(bertrt_embed(m, texts, 3, &o, got.data(), got.size()), BERTRT_OK) << bertrt_last_error();
+  {
+    const LoadedModel lm = load_model(emb_path);
+    auto be = make_backend("cpu");
+    EmbedOptions eo;
+    eo.prompt_name = "query";
+    const std::vector<float> want =
+        embed_texts(*lm.model, *lm.tokenizer, *be, {texts[0], texts[1], texts[2]}, eo);
+    EXPECT_EQ(got, want);
+  }
+  o.dimensions = 4;
+  ASSERT_EQ(bertrt_embedding_dim(m, &o, &dim), BERTRT_OK);
+  EXPECT_EQ(dim, 4);
+
+  // Errors: each names the argument; nothing is written.
+  std::vector<float> small(5, -7.0f);
+  EXPECT_EQ(bertrt_embed(m, texts, 3, &o, small.data(), small.size()), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bertrt_last_error()).find("capacity is 5 floats, [3, 4] needs 12"),
+            std::string::npos) << bertrt_last_error();
+  EXPECT_EQ(small, std::vector<float>(5, -7.0f));
+  EXPECT_EQ(bertrt_embed(m, nullptr, 3, &o, got.data(), got.size()), BERTRT_E_INVALID_ARGUMENT);
+  const char* with_null[] = {"a", nullptr};
+  EXPECT_EQ(bertrt_embed(m, with_null, 2, &o, got.data(), got.size()), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bertrt_last_error()).find("texts[1] is NULL"), std::string::npos);
+  const char* bad_utf8[] = {"\xff"};
+  EXPECT_EQ(bertrt_embed(m, bad_utf8, 1, &o, got.data(), got.size()), BERTRT_E_INVALID_ARGUMENT);
+  o.dimensions = 1000;
+  EXPECT_EQ(bertrt_embed(m, texts, 3, &o, got.data(), got.size()), BERTRT_E_UNSUPPORTED);
+  EXPECT_NE(std::string(bertrt_last_error()).find("--dimensions 1000 is outside"), std::string::npos);
+  o.dimensions = 0;
+  o.struct_size = 1;
+  EXPECT_EQ(bertrt_embed(m, texts, 3, &o, got.data(), got.size()), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(bertrt_embedding_dim(r, nullptr, &dim), BERTRT_E_UNSUPPORTED);  // no embedding head
+  EXPECT_NE(std::string(bertrt_last_error()).find("no sentence-embedding head"), std::string::npos);
+  EXPECT_EQ(bertrt_embed(m, texts, 0, nullptr, nullptr, 0), BERTRT_OK);  // nothing to do
+
+  float scores[3] = {0, 0, 0}, logits[3] = {0, 0, 0};
+  ASSERT_EQ(bertrt_rerank(r, "is it good", texts, 3, 0, scores, 3), BERTRT_OK) << bertrt_last_error();
+  ASSERT_EQ(bertrt_rerank(r, "is it good", texts, 3, 1, logits, 3), BERTRT_OK);
+  for (int i = 0; i < 3; ++i) EXPECT_FLOAT_EQ(scores[i], 1.0f / (1.0f + std::exp(-logits[i])));
+  EXPECT_EQ(bertrt_rerank(r, "q", texts, 3, 0, scores, 2), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(bertrt_rerank(r, nullptr, texts, 3, 0, scores, 3), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(bertrt_rerank(r, "q", texts, 3, 2, scores, 3), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(bertrt_rerank(m, "q", texts, 3, 0, scores, 3), BERTRT_E_UNSUPPORTED);  // not a reranker
+  bertrt_model_free(m);
+  bertrt_model_free(r);
 }
 
 }  // namespace
