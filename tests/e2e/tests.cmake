@@ -52,3 +52,10 @@ if(TARGET bertrt_convert_cli AND BERTRT_PYTHON_EXECUTABLE AND NOT CMAKE_CXX_FLAG
            ${BERTRT_PYTHON_EXECUTABLE} ${_vulkan})
   set_tests_properties(version_e2e PROPERTIES TIMEOUT 120 LABELS e2e)
 endif()
+# bertrt embed / rerank / eval --task sts|retrieval and the converter's sentence-transformers
+# folders: outputs and bad input (tests/e2e/embed_test.sh).
+if(TARGET bertrt_convert_cli)
+  add_test(NAME embed_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/embed_test.sh
+           $<TARGET_FILE:bertrt_cli> $<TARGET_FILE:bertrt_convert_cli> ${E2E_DATA} ${CMAKE_SOURCE_DIR})
+  set_tests_properties(embed_e2e PROPERTIES TIMEOUT 300 LABELS e2e)
+endif()

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# End-to-end checks of `bertrt embed`, `bertrt rerank`, `bertrt eval --task sts|retrieval` and the
+# converter's sentence-transformers input and output, on tests/reference/st_models.py's folders:
+# outputs in input order, the .npy matrix, and bad input (each must exit non-zero naming the
+# file, line, key or flag, and leave no output behind). The numbers against sentence-transformers
+# are tests/reference/st_check.py's.
+# Usage: embed_test.sh BERTRT_BINARY BERTRT_CONVERT DATA_DIR SOURCE_DIR
+set -uo pipefail
+CONVERT=$2
+SRC=$4
+set -- "$1" "$3"
+source "$(dirname "$0")/harness.sh"
+
+/usr/bin/python3 "$SRC/tests/reference/st_models.py" --out "$T/st" --weights safetensors
+rc=$?
+if [ $rc -eq 77 ]; then echo "SKIP: python3-torch missing"; exit 0; fi
+[ $rc -eq 0 ] || { echo "FAIL: st_models.py"; exit 1; }
+expect_ok "convert embedding model" "$CONVERT" -q "$T/st/dense_normalize" -o "$T/emb.brt"
+expect_ok "convert prompts model" "$CONVERT" -q "$T/st/prompts" -o "$T/prompts.brt"
+expect_ok "convert cross-encoder" "$CONVERT" -q "$T/st/cross_encoder" -o "$T/ce.brt"
+expect_ok "init plain BERT" "$BIN" init --preset tiny --vocab "$VOCAB" -o "$T/plain.brt"
+
+# --- embed ------------------------------------------------------------------------------------------
+printf 'the cat\n\na dog\n' | "$BIN" embed --model "$T/emb.brt" > "$T/e.jsonl" 2>"$T/stderr" \
+  && [ "$(wc -l < "$T/e.jsonl")" -eq 3 ] && [ "$(grep -c '^{"embedding":\[' "$T/e.jsonl")" -eq 3 ] \
+  && ok || bad "embed: 3 lines in, 3 embeddings out: $(cat "$T/e.jsonl" "$T/stderr")"
+# A long input is truncated and counted (the truncation model keeps 8 tokens).
+expect_ok "convert truncation model" "$CONVERT" -q "$T/st/truncation" -o "$T/trunc.brt"
+printf 'the big red dog and the small blue cat sat on the green mat\na dog\n' \
+  | "$BIN" embed --model "$T/trunc.brt" > /dev/null 2>"$T/stderr" \
+  && grep -q "1 of 2 inputs were longer than 8 tokens and were truncated" "$T/stderr" \
+  && ok || bad "truncation notice: $(cat "$T/stderr")"
+printf 'the cat\na dog\n' > "$T/in.txt"
+expect_ok "embed --output .npy" "$BIN" embed --model "$T/emb.brt" --input "$T/in.txt" --dimensions 5 \
+  --output "$T/e.npy"
+/usr/bin/python3 -c "
+import numpy as np, sys
+e = np.load('$T/e.npy')
+sys.exit(0 if e.shape == (2, 5) and e.dtype == np.float32 and abs(np.linalg.norm(e, axis=1) - 1).max() < 1e-6 else 1)
+" && ok || bad "e.npy is not a float32 [2, 5] matrix of unit rows"
+expect_error "dimensions above the width" "$T/x.npy" "--dimensions 13 is outside \[1, 12\]" -- \
+  "$BIN" embed --model "$T/emb.brt" --input "$T/in.txt" --dimensions 13 --output "$T/x.npy"
+printf 'fine\n\xff\xfe\n' > "$T/bad.txt"
+expect_error "non-UTF-8 line" "$T/x.npy" "bad.txt: line 2" -- \
+  "$BIN" embed --model "$T/emb.brt" --input "$T/bad.txt" --output "$T/x.npy"
+expect_error "no embedding head" "" "has no sentence-embedding head.*--pooling" -- \
+  "$BIN" embed --model "$T/plain.brt" --input "$T/in.txt"
+expect_ok "a plain BERT with --pooling" "$BIN" embed --model "$T/plain.brt" --input "$T/in.txt" --pooling mean
+expect_error "unknown prompt name" "" "--prompt-name 'doc' is not one of the model's prompts \(document, passage, query\)" -- \
+  "$BIN" embed --model "$T/prompts.brt" --input "$T/in.txt" --prompt-name doc
+"$BIN" embed --model "$T/prompts.brt" --input "$T/in.txt" --prompt x --prompt-name query >/dev/null 2>&1
+[ $? -eq 2 ] && ok || bad "--prompt with --prompt-name is a usage error (exit 2)"
+expect_error "unknown pooling" "" "--pooling" -- "$BIN" embed --model "$T/plain.brt" --input "$T/in.txt" --pooling sum
+
+# --- rerank -----------------------------------------------------------------------------------------
+printf 'the cat sat on the mat .\na dog is big\nthe red dog\n' \
+  | "$BIN" rerank --model "$T/ce.brt" --query 'the cat' --top-k 2 --return-text > "$T/r.jsonl" \
+  && [ "$(wc -l < "$T/r.jsonl")" -eq 2 ] && grep -q '"text":' "$T/r.jsonl" \
+  && ok || bad "rerank --top-k 2: $(cat "$T/r.jsonl")"
+expect_error "rerank with an embedding model" "" "has a none head, not a cross-encoder" -- \
+  "$BIN" rerank --model "$T/emb.brt" --query q --input "$T/in.txt"
+
+# --- eval --task sts / retrieval ----------------------------------------------------------------------
+expect_ok "eval sts" "$BIN" eval --model "$T/emb.brt" --task sts --data "$DATA/glue/STS-B/dev.tsv" --json
+grep -q '"cosine_pearson":' "$T/stdout" && grep -q '"cosine_spearman":' "$T/stdout" \
+  && grep -q '"examples":1500' "$T/stdout" && ok || bad "eval sts --json: $(cat "$T/stdout")"
+expect_ok "eval retrieval" "$BIN" eval --model "$T/emb.brt" --task retrieval \
+  --data "$DATA/squad_v1.1/dev-v1.1-articles-00-39.json" --articles 39 --json
+grep -q '"cosine_ndcg@10":' "$T/stdout" && grep -q '"cosine_mrr@10":' "$T/stdout" \
+  && grep -q '"cosine_recall@10":' "$T/stdout" && ok || bad "eval retrieval --json: $(cat "$T/stdout")"
+expect_error "sts data without a score column" "" "line 1: no column 'sentence1'" -- \
+  "$BIN" eval --model "$T/emb.brt" --task sts --data "$DATA/glue/MRPC/dev.tsv"
+
+# --- the converter: refused folders name the file and the key --------------------------------------
+cp -r "$T/st/pool_mean" "$T/unknown_module"
+sed -i 's/sentence_transformers.models.Pooling/sentence_transformers.models.WordWeights/' "$T/unknown_module/modules.json"
+expect_error "unknown module type" "$T/x.brt" "modules.json: module 1 must be sentence_transformers.models.Pooling" -- \
+  "$CONVERT" "$T/unknown_module" -o "$T/x.brt"
+cp -r "$T/st/pool_mean" "$T/unknown_key"
+sed -i 's/"include_prompt"/"pooling_mode_sum_tokens": false, "include_prompt"/' "$T/unknown_key/1_Pooling/config.json"
+expect_error "unknown pooling key" "$T/x.brt" "1_Pooling/config.json: key 'pooling_mode_sum_tokens'" -- \
+  "$CONVERT" "$T/unknown_key" -o "$T/x.brt"
+expect_error "export without an embedding head" "" "has no sentence-embedding head" -- \
+  "$CONVERT" --to sentence-transformers "$T/ce.brt" -o "$T/ce-st"
+
+echo "embed_test: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
