@@ -22,4 +22,10 @@ namespace bertrt {
 void pooling_forward(const PoolingConfig& p, const float* hidden, const int32_t* mask,
                      const int32_t* prompt_length, int B, int T, int H, float* out);
 
+// Its backward: dhidden [B, T, H] accumulates ∂loss/∂hidden from dout [B, p.modes() · H] (max:
+// to the first position holding the maximum, as torch.max's backward routes it).
+void pooling_backward(const PoolingConfig& p, const float* dout, const float* hidden,
+                      const int32_t* mask, const int32_t* prompt_length, int B, int T, int H,
+                      float* dhidden);
+
 }  // namespace bertrt

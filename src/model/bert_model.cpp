@@ -375,6 +375,17 @@ void BertModel::backward(Backend& be) {
   encoder_backward(be, config_, dw_, acts_, w_, in, batch_.position_ids, q);
 }
 
+void BertModel::backward_from_hidden(Backend& be, const float* dhidden) {
+  if (!acts_.training()) fail("backward_from_hidden() needs a forward(training=true) first");
+  if (ran_mlm_ || ran_nsp_ || ran_task_)
+    fail("backward_from_hidden(): the forward ran a head's loss; its gradient would be lost");
+  if (&be != be_) fail("backward_from_hidden() on backend '{}': the forward ran on another", be.name());
+  const EncoderInputs& in = batch_.inputs;
+  // The forward zeroed dhidden and dpooled (encoder_forward); the pooler gets no gradient.
+  be.upload(acts_.dhidden, dhidden, size_t(in.B) * in.T * config_.hidden_size * sizeof(float));
+  backward(be);
+}
+
 void BertModel::set_backward_plan(const BackwardPlan& plan) {
   if (plan.first_layer < 0 || plan.first_layer > config_.num_hidden_layers ||
       (plan.embeddings && plan.first_layer != 0))

@@ -87,6 +87,10 @@ class BertModel {
   ForwardResult forward(Backend& be, const EncoderInputs& in, const Targets& t, bool training);
   // After forward(training=true): accumulates ∂loss/∂params into grads().
   void backward(Backend& be);
+  // The same for a loss computed outside the model from last_hidden_state (a sentence-embedding
+  // loss, train/embedding_loss.h): dhidden [B, T, C] on the host is ∂loss/∂last_hidden_state.
+  // Throws bertrt::Error when a head's loss ran in the forward (its gradient would be lost).
+  void backward_from_hidden(Backend& be, const float* dhidden);
   // Memory options of training (encoder.h BackwardPlan): frozen bottom layers get no backward and
   // keep no activations; recompute keeps only each layer's output. Gradients of the parameters
   // the plan skips are left untouched (zero after zero_grad). Throws bertrt::Error when

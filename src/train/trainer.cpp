@@ -135,6 +135,27 @@ StepResult Trainer::step(const std::vector<MicroBatch>& micro) {
   float* grads = model_.grads(backend_);
   // The mean over micro-batches (a power-of-two K scales exactly).
   if (micro.size() > 1) backend_.scale(grads + skip, static_cast<float>(w), n);
+  return update(r, skip, n);
+}
+
+StepResult Trainer::step_with(const std::function<double()>& run) {
+  StepResult r;
+  const size_t skip = rule_.frozen_prefix(), n = model_.layout().total() - skip;
+  backend_.fill(model_.grads(backend_) + skip, 0.0f, n);
+  model_.set_dropout({dropout_prob_, dropout_seed_, uint64_t(steps_) << 16, attention_probs_dropout_});
+  r.fwd.loss = run();
+  if (!std::isfinite(r.fwd.loss)) {
+    r.grad_norm = NAN;
+    r.learning_rate = schedule_lr(rule_.options().schedule(), rule_.options().learning_rate, steps_,
+                                  rule_.options().warmup_steps, rule_.options().total_steps);
+    return nonfinite(r, std::isnan(r.fwd.loss) ? std::string("loss is nan")
+                                               : fmt::format("loss is {}", r.fwd.loss));
+  }
+  return update(r, skip, n);
+}
+
+StepResult Trainer::update(StepResult r, size_t skip, size_t n) {
+  float* grads = model_.grads(backend_);
   const UpdateResult u = rule_.apply(backend_, model_.params(backend_), grads, steps_);
   r.grad_norm = u.grad_norm;
   r.learning_rate = u.learning_rate;

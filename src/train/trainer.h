@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,10 @@ class Trainer {
   // A non-finite loss or gradient norm throws bertrt::Error naming the step, before any update;
   // with options.skip_nonfinite the step is counted but skipped (StepResult::skipped).
   StepResult step(const std::vector<MicroBatch>& micro);
+  // One update from a loss the model's heads do not compute (train/embedding_trainer.h): the
+  // gradients are zeroed, `run` does the forwards and backwards (model().forward with training,
+  // backward or backward_from_hidden) and returns the loss; then clip and update as step().
+  StepResult step_with(const std::function<double()>& run);
 
   // Dropout of every training forward from now on (encoder.h Dropout): hidden `prob` and
   // `attention_probs` in [0, 1), 0 = none (the defaults). Each micro-batch of each step draws its
@@ -94,6 +99,7 @@ class Trainer {
 
  private:
   StepResult nonfinite(StepResult r, const std::string& what);
+  StepResult update(StepResult r, size_t skip, size_t n);  // clip, AdamW, the checks
   BertModel& model_;
   Backend& backend_;
   MemoryOptions memory_;

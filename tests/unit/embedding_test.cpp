@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <random>
 
 #include "backends/backend.h"
 #include "core/error.h"
@@ -12,6 +13,8 @@
 #include "embed/embedding_eval.h"
 #include "heads/embedding_head.h"
 #include "heads/pooling.h"
+#include "train/embedding_loss.h"
+#include "train/embedding_trainer.h"
 #include "io/model_io.h"
 #include "test_util.h"
 
@@ -281,6 +284,171 @@ TEST(StsTsv, ReadsGlueStsbDev) {
   ASSERT_EQ(p.size(), 1500u);
   EXPECT_EQ(p[0].sentence1, "A man with a hard hat is dancing.");
   EXPECT_EQ(p[0].score, 5.0);
+}
+
+}  // namespace
+}  // namespace bertrt
+
+namespace bertrt {
+namespace {
+
+// The losses' gradients against central differences, all in double (the loss code's own
+// precision). With h = 1e-2 the differences' O(h²) truncation error is about 1e-4 of these
+// losses' scale; the bound, 2e-3 of the largest gradient, sits above it.
+TEST(EmbeddingLoss, GradientsMatchFiniteDifferences) {
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> nd;
+  const int N = 4, D = 6;
+  auto make = [&](int k) {
+    std::vector<std::vector<float>> c(size_t(k), std::vector<float>(size_t(N) * D));
+    for (auto& col : c)
+      for (float& x : col) x = float(nd(rng));
+    return c;
+  };
+  struct Case {
+    const char* name;
+    EmbeddingLoss loss;
+    int cols;
+  };
+  EmbeddingLoss mnrl, cosent, cosine, matryoshka;
+  cosent.kind = EmbeddingLossKind::kCosent;
+  cosine.kind = EmbeddingLossKind::kCosine;
+  matryoshka.matryoshka_dims = {6, 3};
+  matryoshka.matryoshka_weights = {1.0, 0.5};
+  const Case cases[] = {{"mnrl", mnrl, 2}, {"mnrl+negatives", mnrl, 3}, {"cosent", cosent, 2},
+                        {"cosine", cosine, 2}, {"matryoshka", matryoshka, 3}};
+  const std::vector<double> labels = {0.2, 0.9, 0.2, 0.5};  // a tie: no term between rows 0 and 2
+  for (const Case& c : cases) {
+    std::vector<std::vector<float>> cols = make(c.cols), grads, scratch;
+    embedding_loss(c.loss, cols, N, D, labels, grads);
+    double gmax = 0;
+    for (const auto& g : grads)
+      for (float x : g) gmax = std::max(gmax, double(std::abs(x)));
+    ASSERT_GT(gmax, 0) << c.name;
+    for (int k = 0; k < c.cols; ++k)
+      for (int i = 0; i < N * D; i += 5) {
+        const float x0 = cols[size_t(k)][size_t(i)];
+        const float h = 1e-2f;  // exactly representable steps: x0 ± h rounds the same way each run
+        cols[size_t(k)][size_t(i)] = x0 + h;
+        const double up = embedding_loss(c.loss, cols, N, D, labels, scratch);
+        cols[size_t(k)][size_t(i)] = x0 - h;
+        const double down = embedding_loss(c.loss, cols, N, D, labels, scratch);
+        cols[size_t(k)][size_t(i)] = x0;
+        const double h_used = (double(x0 + h) - double(x0 - h)) / 2;
+        EXPECT_NEAR(grads[size_t(k)][size_t(i)], (up - down) / (2 * h_used), 2e-3 * gmax)
+            << c.name << " column " << k << " value " << i;
+      }
+  }
+}
+
+// Hand-checkable values: two orthogonal pairs, scale 1.
+TEST(EmbeddingLoss, ValuesOnHandCheckedInputs) {
+  const std::vector<std::vector<float>> cols = {{1, 0, 0, 1}, {1, 0, 0, 1}};  // u = v, rows e1, e2
+  std::vector<std::vector<float>> g;
+  EmbeddingLoss mnrl;
+  mnrl.scale = 1;
+  // Each anchor: its positive scores 1, the other 0: CE = log(e + 1) - 1.
+  EXPECT_NEAR(embedding_loss(mnrl, cols, 2, 2, {}, g), std::log(std::exp(1.0) + 1) - 1, 1e-12);
+  EmbeddingLoss cosine;
+  cosine.kind = EmbeddingLossKind::kCosine;
+  EXPECT_NEAR(embedding_loss(cosine, cols, 2, 2, {1.0, 0.5}, g), (0 + 0.25) / 2, 1e-12);
+  EmbeddingLoss cosent;
+  cosent.kind = EmbeddingLossKind::kCosent;
+  cosent.scale = 1;
+  // cos = 1 for both rows; y0 < y1 gives one term s0 − s1 = 0: log(1 + e^0) = log 2.
+  EXPECT_NEAR(embedding_loss(cosent, cols, 2, 2, {0.0, 1.0}, g), std::log(2.0), 1e-12);
+  EXPECT_THROW(embedding_loss(cosent, {cols[0]}, 2, 2, {0.0, 1.0}, g), Error);
+  EmbeddingLoss bad;
+  bad.matryoshka_dims = {3};
+  EXPECT_THROW(embedding_loss(bad, cols, 2, 2, {}, g), Error);
+}
+
+}  // namespace
+}  // namespace bertrt
+
+namespace bertrt {
+namespace {
+
+// The whole step: encoder, pooling, Dense (Tanh), Normalize and the loss, its gradient against
+// central differences of the float32 loss on the reference backend. h = 1e-2 on weights of size
+// ~0.02–1: float32 rounding of a loss near 1 (6e-8) over 2h is 3e-6, truncation O(h²) ~1e-4; the
+// bound is 3e-2 of the largest gradient checked plus 1e-3.
+TEST(EmbeddingTraining, StepGradientMatchesFiniteDifferences) {
+  HeadsConfig h;
+  h.embedding = EmbeddingConfig{};
+  h.embedding->pooling.mean_tokens = h.embedding->pooling.cls_token = true;
+  h.embedding->dense.push_back({"2_Dense", 16, 6, true, "torch.nn.modules.activation.Tanh"});
+  h.embedding->normalize = true;
+  BertModel model(tiny_config(), h);
+  model.init_weights(17);
+  for (const ParamInfo& p : model.layout().params())  // larger weights: gradients well above noise
+    if (p.name.find("LayerNorm") == std::string::npos)
+      for (size_t i = 0; i < p.numel; ++i) model.params()[p.offset + i] *= 20;
+  const auto tok = make_tokenizer(tiny_vocab());
+  auto be = make_backend("reference");
+  const std::vector<PairRow> rows = {{{"a b c", "a b"}, 0}, {{"d e", "f"}, 0}, {{"g h a", "h"}, 0}};
+  EmbeddingLoss loss;
+  loss.scale = 5;
+  model.zero_grad();
+  embedding_forward_backward(model, *tok, *be, loss, rows);
+  const std::vector<float> g(model.grads(), model.grads() + model.layout().total());
+  auto f = [&] {
+    model.zero_grad();
+    return embedding_forward_backward(model, *tok, *be, loss, rows);
+  };
+  for (const char* name : {"2_Dense.linear.weight", "2_Dense.linear.bias",
+                           "bert.encoder.layer.0.attention.self.query.weight",
+                           "bert.encoder.layer.0.output.dense.weight",
+                           "bert.embeddings.word_embeddings.weight", "bert.embeddings.LayerNorm.weight"}) {
+    const ParamInfo& p = model.layout().at(name);
+    double gmax = 0;
+    for (size_t i = 0; i < p.numel; ++i) gmax = std::max(gmax, double(std::abs(g[p.offset + i])));
+    ASSERT_GT(gmax, 0) << name;
+    for (size_t i = 0; i < p.numel; i += std::max<size_t>(1, p.numel / 7)) {
+      float& w = model.params()[p.offset + i];
+      const float w0 = w, step = 1e-2f;
+      w = w0 + step;
+      const double up = f();
+      w = w0 - step;
+      const double down = f();
+      w = w0;
+      EXPECT_NEAR(g[p.offset + i], (up - down) / (double(w0 + step) - double(w0 - step)),
+                  3e-2 * gmax + 1e-3) << name << "[" << i << "]";
+    }
+  }
+  // The pooler is not on the embedding's path: no gradient.
+  const ParamInfo& pool = model.layout().at("bert.pooler.dense.weight");
+  for (size_t i = 0; i < pool.numel; ++i) ASSERT_EQ(g[pool.offset + i], 0.0f);
+}
+
+TEST(EmbeddingTraining, PairFilesAndTheirErrors) {
+  test::TempDir dir;
+  const std::string path = dir.file("p.tsv");
+  auto write = [&](const std::string& text) { std::ofstream(path) << text; };
+  write("anchor\tpositive\tnegative\na\tb\tc\nd\te\tf\n");
+  PairData d = read_pair_file(path);
+  ASSERT_EQ(d.rows.size(), 2u);
+  EXPECT_EQ(d.rows[1].texts, (std::vector<std::string>{"d", "e", "f"}));
+  EXPECT_FALSE(d.scored);
+  write("sentence1\tsentence2\tscore\na\tb\t0.5\nc\td\t1\n");
+  d = read_pair_file(path);
+  EXPECT_TRUE(d.scored);
+  EXPECT_EQ(d.rows[0].score, 0.5);
+  write("sentence1\tsentence2\tscore\na\tb\t3\nc\td\t1\n");
+  EXPECT_THROW(read_pair_file(path), Error);  // 3 is outside [0, 1]
+  PairFileOptions o;
+  o.score_lo = 0, o.score_hi = 5;
+  EXPECT_EQ(read_pair_file(path, o).rows[0].score, 0.6);
+  write("text\tlabel\na\t1\nb\t0\n");
+  EXPECT_THROW(read_pair_file(path), Error);  // neither layout
+  write("anchor\tpositive\na\tb\n");
+  EXPECT_THROW(read_pair_file(path), Error);  // one row
+  const std::string stsb = test::data_dir() + "/glue/STS-B/train.tsv";
+  if (test::have_data(stsb)) {
+    const PairData s = read_pair_file(stsb);  // scores 0–5 mapped to [0, 1]
+    EXPECT_EQ(s.rows.size(), 5749u);
+    EXPECT_TRUE(s.scored);
+  }
 }
 
 }  // namespace
