@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "common.h"
+#include "finetune_embeddings.h"
 #include "core/error.h"
 #include "interrupt.h"
 #include "io/model_io.h"
@@ -141,6 +142,7 @@ void add_finetune(CLI::App& app) {
     BackendChoice backend;
     QatOptions qat;         // --qat int8 ... (qat_flags.h)
     MemoryOptions memory;   // --freeze-embeddings, --freeze-layers K, --recompute (memory_flags.h)
+    EmbeddingFinetuneFlags embedding;  // --task sentence-embedding (finetune_embeddings.h)
   };
   auto o = std::make_shared<Opts>();
   CLI::App* c = app.add_subcommand(
@@ -221,7 +223,29 @@ void add_finetune(CLI::App& app) {
   o->backend.add_to(c);
   add_qat_flags(c, o->qat);
   add_memory_flags(c, o->memory, /*pretraining=*/false);
+  add_embedding_finetune_flags(c, o->embedding);
   c->callback([o] {
+    if (o->task.task == "sentence-embedding") {
+      if (!o->resume.empty() || o->qat.enabled() || o->memory.freeze_embeddings ||
+          o->memory.freeze_layers || o->memory.recompute || o->hidden_dropout > 0 ||
+          o->attention_dropout > 0 || o->group_by_length)
+        fail_usage("--task sentence-embedding takes none of --resume, --qat, the memory flags, "
+                   "the dropout flags or --group-by-length");
+      for (const auto* opt : o->task.tsv_options)
+        if (opt->count()) fail_usage("{} applies to --task tsv", opt->get_name());
+      for (const auto* opt : o->task.squad_options)
+        if (opt->count()) fail_usage("{} applies to --task squad", opt->get_name());
+      if (o->model.empty()) fail_usage("--model is required");
+      EmbeddingFinetuneRun r;
+      r.model = o->model, r.train = o->train, r.dev = o->dev, r.out = o->out;
+      r.metrics = o->metrics, r.train_articles = o->train_articles, r.dev_articles = o->dev_articles;
+      r.epochs = o->epochs, r.max_steps = o->max_steps, r.batch_size = o->batch_size;
+      r.eval_batch_size = o->eval_batch_size, r.lr = o->lr, r.warmup_ratio = o->warmup_ratio;
+      r.weight_decay = o->weight_decay, r.seed = o->seed, r.backend = &o->backend;
+      return run_embedding_finetune(r, o->embedding);
+    }
+    for (const auto* opt : o->embedding.options)
+      if (opt->count()) fail_usage("{} applies to --task sentence-embedding", opt->get_name());
     check_qat_options(o->qat);
     check_memory_options(o->memory);
     if (o->memory.recompute && o->qat.enabled())

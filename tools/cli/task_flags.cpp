@@ -14,7 +14,8 @@ namespace bertrt::cli {
 std::string task_help() {
   return fmt::format(
       "task: {} (GLUE TSVs: sentence(-pair) classification, stsb regression), tsv (generic TSV: "
-      "--text-column ...), conll2003 (NER, 4-column IOB2), squad (v1.1 JSON, span extraction)",
+      "--text-column ...), conll2003 (NER, 4-column IOB2), squad (v1.1 JSON, span extraction), "
+      "sentence-embedding (contrastive training of an embedding model: --loss ...)",
       fmt::join(glue_task_names(), " "));
 }
 

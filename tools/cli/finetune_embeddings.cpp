@@ -1,0 +1,216 @@
+#include "finetune_embeddings.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "embed/embedding_eval.h"
+#include "io/model_io.h"
+#include "progress.h"
+#include "train/embedding_trainer.h"
+#include "train/schedule.h"
+
+namespace bertrt::cli {
+
+namespace {
+
+std::vector<int> parse_dims(const std::string& text) {
+  std::vector<int> out;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    const size_t comma = text.find(',', begin);
+    const std::string item = text.substr(begin, comma - begin);
+    char* end = nullptr;
+    const long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v < 1 || v > (1 << 20))
+      fail_usage("--matryoshka-dims {}: expected positive integers separated by commas, e.g. "
+                 "384,256,128,64", text);
+    out.push_back(int(v));
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
+  return out;
+}
+
+PairFileOptions pair_options(const std::string& score_range, const std::string& articles,
+                             const char* articles_flag) {
+  PairFileOptions o;
+  if (!score_range.empty()) {
+    const size_t comma = score_range.find(',');
+    char *e1 = nullptr, *e2 = nullptr;
+    const std::string a = score_range.substr(0, comma);
+    const std::string b = comma == std::string::npos ? "" : score_range.substr(comma + 1);
+    o.score_lo = std::strtod(a.c_str(), &e1);
+    o.score_hi = std::strtod(b.c_str(), &e2);
+    if (a.empty() || b.empty() || *e1 || *e2 || !(o.score_lo < o.score_hi))
+      fail_usage("--score-range {}: expected LO,HI with LO < HI, e.g. 0,5", score_range);
+  }
+  if (!articles.empty()) o.articles = parse_article_range(articles, articles_flag);
+  return o;
+}
+
+// The dev metrics: an STS TSV (sentence1, sentence2, score) or SQuAD JSON (retrieval).
+EmbeddingMetrics dev_metrics(BertModel& model, const Tokenizer& tok, Backend& be,
+                             const std::string& dev, const ArticleRange& articles, int batch) {
+  EmbedOptions o;
+  o.batch_size = batch;
+  if (dev.size() >= 5 && dev.compare(dev.size() - 5, 5, ".json") == 0) {
+    const SquadDataset s = read_squad(dev);
+    return evaluate_retrieval(model, tok, be,
+                              squad_retrieval(articles.all() ? s.examples
+                                                             : select_articles(s, articles.first,
+                                                                               articles.last)),
+                              o, o);
+  }
+  return evaluate_sts(model, tok, be, read_sts_tsv(dev), o);
+}
+
+std::string metrics_line(const EmbeddingMetrics& m) {
+  std::string s;
+  for (const auto& [name, value] : m)
+    if (name == "cosine_pearson" || name == "cosine_spearman" || name == "cosine_ndcg@10" ||
+        name == "cosine_mrr@10" || name == "cosine_recall@1")
+      s += fmt::format("{}{} {:.4f}", s.empty() ? "" : ", ", name, value);
+  return s;
+}
+
+}  // namespace
+
+void add_embedding_finetune_flags(CLI::App* c, EmbeddingFinetuneFlags& f) {
+  const std::string g = "Sentence embeddings (--task sentence-embedding)";
+  f.options = {
+      c->add_option("--loss", f.loss,
+                    "mnrl (MultipleNegativesRankingLoss: anchor, positive[, negative] rows, "
+                    "in-batch negatives; default), cosent (CoSENTLoss) or cosine "
+                    "(CosineSimilarityLoss): sentence1, sentence2, score rows")
+          ->check(CLI::IsMember({"mnrl", "cosent", "cosine"}))
+          ->group(g),
+      c->add_option("--scale", f.scale, "mnrl and cosent: similarity scale (1 / temperature)")
+          ->capture_default_str()
+          ->group(g),
+      c->add_option("--matryoshka-dims", f.matryoshka_dims,
+                    "MatryoshkaLoss: the loss summed over these leading dimensions, e.g. "
+                    "384,256,128,64 (default: the full width only)")
+          ->group(g),
+      c->add_option("--score-range", f.score_range,
+                    "LO,HI of the training and dev scores, mapped to [0, 1] (default 0,5 for GLUE "
+                    "STS-B files, else 0,1); a score outside is an error")
+          ->group(g),
+      c->add_option("--pooling", f.pooling,
+                    "give a model without an embedding head one: cls, mean, max, "
+                    "mean_sqrt_len_tokens, weightedmean or lasttoken")
+          ->check(CLI::IsMember({"cls", "mean", "max", "mean_sqrt_len_tokens", "weightedmean",
+                                 "lasttoken"}))
+          ->group(g)};
+}
+
+void run_embedding_finetune(const EmbeddingFinetuneRun& r, const EmbeddingFinetuneFlags& f) {
+  check_input_file("--model", r.model);
+  check_input_file("--train", r.train);
+  if (!r.dev.empty()) check_input_file("--dev", r.dev);
+  check_output_path("-o", r.out);
+  if (!r.metrics.empty()) check_output_path("--metrics", r.metrics);
+  check_distinct_files({{"-o", r.out}, {"--metrics", r.metrics}},
+                       {{"--model", r.model}, {"--train", r.train}, {"--dev", r.dev}});
+  check_positive("--learning-rate", r.lr);
+  check_positive("--weight-decay", r.weight_decay, /*allow_zero=*/true);
+  check_positive("--scale", f.scale);
+  if (!(r.warmup_ratio >= 0 && r.warmup_ratio <= 1))
+    fail_usage("--warmup-ratio must be in [0, 1], got {}", r.warmup_ratio);
+  if (r.batch_size < 2) fail_usage("--batch-size {}: in-batch negatives need at least 2 rows", r.batch_size);
+  EmbeddingLoss loss;
+  loss.kind = parse_embedding_loss(f.loss);
+  loss.scale = f.scale;
+  if (!f.matryoshka_dims.empty()) loss.matryoshka_dims = parse_dims(f.matryoshka_dims);
+
+  LoadedModel m = load_model(r.model);
+  BertModel& model = *m.model;
+  if (!f.pooling.empty() || !model.heads().embedding) {
+    if (f.pooling.empty())
+      fail("--model {}: has no sentence-embedding head: convert a sentence-transformers folder, "
+           "or give --pooling (mean, cls, ...) to fine-tune this encoder into one", r.model);
+    if (model.heads().embedding)
+      fail_usage("--pooling: {} already has an embedding head ({} pooling)", r.model,
+                 model.heads().embedding->pooling.mode_string());
+    EmbedOptions eo;
+    eo.pooling = f.pooling;
+    HeadsConfig h;  // the encoder alone with the new pooling; other heads are dropped
+    h.embedding = embedding_head(model, eo);
+    model.set_heads(h, r.seed);
+  }
+  const int D = model.heads().embedding->dim(model.config().hidden_size);
+  for (int d : loss.matryoshka_dims)
+    if (d > D) fail_usage("--matryoshka-dims: {} is above the model's embedding width {}", d, D);
+
+  const PairData train = read_pair_file(r.train, pair_options(f.score_range, r.train_articles,
+                                                              "--train-articles"));
+  if (loss.needs_labels() && !train.scored)
+    fail("--train {}: --loss {} needs a score a row (columns sentence1, sentence2, score)", r.train,
+         f.loss);
+  if (!loss.needs_labels() && train.scored)
+    fail("--train {}: --loss mnrl takes (anchor, positive) rows; this file scores its pairs: use "
+         "--loss cosent or cosine", r.train);
+  const ArticleRange dev_articles =
+      r.dev_articles.empty() ? ArticleRange{} : parse_article_range(r.dev_articles, "--dev-articles");
+
+  auto be = r.backend->make();
+  const int64_t per_epoch = int64_t((train.rows.size() + size_t(r.batch_size) - 1) / size_t(r.batch_size));
+  const int64_t total = r.max_steps > 0 ? r.max_steps : per_epoch * r.epochs;
+  OptimOptions opt;
+  opt.learning_rate = r.lr;
+  opt.total_steps = total;
+  opt.warmup_steps = int64_t(std::ceil(double(r.warmup_ratio) * double(total)));
+  opt.weight_decay = r.weight_decay;
+  Trainer trainer(model, *be, opt);
+
+  std::ofstream metrics;
+  if (!r.metrics.empty()) {
+    metrics.open(r.metrics);
+    if (!metrics) fail("--metrics {}: cannot write", r.metrics);
+  }
+  auto log_dev = [&](const char* when) {
+    if (r.dev.empty()) return;
+    const EmbeddingMetrics d =
+        dev_metrics(model, *m.tokenizer, *be, r.dev, dev_articles, r.eval_batch_size);
+    fmt::print(stderr, "dev {}: {}\n", when, metrics_line(d));
+    if (metrics) {
+      nlohmann::ordered_json j;
+      j["step"] = trainer.steps_done();
+      j["split"] = "dev";
+      for (const auto& [k, v] : d) j[k] = v;
+      metrics << j.dump() << "\n" << std::flush;
+    }
+  };
+  fmt::print(stderr, "{}: {} rows of {} text{}, --loss {} on a {}-wide embedding, {} steps\n",
+             r.train, train.rows.size(), train.rows.front().texts.size(),
+             train.rows.front().texts.size() == 1 ? "" : "s", f.loss, D, total);
+  log_dev("before");
+  ProgressBar bar("finetune sentence-embedding", total);
+  finetune_embeddings(trainer, model, *m.tokenizer, *be, loss, train, r.batch_size, total, r.seed,
+                      [&](const EmbeddingStepLog& s) {
+                        bar.update(s.step, fmt::format("epoch {} loss {:.4f}", s.epoch + 1,
+                                                       s.result.fwd.loss));
+                        if (metrics) {
+                          nlohmann::ordered_json j;
+                          j["step"] = s.step;
+                          j["epoch"] = s.epoch + 1;
+                          j["loss"] = s.result.fwd.loss;
+                          j["learning_rate"] = s.result.learning_rate;
+                          j["grad_norm"] = s.result.grad_norm;
+                          metrics << j.dump() << "\n";
+                        }
+                      });
+  bar.finish();
+  log_dev("after");
+  std::map<std::string, std::string> meta = m.metadata;
+  meta["finetune_embedding"] =
+      nlohmann::json{{"loss", f.loss}, {"scale", f.scale}, {"steps", total},
+                     {"train", r.train}, {"matryoshka_dims", loss.matryoshka_dims}}.dump();
+  save_model(r.out, model, *m.tokenizer, meta);
+  fmt::print("wrote {}\n", r.out);
+}
+
+}  // namespace bertrt::cli
