@@ -298,18 +298,33 @@ def dumps(obj, indent=0):
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":") if isinstance(obj, list) else (", ", ": "))
 
 
+def upstream(source_args):
+    """The versions that ran, and the source commits given as NAME=COMMIT."""
+    return {
+        "sentence_transformers": sentence_transformers.__version__, "transformers": transformers.__version__,
+        "huggingface_hub": __import__("huggingface_hub").__version__, "torch": torch.__version__,
+        "numpy": np.__version__, "sources": dict(s.split("=", 1) for s in source_args),
+        "tokenizer": "transformers' slow BertTokenizer (use_fast=False)",
+    }
+
+
+def write_json(path, doc, what):
+    """dumps(doc) to path through a temporary file, so a failed run leaves the old file."""
+    text = dumps(doc) + "\n"
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+    print(f"wrote {path} ({len(text)} bytes, {what})")
+
+
 def write_expected(args):
     spec, variants = compute(args.models)
-    sources = dict(s.split("=", 1) for s in args.source)
     doc = {
         "description": "Outputs of the sentence-transformers library on the folders tests/reference/st_models.py "
                        "writes (float32, as the shortest decimals that read back to the same float32).",
-        "upstream": {
-            "sentence_transformers": sentence_transformers.__version__, "transformers": transformers.__version__,
-            "huggingface_hub": __import__("huggingface_hub").__version__, "torch": torch.__version__,
-            "numpy": np.__version__, "sources": sources,
-            "tokenizer": "transformers' slow BertTokenizer (use_fast=False)",
-        },
+        "upstream": upstream(args.source),
         "semantics": {
             "encode": "SentenceTransformer(folder, device='cpu', truncate_dim=case.truncate_dim)"
                       ".encode(sentences, **case.encode); sentences are batched together (padded to the longest)",
@@ -326,13 +341,7 @@ def write_expected(args):
         "pairs": spec["pairs"],
         "variants": variants,
     }
-    text = dumps(doc) + "\n"
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    tmp = args.out + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, args.out)
-    print(f"wrote {args.out} ({len(text)} bytes, {len(variants)} variants)")
+    write_json(args.out, doc, f"{len(variants)} variants")
 
 
 def check_folder(args):
