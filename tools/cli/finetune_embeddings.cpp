@@ -54,18 +54,20 @@ PairFileOptions pair_options(const std::string& score_range, const std::string& 
 
 // The dev metrics: an STS TSV (sentence1, sentence2, score) or SQuAD JSON (retrieval).
 EmbeddingMetrics dev_metrics(BertModel& model, const Tokenizer& tok, Backend& be,
-                             const std::string& dev, const ArticleRange& articles, int batch) {
+                             const std::string& dev, const ArticleRange& articles, int batch,
+                             size_t& examples) {
   EmbedOptions o;
   o.batch_size = batch;
   if (dev.size() >= 5 && dev.compare(dev.size() - 5, 5, ".json") == 0) {
     const SquadDataset s = read_squad(dev);
-    return evaluate_retrieval(model, tok, be,
-                              squad_retrieval(articles.all() ? s.examples
-                                                             : select_articles(s, articles.first,
-                                                                               articles.last)),
-                              o, o);
+    const RetrievalSet set = squad_retrieval(
+        articles.all() ? s.examples : select_articles(s, articles.first, articles.last));
+    examples = set.queries.size();
+    return evaluate_retrieval(model, tok, be, set, o, o);
   }
-  return evaluate_sts(model, tok, be, read_sts_tsv(dev), o);
+  const std::vector<StsPair> pairs = read_sts_tsv(dev);
+  examples = pairs.size();
+  return evaluate_sts(model, tok, be, pairs, o);
 }
 
 std::string metrics_line(const EmbeddingMetrics& m) {
@@ -173,13 +175,17 @@ void run_embedding_finetune(const EmbeddingFinetuneRun& r, const EmbeddingFinetu
   }
   auto log_dev = [&](const char* when) {
     if (r.dev.empty()) return;
+    size_t examples = 0;
     const EmbeddingMetrics d =
-        dev_metrics(model, *m.tokenizer, *be, r.dev, dev_articles, r.eval_batch_size);
-    fmt::print(stderr, "dev {}: {}\n", when, metrics_line(d));
+        dev_metrics(model, *m.tokenizer, *be, r.dev, dev_articles, r.eval_batch_size, examples);
+    fmt::print(stderr, "dev {} step {}: {} ({} {})\n", when, trainer.steps_done(), metrics_line(d),
+               examples, r.dev.size() >= 5 && r.dev.compare(r.dev.size() - 5, 5, ".json") == 0
+                             ? "queries" : "pairs");
     if (metrics) {
       nlohmann::ordered_json j;
+      j["eval"] = "dev";
       j["step"] = trainer.steps_done();
-      j["split"] = "dev";
+      j["examples"] = examples;
       for (const auto& [k, v] : d) j[k] = v;
       metrics << j.dump() << "\n" << std::flush;
     }
@@ -187,7 +193,7 @@ void run_embedding_finetune(const EmbeddingFinetuneRun& r, const EmbeddingFinetu
   fmt::print(stderr, "{}: {} rows of {} text{}, --loss {} on a {}-wide embedding, {} steps\n",
              r.train, train.rows.size(), train.rows.front().texts.size(),
              train.rows.front().texts.size() == 1 ? "" : "s", f.loss, D, total);
-  log_dev("before");
+  log_dev("at");
   ProgressBar bar("finetune sentence-embedding", total);
   finetune_embeddings(trainer, model, *m.tokenizer, *be, loss, train, r.batch_size, total, r.seed,
                       [&](const EmbeddingStepLog& s) {
