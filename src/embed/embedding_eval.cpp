@@ -8,21 +8,11 @@
 #include "core/error.h"
 #include "core/utf8.h"
 #include "metrics/correlation.h"
+#include "tasks/tsv_fields.h"
 
 namespace bertrt {
 
 namespace {
-
-std::vector<std::string> split_tabs(const std::string& line) {
-  std::vector<std::string> out;
-  size_t begin = 0;
-  for (;;) {
-    const size_t tab = line.find('\t', begin);
-    out.push_back(line.substr(begin, tab - begin));
-    if (tab == std::string::npos) return out;
-    begin = tab + 1;
-  }
-}
 
 // Row-wise dot products of unit vectors: the cosine.
 double dot(const float* a, const float* b, int d) {
@@ -36,11 +26,8 @@ double dot(const float* a, const float* b, int d) {
 std::vector<StsPair> read_sts_tsv(const std::string& path) {
   std::ifstream in(path);
   if (!in) fail("{}: cannot open", path);
-  std::string line;
-  if (!std::getline(in, line)) fail("{}: empty (expected a header naming sentence1, sentence2, score)", path);
-  if (line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  const std::vector<std::string> header = split_tabs(line);
+  const std::vector<std::string> header =
+      read_tsv_header(in, path, "sentence1, sentence2 and score");
   auto column = [&](const char* name) {
     for (size_t i = 0; i < header.size(); ++i)
       if (header[i] == name) return i;
@@ -51,11 +38,8 @@ std::vector<StsPair> read_sts_tsv(const std::string& path) {
   const size_t need = std::max({c1, c2, cs}) + 1;
   std::vector<StsPair> pairs;
   size_t n = 1;
-  while (std::getline(in, line)) {
-    ++n;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
-    if (first_invalid_utf8(line) != std::string::npos) fail("{}: line {}: not valid UTF-8", path, n);
+  std::string line;
+  while (next_tsv_line(in, path, line, n)) {
     const std::vector<std::string> f = split_tabs(line);
     if (f.size() < need)
       fail("{}: line {}: {} tab-separated fields, the header's sentence1, sentence2 and score need {}",

@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "core/utf8.h"
+#include "tasks/tsv_fields.h"
 
 namespace bertrt {
 
@@ -33,17 +34,6 @@ std::string line_excerpt(const std::string& line) {
   }
   if (end < line.size()) out += fmt::format("... ({} bytes)", line.size());
   return out;
-}
-
-std::vector<std::string> split_tabs(const std::string& line) {
-  std::vector<std::string> fields;
-  size_t start = 0;
-  for (;;) {
-    const size_t tab = line.find('\t', start);
-    fields.push_back(line.substr(start, tab - start));
-    if (tab == std::string::npos) return fields;
-    start = tab + 1;
-  }
 }
 
 bool is_integer(const std::string& s) {

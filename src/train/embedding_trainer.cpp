@@ -1,5 +1,7 @@
 #include "train/embedding_trainer.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -12,30 +14,17 @@
 #include "heads/embedding_head.h"
 #include "heads/pooling.h"
 #include "tasks/squad.h"
+#include "tasks/tsv_fields.h"
 
 namespace bertrt {
 
 namespace {
 
-std::vector<std::string> split_tabs(const std::string& line) {
-  std::vector<std::string> out;
-  size_t begin = 0;
-  for (;;) {
-    const size_t tab = line.find('\t', begin);
-    out.push_back(line.substr(begin, tab - begin));
-    if (tab == std::string::npos) return out;
-    begin = tab + 1;
-  }
-}
-
 PairData read_pair_tsv(const std::string& path, const PairFileOptions& o) {
   std::ifstream in(path);
   if (!in) fail("{}: cannot open", path);
-  std::string line;
-  if (!std::getline(in, line)) fail("{}: empty (expected a header line naming the columns)", path);
-  if (line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  const std::vector<std::string> header = split_tabs(line);
+  const std::vector<std::string> header =
+      read_tsv_header(in, path, "anchor and positive, or sentence1 and sentence2");
   auto find = [&](const std::string& name) -> int {
     for (size_t i = 0; i < header.size(); ++i)
       if (header[i] == name) return int(i);
@@ -53,7 +42,7 @@ PairData read_pair_tsv(const std::string& path, const PairFileOptions& o) {
     score = find("score");
   } else {
     fail("{}: line 1: the header names neither anchor and positive (negative columns optional) nor "
-         "sentence1 and sentence2 (score optional): {}", path, line);
+         "sentence1 and sentence2 (score optional): {}", path, fmt::join(header, ", "));
   }
   d.scored = score >= 0;
   double lo = o.score_lo, hi = o.score_hi;
@@ -63,11 +52,8 @@ PairData read_pair_tsv(const std::string& path, const PairFileOptions& o) {
   }
   const int need = std::max(score, *std::max_element(cols.begin(), cols.end())) + 1;
   size_t n = 1;
-  while (std::getline(in, line)) {
-    ++n;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
-    if (first_invalid_utf8(line) != std::string::npos) fail("{}: line {}: not valid UTF-8", path, n);
+  std::string line;
+  while (next_tsv_line(in, path, line, n)) {
     const std::vector<std::string> f = split_tabs(line);
     if (int(f.size()) < need)
       fail("{}: line {}: {} tab-separated fields, the header's columns need {}", path, n, f.size(),

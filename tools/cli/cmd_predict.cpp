@@ -17,6 +17,7 @@
 #include "forward_input.h"
 #include "io/model_io.h"
 #include "task_flags.h"
+#include "tasks/tsv_fields.h"
 #include "train/task_data.h"
 #include "train/task_inference.h"
 
@@ -25,17 +26,6 @@ namespace bertrt::cli {
 namespace {
 
 using ojson = nlohmann::ordered_json;  // keys in the order written: line, input, prediction
-
-std::vector<std::string> split_tabs(const std::string& line) {
-  std::vector<std::string> out;
-  size_t begin = 0;
-  for (;;) {
-    const size_t tab = line.find('\t', begin);
-    out.push_back(line.substr(begin, tab - begin));
-    if (tab == std::string::npos) return out;
-    begin = tab + 1;
-  }
-}
 
 std::vector<std::string> split_whitespace(const std::string& line) {
   std::vector<std::string> out;
