@@ -1,5 +1,6 @@
 #include "heads/embedding_config.h"
 
+#include <cstdint>
 #include <set>
 
 #include "core/error.h"
@@ -43,7 +44,14 @@ const std::string* EmbeddingConfig::prompt(const std::string& name) const {
 
 void EmbeddingConfig::validate(int hidden_size, int max_position_embeddings) const {
   if (pooling.modes() == 0) fail("embedding head: the pooling has no mode (pooling_mode_*)");
-  int width = pooled_dim(hidden_size);
+  // In 64 bits: a file is opened (and this checked) before its hidden_size meets the config's
+  // limits (check_model_file), and 2 modes of a hidden_size of 2^30 overflow an int.
+  constexpr int kMaxWidth = 1 << 20;
+  const int64_t pooled = int64_t(pooling.modes()) * hidden_size;
+  if (pooled > kMaxWidth)
+    fail("embedding head: the pooled vector has {} dimensions ({} pooling modes × hidden_size {}), "
+         "more than {}", pooled, pooling.modes(), hidden_size, kMaxWidth);
+  int width = int(pooled);
   std::set<std::string> modules;
   for (size_t i = 0; i < dense.size(); ++i) {
     const DenseConfig& d = dense[i];
@@ -52,9 +60,9 @@ void EmbeddingConfig::validate(int hidden_size, int max_position_embeddings) con
     if (d.in_features != width)
       fail("embedding head: {} in_features is {}, but the vector before it has {} dimensions",
            d.path, d.in_features, width);
-    if (d.out_features < 1 || d.out_features > (1 << 20))
+    if (d.out_features < 1 || d.out_features > kMaxWidth)
       fail("embedding head: {} out_features {} is outside [1, {}]", d.path, d.out_features,
-           1 << 20);
+           kMaxWidth);
     if (!known_dense_activation(d.activation_function))
       fail("embedding head: {} activation_function '{}' is not one of Tanh, Identity, ReLU, "
            "GELU, Sigmoid (torch.nn.modules.activation.* / torch.nn.modules.linear.Identity)",

@@ -51,14 +51,15 @@ struct EmbeddingConfig {
   std::string similarity_fn_name = "cosine";  // "cosine", "dot", "euclidean", "manhattan"
 
   // The width of the pooled vector and of the embedding (the last Dense's out_features, else the
-  // pooled width).
+  // pooled width); for a validated head (validate bounds modes × hidden_size).
   int pooled_dim(int hidden_size) const { return pooling.modes() * hidden_size; }
   int dim(int hidden_size) const;
   // nullptr when no prompt has that name.
   const std::string* prompt(const std::string& name) const;
-  // Throws bertrt::Error naming the field: no pooling mode, a Dense whose in_features is not the
-  // width before it, an unknown activation, a prompt name repeated, a default_prompt_name
-  // without its prompt, a max_seq_length outside [0, max_position_embeddings].
+  // Throws bertrt::Error naming the field: no pooling mode, a pooled width (modes × hidden_size)
+  // or an out_features above 2^20, a Dense whose in_features is not the width before it, an
+  // unknown activation, a prompt name repeated, a default_prompt_name without its prompt, a
+  // max_seq_length outside [0, max_position_embeddings].
   void validate(int hidden_size, int max_position_embeddings) const;
 };
 

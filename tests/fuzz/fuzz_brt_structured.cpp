@@ -1,11 +1,12 @@
 // The .brt loader against files whose checksums are right: a custom mutator (libFuzzer's
 // LLVMFuzzerCustomMutator) takes the file apart, edits its FlatBuffer's fields (counts, offsets,
-// shapes, dtypes, strings, shared strings, labels, task records, config numbers, the training
-// state) or its tensor bytes, and recomputes every checksum (tests/hostile/brt_mutate.h), as an
-// attacker would. The loader runs as the commands do, checksums required: ModelFile::open,
-// check_model_file (what load_model checks before it allocates), check_task_record. A file it
-// accepts must keep the loader's promises, checked here — a broken one aborts (a finding):
-// finite values, disjoint segments, a decoded header bounded by the file's size.
+// shapes, dtypes, strings, shared strings, labels, the embedding head, task records, config
+// numbers, the training state) or its tensor bytes, and recomputes every checksum
+// (tests/hostile/brt_mutate.h), as an attacker would. The loader runs as the commands do,
+// checksums required: ModelFile::open, check_model_file (what load_model checks before it
+// allocates), check_task_record. A file it accepts must keep the loader's promises, checked here —
+// a broken one aborts (a finding): finite values, disjoint segments, a decoded header bounded by
+// the file's size.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -49,6 +50,8 @@ void check_promises(const bertrt::ModelFile& f, size_t file_size) {
   for (const std::string& s : c.tokenizer.vocab) decoded += s.size();
   for (const std::string& s : c.heads.labels) decoded += s.size();
   for (const auto& [k, v] : c.metadata) decoded += k.size() + v.size();
+  if (c.heads.embedding)
+    for (const auto& [name, text] : c.heads.embedding->prompts) decoded += name.size() + text.size();
   if (decoded > bertrt::ModelFileLimits::kHeaderExpansion * file_size + (1u << 20))
     broken("the decoded header bounded by the file");
 }

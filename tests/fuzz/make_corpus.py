@@ -7,6 +7,7 @@ keras-bert-tiny and tiny_bert checkpoints (pass the build folder). Re-run to reg
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -46,6 +47,64 @@ def run(*args):
     subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def write_safetensors(path, tensors):
+    """name -> (shape, float values), stored F32."""
+    header, blobs, off = {}, [], 0
+    for name, (shape, values) in tensors.items():
+        b = struct.pack("<%df" % len(values), *values)
+        header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def st_folder(hf, st):
+    """A sentence-transformers folder around the Hugging Face export `hf` (hidden size 4): cls+mean
+    pooling without the prompt, Dense 8 -> 3 (Tanh, bias), Dense 3 -> 2 (Identity, no bias),
+    Normalize, two prompts with a default, dot similarity, max_seq_length 12, lower-cased."""
+    def dump(rel, obj):
+        os.makedirs(os.path.dirname(os.path.join(st, rel)), exist_ok=True)
+        with open(os.path.join(st, rel), "w") as f:
+            json.dump(obj, f, indent=2)
+    shutil.copytree(hf, st)
+    with open(os.path.join(st, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["architectures"] = ["BertModel"]  # its cls.* tensors dropped by --drop-unknown
+    dump("config.json", cfg)
+    types = ["Transformer", "Pooling", "Dense", "Dense", "Normalize"]
+    paths = ["", "1_Pooling", "2_Dense", "3_Dense", "4_Normalize"]
+    dump("modules.json", [{"idx": i, "name": str(i), "path": p, "type": "sentence_transformers.models." + t}
+                          for i, (t, p) in enumerate(zip(types, paths))])
+    os.makedirs(os.path.join(st, "4_Normalize"))
+    dump("sentence_bert_config.json", {"max_seq_length": 12, "do_lower_case": True})
+    modes = ["cls_token", "mean_tokens", "max_tokens", "mean_sqrt_len_tokens", "weightedmean_tokens", "lasttoken"]
+    dump("1_Pooling/config.json", dict({"word_embedding_dimension": 4, "include_prompt": False},
+                                       **{"pooling_mode_" + m: m in ("cls_token", "mean_tokens") for m in modes}))
+    dump("2_Dense/config.json", {"in_features": 8, "out_features": 3, "bias": True,
+                                 "activation_function": "torch.nn.modules.activation.Tanh"})
+    write_safetensors(os.path.join(st, "2_Dense/model.safetensors"),
+                      {"linear.weight": ([3, 8], [0.05 * (i % 7 - 3) for i in range(24)]),
+                       "linear.bias": ([3], [0.1, -0.1, 0.0])})
+    dump("3_Dense/config.json", {"in_features": 3, "out_features": 2, "bias": False,
+                                 "activation_function": "torch.nn.modules.linear.Identity"})
+    write_safetensors(os.path.join(st, "3_Dense/model.safetensors"),
+                      {"linear.weight": ([2, 3], [0.5, -0.25, 0.125, -0.5, 0.25, 1.0])})
+    dump("config_sentence_transformers.json", {"prompts": {"query": "query: ", "passage": ""},
+                                                "default_prompt_name": "query", "similarity_fn_name": "dot"})
+
+
+def embedding_seed(convert, t):
+    """keras-bert-tiny with an embedding head (st_folder), converted as bertrt-convert reads
+    sentence-transformers folders; needs t/hf (the --to hf export of the tiny model)."""
+    st_folder(os.path.join(t, "hf"), os.path.join(t, "st"))
+    subprocess.run([convert, "st", "-o", "emb.brt", "-q", "--drop-unknown"], cwd=t, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # relative source_path
+    return read(os.path.join(t, "emb.brt"))
+
+
 def brt_seeds():
     bertrt, convert = os.path.join(BUILD, "bertrt"), os.path.join(BUILD, "bertrt-convert")
     with tempfile.TemporaryDirectory() as t:
@@ -73,6 +132,9 @@ def brt_seeds():
             for target in ("brt_loader", "brt_structured"):  # the second's mutator edits fields
                 put(target, name, read(os.path.join(t, src)))
         put("safetensors", "keras_tiny_export.safetensors", read(os.path.join(t, "hf/model.safetensors")))
+        emb = embedding_seed(convert, t)
+        for target in ("brt_loader", "brt_structured"):
+            put(target, "keras_tiny_embedding.brt", emb)
 
 
 def main():
@@ -170,4 +232,5 @@ def main():
         put("corpus", n + "_nsp", b"\x05" + read(os.path.join(DATA, "corpus", p), 800))
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -82,6 +82,33 @@ class Packer {
     }
     return b_.CreateVector(out);
   }
+  // Written as io/model_file_write.cpp's build_embedding writes it (every string stored, one
+  // CreateString a statement); a missing pooling (required) is left out, as a hostile file may.
+  Offset<fb::EmbeddingHead> embedding(const fb::EmbeddingHeadT& e) {
+    Offset<fb::Pooling> pooling = 0;
+    if (e.pooling) pooling = fb::CreatePooling(b_, e.pooling.get());
+    std::vector<Offset<fb::DenseModule>> dense;
+    for (const auto& d : e.dense) {
+      const auto path = str(d->path);
+      const auto act = str(d->activation_function);
+      dense.push_back(fb::CreateDenseModule(b_, path, d->in_features, d->out_features, d->bias, act));
+    }
+    const auto dense_vec = b_.CreateVector(dense);
+    const auto prompts = pairs(e.prompts);
+    const auto default_prompt = str(e.default_prompt_name);
+    const auto similarity = str(e.similarity_fn_name);
+    fb::EmbeddingHeadBuilder eb(b_);
+    if (pooling.o) eb.add_pooling(pooling);
+    eb.add_dense(dense_vec);
+    eb.add_normalize(e.normalize);
+    eb.add_max_seq_length(e.max_seq_length);
+    eb.add_do_lower_case(e.do_lower_case);
+    eb.add_prompts(prompts);
+    eb.add_default_prompt_name(default_prompt);
+    eb.add_similarity_fn_name(similarity);
+    // EndTable, not Finish: Finish asserts (debug builds) that the required pooling is there.
+    return Offset<fb::EmbeddingHead>(b_.EndTable(eb.start_));
+  }
 
  private:
   FlatBufferBuilder& b_;
@@ -119,7 +146,9 @@ std::string pack(const fb::ModelT& m, bool share, uint64_t base) {
   if (m.heads) {
     const auto task = p.str(m.heads->task);
     const auto labels = p.strs(m.heads->labels);
-    heads = fb::CreateHeads(b, m.heads->mlm, m.heads->nsp, task, labels, m.heads->kind);
+    Offset<fb::EmbeddingHead> embedding = 0;
+    if (m.heads->embedding) embedding = p.embedding(*m.heads->embedding);
+    heads = fb::CreateHeads(b, m.heads->mlm, m.heads->nsp, task, labels, m.heads->kind, embedding);
   }
   Offset<fb::TrainingState> state = 0;
   if (m.training_state) {
@@ -174,7 +203,15 @@ std::optional<BrtParts> take_apart(const std::string& file, uint64_t max_decoded
   const fb::Model* model = fb::GetSizePrefixedModel(base);
   uint64_t decoded = pairs_bytes(model->metadata()) + tensors_bytes(model->tensors());
   if (model->tokenizer()) decoded += strings_bytes(model->tokenizer()->vocab());
-  if (model->heads()) decoded += strings_bytes(model->heads()->labels());
+  if (model->heads()) {
+    decoded += strings_bytes(model->heads()->labels());
+    if (const fb::EmbeddingHead* e = model->heads()->embedding()) {
+      decoded += pairs_bytes(e->prompts());
+      if (e->dense())
+        for (const fb::DenseModule* d : *e->dense())
+          decoded += d->path()->size() + (d->activation_function() ? d->activation_function()->size() : 0) + 96;
+    }
+  }
   if (const fb::TrainingState* s = model->training_state())
     decoded += tensors_bytes(s->optimizer_tensors()) + pairs_bytes(s->schedule());
   if (decoded > max_decoded) return std::nullopt;

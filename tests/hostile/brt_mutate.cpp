@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -47,6 +48,16 @@ std::string special_text(Rng& rng) {
     case 6: return "\xff\xfe not utf-8";
     default: return std::string(pick(rng, 3000) + 1, char('a' + pick(rng, 26)));
   }
+}
+
+// n small f32 values in [-1, 1], as bytes.
+std::string random_floats(uint64_t n, Rng& rng) {
+  std::string bytes(n * 4, '\0');
+  for (uint64_t i = 0; i < n; ++i) {
+    const float f = float(int(rng() % 2001) - 1000) / 1000.0f;
+    std::memcpy(bytes.data() + 4 * i, &f, 4);
+  }
+  return bytes;
 }
 
 std::vector<std::unique_ptr<fb::TensorT>>* tensor_list(BrtParts& p, Rng& rng) {
@@ -198,6 +209,212 @@ std::string edit_heads(BrtParts& p, Rng& rng) {
   }
 }
 
+// --- The embedding head (heads.embedding: Pooling, Dense modules, prompts) -------------------------
+
+int pooling_modes(const fb::PoolingT* q) {
+  return q ? int(q->cls_token) + int(q->max_tokens) + int(q->mean_tokens) +
+                 int(q->mean_sqrt_len_tokens) + int(q->weightedmean_tokens) + int(q->lasttoken)
+           : 0;
+}
+
+// The width of the vector entering Dense module i as the records state it: the pooled width
+// (modes × hidden_size) for the first, the module before's out_features after it.
+int64_t width_before(const BrtParts& p, size_t i) {
+  const fb::EmbeddingHeadT& e = *p.model.heads->embedding;
+  if (i > 0) return e.dense[i - 1]->out_features;
+  return int64_t(pooling_modes(e.pooling.get())) * (p.model.config ? p.model.config->hidden_size : 0);
+}
+
+// The head, made (mean pooling, nothing else) when the file has none.
+fb::EmbeddingHeadT& embedding_head(BrtParts& p) {
+  if (!p.model.heads) p.model.heads = std::make_unique<fb::HeadsT>();
+  auto& e = p.model.heads->embedding;
+  if (!e) {
+    e = std::make_unique<fb::EmbeddingHeadT>();
+    e->pooling = std::make_unique<fb::PoolingT>();
+    e->pooling->mean_tokens = true;
+    e->similarity_fn_name = "cosine";
+  }
+  return *e;
+}
+
+// "<path>.linear.weight" [out_features, in] and, with bias, "<path>.linear.bias" [out_features]:
+// f32 in new segments, replacing records of those names (in = d.in_features: the shape the
+// loader expects). Shapes of more than 2^16 values or not positive get no tensor.
+void set_dense_tensors(BrtParts& p, const fb::DenseModuleT& d, int64_t in, Rng& rng) {
+  auto put = [&](const std::string& name, std::vector<int64_t> shape) {
+    uint64_t n = 1;
+    for (int64_t x : shape) {
+      if (x < 1 || x > (1 << 16)) return;
+      n *= uint64_t(x);
+    }
+    if (n > (1u << 16)) return;
+    const uint64_t at = append_segment(p, random_floats(n, rng));
+    if (fb::TensorT* t = find_tensor(p, name)) {
+      t->shape = std::move(shape);
+      t->dtype = fb::DType::f32;
+      t->offset = at;
+      t->size = n * 4;
+      t->quantization.reset();
+    } else {
+      p.model.tensors.push_back(make_tensor(name, std::move(shape), fb::DType::f32, at, n * 4));
+    }
+  };
+  put(d.path + ".linear.weight", {d.out_features, in});
+  if (d.bias) put(d.path + ".linear.bias", {d.out_features});
+}
+
+void remove_dense_tensors(BrtParts& p, const std::string& path) {
+  auto& v = p.model.tensors;
+  v.erase(std::remove_if(v.begin(), v.end(), [&](const auto& t) {
+            return t->name == path + ".linear.weight" || t->name == path + ".linear.bias";
+          }), v.end());
+}
+
+const char* const kActivations[] = {
+    "torch.nn.modules.activation.Tanh", "torch.nn.modules.linear.Identity",
+    "torch.nn.modules.activation.ReLU", "torch.nn.modules.activation.GELU",
+    "torch.nn.modules.activation.Sigmoid"};
+
+// A Dense module at `at` (in_features the width before it, a small out_features or a special
+// one), with its tensors, with wrongly shaped ones (in_features + 1) or with none.
+std::string insert_dense(BrtParts& p, Rng& rng) {
+  fb::EmbeddingHeadT& e = embedding_head(p);
+  const size_t at = pick(rng, e.dense.size() + 1);
+  auto d = std::make_unique<fb::DenseModuleT>();
+  d->path = coin(rng, 8) ? "2_Dense" : fmt::format("{}_Dense", 2 + e.dense.size() + pick(rng, 3));
+  d->in_features = int32_t(width_before(p, at));
+  d->out_features = coin(rng, 6) ? int32_t(special_int(rng)) : int32_t(1 + pick(rng, 16));
+  d->bias = !coin(rng, 3);
+  d->activation_function = kActivations[pick(rng, 5)];
+  const char* tensors = "";
+  switch (pick(rng, 4)) {
+    case 0: tensors = ", no tensors"; break;
+    case 1: set_dense_tensors(p, *d, int64_t(d->in_features) + 1, rng); tensors = ", misshaped tensors"; break;
+    default: set_dense_tensors(p, *d, d->in_features, rng); break;
+  }
+  if (at < e.dense.size() && coin(rng))  // the next module takes the new width: a chain that holds
+    e.dense[at]->in_features = d->out_features;
+  const std::string what = fmt::format("dense {} [{}, {}] added at {}{}", d->path, d->out_features,
+                                       d->in_features, at, tensors);
+  e.dense.insert(e.dense.begin() + long(at), std::move(d));
+  return what;
+}
+
+std::string edit_prompts(fb::EmbeddingHeadT& e, Rng& rng) {
+  auto add = [&](std::string name, std::string text) {
+    auto kv = std::make_unique<fb::KeyValueT>();
+    kv->key = std::move(name);
+    kv->value = std::move(text);
+    e.prompts.push_back(std::move(kv));
+  };
+  switch (pick(rng, 7)) {
+    case 0: add(one_of<std::string>(rng, {"query", "passage", "document", ""}), one_of<std::string>(rng, {"query: ", "", "passage: "})); return "prompt added";
+    case 1:  // a name twice
+      add(e.prompts.empty() ? "query" : e.prompts[pick(rng, e.prompts.size())]->key, "again: ");
+      if (e.prompts.size() == 1) add("query", "query: ");
+      return "prompt twice";
+    case 2: add("query", std::string(1 + pick(rng, 1200000), 'p')); return "huge prompt";
+    case 3: add(special_text(rng), special_text(rng)); return "prompt text";
+    case 4: {
+      for (uint64_t i = 0, n = 1 + pick(rng, 6000); i < n; ++i) add(fmt::format("p{}", i), "x");
+      return "many prompts";
+    }
+    case 5: e.prompts.clear(); return "prompts cleared";
+    default:  // one of the prompts' names, or one naming none
+      e.default_prompt_name = !e.prompts.empty() && coin(rng) ? e.prompts[pick(rng, e.prompts.size())]->key
+                                                             : one_of<std::string>(rng, {"query", "missing", "", "Query"});
+      return "default_prompt_name";
+  }
+}
+
+std::string edit_embedding(BrtParts& p, Rng& rng) {
+  if (!p.model.heads || !p.model.heads->embedding || coin(rng, 8)) {
+    if (p.model.heads && p.model.heads->embedding && coin(rng)) {
+      p.model.heads->embedding.reset();
+      return "embedding head removed";
+    }
+    if (p.model.heads) p.model.heads->embedding.reset();
+    fb::EmbeddingHeadT& e = embedding_head(p);  // mean pooling; then maybe Dense modules, prompts
+    for (uint64_t i = 0, n = pick(rng, 3); i < n; ++i) insert_dense(p, rng);
+    e.normalize = coin(rng);
+    if (coin(rng, 3)) edit_prompts(e, rng);
+    return fmt::format("embedding head added ({} dense)", e.dense.size());
+  }
+  fb::EmbeddingHeadT& e = embedding_head(p);
+  fb::DenseModuleT* d = e.dense.empty() ? nullptr : e.dense[pick(rng, e.dense.size())].get();
+  switch (pick(rng, 10)) {
+    case 0: {  // one mode toggled, every mode off, every mode on, or the (required) table gone
+      if (coin(rng, 16)) {
+        e.pooling.reset();
+        return "pooling removed";
+      }
+      if (!e.pooling) e.pooling = std::make_unique<fb::PoolingT>();
+      fb::PoolingT& q = *e.pooling;
+      bool* modes[] = {&q.cls_token, &q.max_tokens, &q.mean_tokens, &q.mean_sqrt_len_tokens,
+                       &q.weightedmean_tokens, &q.lasttoken, &q.include_prompt};
+      switch (pick(rng, 4)) {
+        case 0: for (bool* m : modes) *m = false; return "pooling: no mode";
+        case 1: for (bool* m : modes) *m = true; return "pooling: every mode";
+        default: {
+          bool* m = modes[pick(rng, 7)];
+          *m = !*m;
+          return "pooling mode toggled";
+        }
+      }
+    }
+    case 1: {  // in_features or out_features: negative, zero, huge, off the chain by one
+      if (!d) return insert_dense(p, rng);
+      int32_t& f = coin(rng) ? d->in_features : d->out_features;
+      const int64_t was = f;  // one off, computed without overflowing
+      f = int32_t(one_of<int64_t>(rng, {-1, 0, 1 << 20, (1 << 20) + 1, std::numeric_limits<int32_t>::max(),
+                                        std::numeric_limits<int32_t>::min(), was + 1, was - 1,
+                                        special_int(rng)}));
+      return "features of " + d->path;
+    }
+    case 2:
+      if (!d) return insert_dense(p, rng);
+      d->activation_function = coin(rng) ? one_of<std::string>(rng, {"torch.nn.modules.activation.Softmax", "Tanh", "torch.nn.Tanh", "", "torch.nn.modules.activation.Tanh "})
+                                         : special_text(rng);
+      return "activation of " + d->path;
+    case 3: return insert_dense(p, rng);
+    case 4: {  // a module gone, its tensors left in the file or gone too
+      if (!d) return "dense: none";
+      const size_t at = pick(rng, e.dense.size());
+      const std::string path = e.dense[at]->path;
+      const bool tensors = coin(rng);
+      if (tensors) remove_dense_tensors(p, path);
+      e.dense.erase(e.dense.begin() + long(at));
+      return "dense " + path + " removed" + (tensors ? " with its tensors" : "");
+    }
+    case 5: {  // a path twice, empty, odd, or renamed away from its tensors
+      if (!d) return insert_dense(p, rng);
+      d->path = coin(rng) ? e.dense[pick(rng, e.dense.size())]->path : coin(rng) ? special_text(rng) : d->path + "x";
+      return "dense path";
+    }
+    case 6: {
+      const int32_t pos = p.model.config ? p.model.config->max_position_embeddings : 512;
+      e.max_seq_length = int32_t(one_of<int64_t>(rng, {-1, 0, 1, 2, pos, int64_t(pos) + 1,
+                                                       std::numeric_limits<int32_t>::max(),
+                                                       std::numeric_limits<int32_t>::min(), special_int(rng)}));
+      return "max_seq_length";
+    }
+    case 7: return edit_prompts(e, rng);
+    case 8:
+      e.similarity_fn_name = coin(rng) ? one_of<std::string>(rng, {"cosine", "dot", "euclidean", "manhattan", "Cosine", "dot_product", "cos_sim", ""})
+                                       : special_text(rng);
+      return "similarity_fn_name";
+    default:  // the flags: a bias without its tensor, or a tensor without its bias
+      if (d && coin(rng)) {
+        d->bias = !d->bias;
+        return "bias of " + d->path;
+      }
+      e.normalize = !e.normalize;
+      e.do_lower_case = coin(rng);
+      return "normalize, do_lower_case";
+  }
+}
+
 void set_meta(BrtParts& p, const std::string& key, const std::string& value) {
   for (auto& kv : p.model.metadata)
     if (kv->key == key) {
@@ -339,14 +556,15 @@ std::string edit_records(BrtParts& p, Rng& rng) {
     }
     case 2: v[pick(rng, v.size())]->name = special_text(rng); return "tensor name";
     default: {  // a new segment of random floats
-      const uint64_t n = 1 + pick(rng, 4096);
-      std::string bytes(n * 4, '\0');
-      for (uint64_t i = 0; i < n; ++i) {
-        const float f = float(int(rng() % 2001) - 1000) / 1000.0f;
-        std::memcpy(bytes.data() + 4 * i, &f, 4);
+      const fb::EmbeddingHeadT* e = p.model.heads ? p.model.heads->embedding.get() : nullptr;
+      if (e && !e->dense.empty() && coin(rng)) {  // a Dense module's, shaped as its record says
+        const fb::DenseModuleT& d = *e->dense[pick(rng, e->dense.size())];
+        set_dense_tensors(p, d, d.in_features, rng);
+        return "tensors of " + d.path;
       }
-      const uint64_t at = append_segment(p, bytes);
-      v.push_back(make_tensor(one_of<std::string>(rng, {"qa_outputs.weight", "qa_outputs.bias", "classifier.weight", "classifier.bias", "extra"}),
+      const uint64_t n = 1 + pick(rng, 4096);
+      const uint64_t at = append_segment(p, random_floats(n, rng));
+      v.push_back(make_tensor(one_of<std::string>(rng, {"qa_outputs.weight", "qa_outputs.bias", "classifier.weight", "classifier.bias", "2_Dense.linear.weight", "2_Dense.linear.bias", "extra"}),
                               {int64_t(n)}, fb::DType::f32, at, n * 4));
       return "tensor added";
     }
@@ -379,7 +597,7 @@ std::string mutate(BrtParts& p, PackOptions& o, Rng& rng) {
   std::string what;
   for (uint64_t k = 0, n = 1 + pick(rng, 3); k < n; ++k) {
     if (!what.empty()) what += "; ";
-    switch (pick(rng, 15)) {
+    switch (pick(rng, 17)) {
       case 0: what += edit_offset(p, rng); break;
       case 1: what += edit_size(p, rng); break;
       case 2: what += edit_shape(p, rng); break;
@@ -394,6 +612,8 @@ std::string mutate(BrtParts& p, PackOptions& o, Rng& rng) {
       case 11: what += edit_training_state(p, rng); break;
       case 12: what += edit_bytes(p, rng); break;
       case 13: what += coin(rng, 4) ? edit_checksums(p, o, rng) : edit_records(p, rng); break;
+      case 14:
+      case 15: what += edit_embedding(p, rng); break;
       default: p.model.format_version = uint32_t(coin(rng) ? 1 : special_int(rng)); what += "format_version"; break;
     }
   }

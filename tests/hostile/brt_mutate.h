@@ -1,9 +1,10 @@
 // Structure-aware mutations of a .brt model file for the fuzzer (tests/fuzz/fuzz_brt_structured.cpp):
 // each edits one field of the FlatBuffer — counts, offsets, sizes, shapes, dtypes, quantization
-// records, strings (long, shared, with control characters), labels, heads, task records, config
-// numbers, the training state — or the tensor bytes (NaN, infinity), and the file is put back
-// together with every checksum recomputed (brt_edit.h), so the loader's checks beyond the
-// checksums are what the mutation reaches.
+// records, strings (long, shared, with control characters), labels, heads, the embedding head
+// (pooling modes, Dense modules and their tensors, max_seq_length, prompts, similarity function),
+// task records, config numbers, the training state — or the tensor bytes (NaN, infinity), and the
+// file is put back together with every checksum recomputed (brt_edit.h), so the loader's checks
+// beyond the checksums are what the mutation reaches.
 #pragma once
 
 #include <cstdint>

@@ -9,10 +9,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <sstream>
 
@@ -110,6 +112,39 @@ BrtParts honest_parts(TempDir& dir) {
   const Honest h;
   write_model_file(dir.file("honest.brt"), h.c);
   auto p = hostile::take_apart(read_all(dir.file("honest.brt")));
+  EXPECT_TRUE(p.has_value());
+  return std::move(*p);
+}
+
+// The honest model as a sentence-embedding one: no classifier, no task record, cls+mean pooling
+// (128 wide, prompt excluded), Dense 2_Dense [8, 128] (Tanh, bias) and 3_Dense [4, 8] (Identity,
+// no bias), Normalize, two prompts with a default, dot similarity, max_seq_length 6, lower-cased.
+EmbeddingConfig honest_embedding() {
+  EmbeddingConfig e;
+  e.pooling.cls_token = e.pooling.mean_tokens = true;
+  e.pooling.include_prompt = false;
+  e.dense = {{"2_Dense", 128, 8, true, "torch.nn.modules.activation.Tanh"},
+             {"3_Dense", 8, 4, false, "torch.nn.modules.linear.Identity"}};
+  e.normalize = true;
+  e.max_seq_length = 6;
+  e.do_lower_case = true;
+  e.prompts = {{"query", "query: "}, {"passage", ""}};
+  e.default_prompt_name = "query";
+  e.similarity_fn_name = "dot";
+  return e;
+}
+
+BrtParts embedding_parts(TempDir& dir) {
+  Honest h;
+  h.c.tensors.erase(h.c.tensors.end() - 2, h.c.tensors.end());  // classifier.weight, .bias
+  h.c.heads = HeadsConfig{};
+  h.c.metadata.clear();
+  h.c.heads.embedding = honest_embedding();
+  h.add("2_Dense.linear.weight", {8, 128});
+  h.add("2_Dense.linear.bias", {8});
+  h.add("3_Dense.linear.weight", {4, 8});
+  write_model_file(dir.file("honest_embedding.brt"), h.c);
+  auto p = hostile::take_apart(read_all(dir.file("honest_embedding.brt")));
   EXPECT_TRUE(p.has_value());
   return std::move(*p);
 }
@@ -336,6 +371,120 @@ TEST(HostileLoad, LabelsAndTaskRecordsAreCheckedAtLoad) {
     squad.squad_answers.max_answer_length = 30;
     EXPECT_EQ(task_record_problem(squad, qa, cfg), "");
   }
+}
+
+TEST(HostileLoad, TheToolsKeepTheEmbeddingHead) {
+  TempDir dir;
+  const std::string path = save(dir, "again", embedding_parts(dir));
+  const LoadedModel m = load_model(path);
+  ASSERT_TRUE(m.model->heads().embedding.has_value());
+  const EmbeddingConfig& got = *m.model->heads().embedding;
+  const EmbeddingConfig want = honest_embedding();
+  EXPECT_EQ(got.pooling.mode_string(), "cls+mean");
+  EXPECT_FALSE(got.pooling.include_prompt);
+  ASSERT_EQ(got.dense.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(got.dense[i].path, want.dense[i].path);
+    EXPECT_EQ(got.dense[i].in_features, want.dense[i].in_features);
+    EXPECT_EQ(got.dense[i].out_features, want.dense[i].out_features);
+    EXPECT_EQ(got.dense[i].bias, want.dense[i].bias);
+    EXPECT_EQ(got.dense[i].activation_function, want.dense[i].activation_function);
+  }
+  EXPECT_TRUE(got.normalize);
+  EXPECT_EQ(got.max_seq_length, 6);
+  EXPECT_TRUE(got.do_lower_case);
+  EXPECT_EQ(got.prompts, want.prompts);
+  EXPECT_EQ(got.default_prompt_name, "query");
+  EXPECT_EQ(got.similarity_fn_name, "dot");
+}
+
+// Each head below contradicts itself, the config or its tensors, under checksums that are right:
+// refused at load with the field and the rule, never a crash or an allocation the file declares.
+TEST(HostileLoad, AnInconsistentEmbeddingHeadIsRefusedNamingTheField) {
+  TempDir dir;
+  const BrtParts honest = embedding_parts(dir);
+  struct Case {
+    const char* name;
+    std::function<void(BrtParts&)> edit;
+    std::vector<std::string> needles;
+  };
+  auto head = [](BrtParts& p) -> fb::EmbeddingHeadT& { return *p.model.heads->embedding; };
+  auto prompt = [](const std::string& k, const std::string& v) {
+    auto kv = std::make_unique<fb::KeyValueT>();
+    kv->key = k;
+    kv->value = v;
+    return kv;
+  };
+  const std::vector<Case> cases = {
+      {"no_mode", [&](BrtParts& p) { head(p).pooling->cls_token = head(p).pooling->mean_tokens = false; },
+       {"embedding head: the pooling has no mode"}},
+      {"in_features", [&](BrtParts& p) { head(p).dense[0]->in_features = 64; },
+       {"embedding head: 2_Dense in_features is 64, but the vector before it has 128 dimensions"}},
+      {"chain", [&](BrtParts& p) { head(p).dense[1]->in_features = 9; },
+       {"embedding head: 3_Dense in_features is 9, but the vector before it has 8 dimensions"}},
+      {"out_negative", [&](BrtParts& p) { head(p).dense[0]->out_features = -1; },
+       {"embedding head: 2_Dense out_features -1 is outside [1, 1048576]"}},
+      {"out_zero", [&](BrtParts& p) { head(p).dense[1]->out_features = 0; },
+       {"embedding head: 3_Dense out_features 0 is outside [1, 1048576]"}},
+      {"activation", [&](BrtParts& p) { head(p).dense[1]->activation_function = "torch.nn.modules.activation.Softmax"; },
+       {"embedding head: 3_Dense activation_function 'torch.nn.modules.activation.Softmax' is not one of"}},
+      {"path_twice", [&](BrtParts& p) { head(p).dense[1]->path = "2_Dense"; },
+       {"embedding head: dense 1 needs a path (folder name) of its own, got '2_Dense'"}},
+      {"dense_65", [&](BrtParts& p) {
+         for (int i = 0; i < 63; ++i) head(p).dense.push_back(std::make_unique<fb::DenseModuleT>(*head(p).dense[1]));
+       }, {"heads.embedding.dense: 65 modules, more than the 64 allowed"}},
+      {"max_seq_length", [&](BrtParts& p) { head(p).max_seq_length = 9; },
+       {"embedding head: max_seq_length 9 is outside [0, max_position_embeddings 8]"}},
+      {"max_seq_length_negative", [&](BrtParts& p) { head(p).max_seq_length = -1; },
+       {"embedding head: max_seq_length -1 is outside [0, max_position_embeddings 8]"}},
+      {"prompt_twice", [&](BrtParts& p) { head(p).prompts.push_back(prompt("query", "again: ")); },
+       {"embedding head: prompt 'query' appears twice"}},
+      {"prompt_huge", [&](BrtParts& p) { head(p).prompts.push_back(prompt("long", std::string(2 << 20, 'p'))); },
+       {"heads.embedding.prompts value: 2097152 bytes, longer than the 1048576-byte limit"}},
+      {"default_prompt", [&](BrtParts& p) { head(p).default_prompt_name = "document"; },
+       {"embedding head: default_prompt_name 'document' is not one of the prompts"}},
+      {"similarity", [&](BrtParts& p) { head(p).similarity_fn_name = "cos_sim"; },
+       {"embedding head: similarity_fn_name 'cos_sim' is not cosine, dot, euclidean or manhattan"}},
+      {"pooled_width", [&](BrtParts& p) {  // 2 modes × 2^30 overflowed an int
+         p.model.config->hidden_size = 1 << 30;
+         p.model.config->num_attention_heads = 1;
+       }, {"embedding head: the pooled vector has 2147483648 dimensions (2 pooling modes × hidden_size 1073741824), more than 1048576"}},
+      {"bias_missing", [&](BrtParts& p) { head(p).dense[1]->bias = true; },
+       {"tensor '3_Dense.linear.bias' is missing (the config and heads need it)"}},
+      {"weight_shape", [&](BrtParts& p) {
+         std::swap(tensor(p, "3_Dense.linear.weight").shape[0], tensor(p, "3_Dense.linear.weight").shape[1]);
+       }, {"tensor '3_Dense.linear.weight' has shape [8, 4], expected [4, 8]"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    BrtParts p{honest.model, honest.data};
+    c.edit(p);
+    const std::string path = save(dir, c.name, p);
+    expect_refused([&] { load_model(path); }, path, c.needles);
+  }
+}
+
+// A Dense of 2^20 outputs and one of 2^20 × 2^20 after it (4 TB of f32) is refused by the tensor
+// check, which load_model runs before BertModel allocates what the head declares.
+TEST(HostileLoad, AHugeDenseIsRefusedBeforeTheModelAllocates) {
+  TempDir dir;
+  const long before = max_rss_kb();
+  for (const bool tensors : {false, true}) {
+    BrtParts p = embedding_parts(dir);
+    fb::EmbeddingHeadT& e = *p.model.heads->embedding;
+    e.dense[0]->out_features = 1 << 20;
+    e.dense[1]->in_features = e.dense[1]->out_features = 1 << 20;
+    if (!tensors)
+      p.model.tensors.erase(std::remove_if(p.model.tensors.begin(), p.model.tensors.end(),
+                                           [](const auto& t) { return t->name.rfind("2_Dense.", 0) == 0; }),
+                            p.model.tensors.end());
+    hostile::compact(p);
+    const std::string path = save(dir, tensors ? "huge_dense_small_tensors" : "huge_dense", p);
+    expect_refused([&] { load_model(path); }, path,
+                   {tensors ? "tensor '2_Dense.linear.weight' has shape [8, 128], expected [1048576, 128]"
+                            : "tensor '2_Dense.linear.weight' is missing (the config and heads need it)"});
+  }
+  EXPECT_LT(max_rss_kb() - before, 100 * 1024);  // a model of these sizes: terabytes
 }
 
 TEST(HostileLoad, ChecksumsAreRequiredUnlessSkipped) {

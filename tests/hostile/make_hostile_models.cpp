@@ -3,10 +3,10 @@
 // export. Each is an attack a downloaded or shared model file could carry: aliased segments,
 // counts and shared strings that decode to gigabytes, quadratic duplicate checks, non-finite
 // weights, broken quantization records, out-of-range config floats, forged labels, task records
-// that answer wrongly, files without checksums. Writes DIR/<name>.brt and DIR/manifest.tsv, one
-// line a file: name, the commands that must refuse it (info, predict), and an extended regular
-// expression the error must match (besides the file's path). tests/e2e/hostile_model_test.sh
-// runs them.
+// that answer wrongly, files without checksums, embedding heads that contradict themselves or
+// their tensors. Writes DIR/<name>.brt and DIR/manifest.tsv, one line a file: name, the commands
+// that must refuse it (info, predict), and an extended regular expression the error must match
+// (besides the file's path). tests/e2e/hostile_model_test.sh runs them.
 //
 // Usage: make_hostile_models TINY.brt SST2.brt INT8.brt DIR
 #include <fmt/format.h>
@@ -140,6 +140,35 @@ BrtParts squad_model(const BrtParts& tiny, const nlohmann::json& squad) {
   nlohmann::json task{{"name", "squad"}, {"head", "question_answering"}, {"labels", nlohmann::json::array()},
                       {"pair", false}, {"max_seq_length", 128}, {"squad", squad}};
   set_meta(p, "task", task.dump());
+  return p;
+}
+
+// A sentence-embedding model made from the tiny one: mean pooling, then Dense 2_Dense [H → out]
+// (Tanh, bias) with its f32 tensors when `tensors`, a prompt "query".
+BrtParts embedding_model(const BrtParts& tiny, int out, bool tensors) {
+  BrtParts p{tiny.model, tiny.data};
+  const int H = p.model.config->hidden_size;
+  if (!p.model.heads) p.model.heads = std::make_unique<fb::HeadsT>();
+  auto e = std::make_unique<fb::EmbeddingHeadT>();
+  e->pooling = std::make_unique<fb::PoolingT>();
+  e->pooling->mean_tokens = true;
+  auto d = std::make_unique<fb::DenseModuleT>();
+  d->path = "2_Dense";
+  d->in_features = H;
+  d->out_features = out;
+  d->activation_function = "torch.nn.modules.activation.Tanh";
+  e->dense.push_back(std::move(d));
+  auto kv = std::make_unique<fb::KeyValueT>();
+  kv->key = "query";
+  kv->value = "query: ";
+  e->prompts.push_back(std::move(kv));
+  e->similarity_fn_name = "cosine";
+  p.model.heads->embedding = std::move(e);
+  if (tensors) {
+    const std::string w(size_t(out) * H * 4, '\0'), b(size_t(out) * 4, '\0');
+    p.model.tensors.push_back(make_tensor("2_Dense.linear.weight", {out, H}, fb::DType::f32, append_segment(p, w), w.size()));
+    p.model.tensors.push_back(make_tensor("2_Dense.linear.bias", {out}, fb::DType::f32, append_segment(p, b), b.size()));
+  }
   return p;
 }
 
@@ -489,6 +518,40 @@ void generate(Generator& g, const BrtParts& tiny, const BrtParts& sst2, const Br
     nlohmann::json squad{{"doc_stride", 32}, {"max_query_length", 16}, {"n_best", 20}, {"max_answer_length", 30}};
     g.emit("squad_control", "info-ok", "", squad_model(tiny, squad));
   }
+
+  // --- the embedding head (heads.embedding) -----------------------------------------------------
+  {  // a Dense of 2^20 outputs, then one of 2^20 × 2^20 (4 TB of f32), without tensors: refused
+     // by the tensor check before the model allocates
+    BrtParts p = embedding_model(tiny, 1 << 20, false);
+    auto d = std::make_unique<fb::DenseModuleT>(*p.model.heads->embedding->dense[0]);
+    d->path = "3_Dense";
+    d->in_features = 1 << 20;
+    p.model.heads->embedding->dense.push_back(std::move(d));
+    g.emit("embedding_dense_1m_no_tensor", "predict", "tensor '2_Dense.linear.weight' is missing", p);
+  }
+  {
+    BrtParts p = embedding_model(tiny, 8, true);
+    p.model.heads->embedding->dense[0]->in_features = 127;
+    g.emit("embedding_dense_in_features", both, "embedding head: 2_Dense in_features is 127, but the vector before it has 128 dimensions", p);
+  }
+  {  // modes × hidden_size overflowed an int
+    BrtParts p = embedding_model(tiny, 8, true);
+    p.model.config->hidden_size = 1 << 30;
+    p.model.heads->embedding->pooling->cls_token = true;
+    g.emit("embedding_pooled_width_2g", both, "embedding head: the pooled vector has 2147483648 dimensions", p);
+  }
+  {
+    BrtParts p = embedding_model(tiny, 8, true);
+    auto kv = std::make_unique<fb::KeyValueT>(*p.model.heads->embedding->prompts[0]);
+    p.model.heads->embedding->prompts.push_back(std::move(kv));
+    g.emit("embedding_prompt_twice", both, "embedding head: prompt 'query' appears twice", p);
+  }
+  {
+    BrtParts p = embedding_model(tiny, 8, true);
+    p.model.heads->embedding->default_prompt_name = "passage";
+    g.emit("embedding_default_prompt_missing", both, "embedding head: default_prompt_name 'passage' is not one of the prompts", p);
+  }
+  g.emit("embedding_control", "info-ok", "", embedding_model(tiny, 8, true));
 
   // --- checksums --------------------------------------------------------------------------------
   {  // left out, with the vocabulary swapped: loaded without a word
