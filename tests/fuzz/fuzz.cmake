@@ -17,7 +17,7 @@ set(FUZZ_PARSER_SOURCES
   src/tokenizer/basic_tokenizer.cpp src/tokenizer/encode.cpp src/tokenizer/offsets.cpp
   src/tokenizer/tokenizer.cpp src/tokenizer/unicode_text.cpp src/tokenizer/vocab.cpp
   src/tokenizer/wordpiece.cpp
-  src/tasks/conll.cpp src/tasks/squad.cpp src/tasks/tsv_task.cpp src/tasks/tsv_presets.cpp
+  src/tasks/conll.cpp src/tasks/squad.cpp src/tasks/tsv_task.cpp src/tasks/tsv_fields.cpp src/tasks/tsv_presets.cpp
   src/tasks/task_definition.cpp
   src/train/corpus.cpp src/train/sentence_split.cpp
   tools/convert/pickle.cpp tools/convert/torch_reader.cpp tools/convert/sstable.cpp
