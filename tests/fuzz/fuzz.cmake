@@ -21,7 +21,8 @@ set(FUZZ_PARSER_SOURCES
   src/tasks/task_definition.cpp
   src/train/corpus.cpp src/train/sentence_split.cpp
   tools/convert/pickle.cpp tools/convert/torch_reader.cpp tools/convert/sstable.cpp
-  tools/convert/tf_bundle.cpp tools/convert/hf_config.cpp tools/convert/tf_bert_names.cpp
+  tools/convert/tf_bundle.cpp tools/convert/hf_config.cpp tools/convert/json_fields.cpp
+  tools/convert/tf_bert_names.cpp
   tools/convert/checkpoint.cpp tools/convert/torch_state_dict.cpp
   tools/cli/forward_input.cpp
   tests/fuzz/fuzz_util.cpp
