@@ -4,7 +4,7 @@ if(TARGET bertrt_convert_cli)
   add_test(NAME convert_e2e
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/convert_test.sh $<TARGET_FILE:bertrt_convert_cli>
             $<TARGET_FILE:bertrt_cli> ${CMAKE_CURRENT_SOURCE_DIR}/reference/make_hf_models.py)
-  set_tests_properties(convert_e2e PROPERTIES TIMEOUT 600 LABELS e2e ENVIRONMENT "${TEST_ENV}")
+  set_tests_properties(convert_e2e PROPERTIES TIMEOUT 600 LABELS "e2e;long" COST 55 ENVIRONMENT "${TEST_ENV}")
 endif()
 # Hostile configs on real checkpoints: quick, clear errors with small peak memory
 # (tests/e2e/hostile_config_test.sh).
