@@ -6,6 +6,17 @@
 
 namespace bertrt {
 
+namespace {
+
+// lasttoken's position: the last t with m[t] = 1, 0 when there is none (Pooling.forward).
+int last_unmasked(const std::vector<float>& m) {
+  for (int t = int(m.size()) - 1; t >= 0; --t)
+    if (m[t] != 0) return t;
+  return 0;
+}
+
+}  // namespace
+
 void pooling_forward(const PoolingConfig& p, const float* hidden, const int32_t* mask,
                      const int32_t* prompt_length, int B, int T, int H, float* out) {
   const size_t width = size_t(p.modes()) * H;
@@ -59,12 +70,7 @@ void pooling_forward(const PoolingConfig& p, const float* hidden, const int32_t*
       o += H;
     }
     if (p.lasttoken) {
-      int last = 0;
-      for (int t = T - 1; t >= 0; --t)
-        if (m[t] != 0) {
-          last = t;
-          break;
-        }
+      const int last = last_unmasked(m);
       for (int c = 0; c < H; ++c) o[c] = h[size_t(last) * H + c] * m[last];
       o += H;
     }
@@ -122,12 +128,7 @@ void pooling_backward(const PoolingConfig& p, const float* dout, const float* hi
       d += H;
     }
     if (p.lasttoken) {
-      int last = 0;
-      for (int t = T - 1; t >= 0; --t)
-        if (m[t] != 0) {
-          last = t;
-          break;
-        }
+      const int last = last_unmasked(m);
       for (int c = 0; c < H; ++c) dh[size_t(last) * H + c] += d[c] * m[last];
     }
   }

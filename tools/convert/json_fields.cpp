@@ -10,15 +10,18 @@ namespace bertrt::convert {
 
 using nlohmann::json;
 
-json read_json_object(const std::string& path) {
+json read_json_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) fail("{}: cannot open", path);
-  json j;
   try {
-    j = json::parse(in);
+    return json::parse(in);
   } catch (const json::exception& e) {
     fail("{}: not valid JSON ({})", path, e.what());
   }
+}
+
+json read_json_object(const std::string& path) {
+  json j = read_json_file(path);
   if (!j.is_object()) fail("{}: expected a JSON object", path);
   return j;
 }

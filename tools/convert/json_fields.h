@@ -9,6 +9,9 @@
 
 namespace bertrt::convert {
 
+// The file's JSON, whatever its top level; throws bertrt::Error naming the file when it cannot be
+// read or is not JSON.
+nlohmann::json read_json_file(const std::string& path);
 // The file's top-level object; throws bertrt::Error naming the file when it cannot be read, is
 // not JSON or is not an object.
 nlohmann::json read_json_object(const std::string& path);

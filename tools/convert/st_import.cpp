@@ -33,14 +33,7 @@ struct Module {
 };
 
 std::vector<Module> read_modules(const std::string& file) {
-  std::ifstream in(file);
-  if (!in) fail("{}: cannot open", file);
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::exception& e) {
-    fail("{}: not valid JSON ({})", file, e.what());
-  }
+  const json j = read_json_file(file);
   if (!j.is_array() || j.empty()) fail("{}: expected a non-empty list of modules", file);
   std::vector<Module> out;
   for (size_t i = 0; i < j.size(); ++i) {
