@@ -226,11 +226,12 @@ void add_finetune(CLI::App& app) {
   add_embedding_finetune_flags(c, o->embedding);
   c->callback([o] {
     if (o->task.task == "sentence-embedding") {
-      if (!o->resume.empty() || o->qat.enabled() || o->memory.freeze_embeddings ||
-          o->memory.freeze_layers || o->memory.recompute || o->hidden_dropout > 0 ||
-          o->attention_dropout > 0 || o->group_by_length)
-        fail_usage("--task sentence-embedding takes none of --resume, --qat, the memory flags, "
-                   "the dropout flags or --group-by-length");
+      if (!o->resume.empty() || o->memory.freeze_embeddings || o->memory.freeze_layers ||
+          o->memory.recompute || o->hidden_dropout > 0 || o->attention_dropout > 0 ||
+          o->group_by_length)
+        fail_usage("--task sentence-embedding takes none of --resume, the memory flags, the "
+                   "dropout flags or --group-by-length");
+      check_qat_options(o->qat);
       for (const auto* opt : o->task.tsv_options)
         if (opt->count()) fail_usage("{} applies to --task tsv", opt->get_name());
       for (const auto* opt : o->task.squad_options)
@@ -242,6 +243,7 @@ void add_finetune(CLI::App& app) {
       r.epochs = o->epochs, r.max_steps = o->max_steps, r.batch_size = o->batch_size;
       r.eval_batch_size = o->eval_batch_size, r.lr = o->lr, r.warmup_ratio = o->warmup_ratio;
       r.weight_decay = o->weight_decay, r.seed = o->seed, r.backend = &o->backend;
+      r.qat = &o->qat;
       return run_embedding_finetune(r, o->embedding);
     }
     for (const auto* opt : o->embedding.options)

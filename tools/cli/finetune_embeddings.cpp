@@ -143,6 +143,8 @@ void run_embedding_finetune(const EmbeddingFinetuneRun& r, const EmbeddingFinetu
     h.embedding = embedding_head(model, eo);
     model.set_heads(h, r.seed);
   }
+  // After the head is set, as finetune's other tasks: fake-quant Linears for --qat int8.
+  apply_qat(model, *r.qat, r.model);
   const int D = model.heads().embedding->dim(model.config().hidden_size);
   for (int d : loss.matryoshka_dims)
     if (d > D) fail_usage("--matryoshka-dims: {} is above the model's embedding width {}", d, D);
@@ -215,7 +217,7 @@ void run_embedding_finetune(const EmbeddingFinetuneRun& r, const EmbeddingFinetu
   meta["finetune_embedding"] =
       nlohmann::json{{"loss", f.loss}, {"scale", f.scale}, {"steps", total},
                      {"train", r.train}, {"matryoshka_dims", loss.matryoshka_dims}}.dump();
-  save_model(r.out, model, *m.tokenizer, meta);
+  save_finetuned(r.out, model, *m.tokenizer, meta, *r.qat);
   fmt::print("wrote {}\n", r.out);
 }
 

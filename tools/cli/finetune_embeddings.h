@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common.h"
+#include "qat_flags.h"
 
 namespace bertrt::cli {
 
@@ -29,6 +30,7 @@ struct EmbeddingFinetuneRun {
   float lr = 2e-5f, warmup_ratio = 0.1f, weight_decay = 0.01f;
   uint64_t seed = 42;
   const BackendChoice* backend = nullptr;
+  const QatOptions* qat = nullptr;  // --qat int8: fake-quant training, -o the int8 model
 };
 
 // Runs the fine-tuning: checks, the data, the steps with a progress bar, the dev metrics (an STS
