@@ -11,13 +11,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <numeric>
 
 #include "common.h"
 #include "core/error.h"
 #include "core/float_decimal.h"
 #include "embed/embedder.h"
 #include "embed/embedding_index.h"
+#include "embed/semantic_search.h"
 #include "io/model_io.h"
 #include "progress.h"
 
@@ -38,26 +38,6 @@ std::string options_json(const EmbedOptions& o) {
   j["prompt"] = o.prompt ? nlohmann::json(*o.prompt) : nlohmann::json(nullptr);
   j["pooling"] = o.pooling;
   return j.dump();
-}
-
-struct Hit {
-  size_t index;
-  float score;
-};
-
-// The k best of scores[0, n), best first; equal scores in corpus order.
-std::vector<Hit> top_k(const float* scores, size_t n, size_t k) {
-  std::vector<size_t> order(n);
-  std::iota(order.begin(), order.end(), size_t(0));
-  auto better = [&](size_t a, size_t b) {
-    return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
-  };
-  k = std::min(k, n);
-  std::partial_sort(order.begin(), order.begin() + std::ptrdiff_t(k), order.end(), better);
-  std::vector<Hit> hits;
-  hits.reserve(k);
-  for (size_t i = 0; i < k; ++i) hits.push_back({order[i], scores[order[i]]});
-  return hits;
 }
 
 }  // namespace
@@ -201,17 +181,14 @@ void add_search(CLI::App& app) {
     // The search's GEMM: the cpu backend, whatever --backend runs the model, without constant
     // weights (the index is no weight to pack).
     auto cpu = make_backend("cpu");
-    const size_t n = passages.size();
-    std::vector<float> scores(n);
     for_each_stdin_line([&](const std::string& query, size_t) {
       const std::vector<float> q = embed_texts(*m.model, *m.tokenizer, *be, {query}, query_opts);
-      cpu->gemm(false, true, 1, int(n), dim, 1.0f, q.data(), dim, v.embeddings, dim, 0.0f,
-                scores.data(), int(n));
-      cpu->sync();
+      const std::vector<SearchHit> hits = semantic_search(
+          *cpu, q.data(), 1, v.embeddings, passages.size(), dim, size_t(o->top_k))[0];
       nlohmann::ordered_json j;
       j["query"] = query;
       j["hits"] = nlohmann::json::array();
-      for (const Hit& h : top_k(scores.data(), n, size_t(o->top_k))) {
+      for (const SearchHit& h : hits) {
         nlohmann::ordered_json hit;
         hit["index"] = h.index;
         hit["score"] = float_as_written(h.score);
