@@ -49,6 +49,18 @@ int main(int argc, char** argv) {
   int dim = 384;
   std::vector<size_t> sizes = {10000, 100000};
   std::string dir;
+  if (argc == 2 && std::string(argv[1]) == "--help") {
+    std::printf(
+        "usage: bench_search [--dim D] [--sizes N,N] [--dump DIR]\n"
+        "One JSON line a corpus size: the fastest time of one query and of 100 queries (top 10)\n"
+        "over random unit vectors [N, D] (default 384; 10000,100000), on the cpu backend\n"
+        "(BERTRT_NUM_THREADS threads). --dump DIR writes the data for bench/search_vs_faiss.py.\n");
+    return 0;
+  }
+  if (argc % 2 == 0) {
+    std::fprintf(stderr, "usage: bench_search [--dim D] [--sizes N,N] [--dump DIR]\n");
+    return 2;
+  }
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--dim")
