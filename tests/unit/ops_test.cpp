@@ -24,6 +24,7 @@
 #include "backends/reference/reference_backend.h"
 #include "core/error.h"
 #include "op_test_util.h"
+#include "embedding_op_cases.h"
 #include "quant_op_cases.h"
 
 namespace bertrt {
@@ -669,6 +670,7 @@ std::vector<OpCase> all_cases() {
   add_loss_and_optimizer_cases(cases);
   add_data_movement_cases(cases);
   for (auto& q : test::quant_op_cases()) cases.push_back({q.op, q.label, q.check});
+  for (auto& e : test::embedding_op_cases(false)) cases.push_back({e.op, e.label, e.check});
   return cases;
 }
 
