@@ -213,10 +213,11 @@ TEST(CpuThreads, DefaultFollowsTheAffinityMaskAndCapsTheUsersCount) {
   EXPECT_EQ(free_env, std::min(3, CPU_COUNT(&all)));
 }
 
-// The embedding head's ops split over sequences (pooling) and rows (normalization): a training
-// batch of 64 texts x 128 tokens at BERT-mini's width, every pooling mode.
+// The embedding head's ops split over sequences (pooling: a sequence a tile at this size) and
+// rows (normalization: ~43 rows a tile): a batch of 32 texts x 128 tokens at BERT-mini's width,
+// every pooling mode, and 1024 rows of 384.
 TEST(CpuThreads, EmbeddingHeadOps) {
-  const int B = 64, T = 128, H = kC, ld = 2 * kC;
+  const int B = 32, T = 128, H = kC, ld = 2 * kC;
   const test::PoolInputs in = test::pool_inputs(B, T, H, 40);
   const auto dout = randn(size_t(B) * ld, 41);
   for (Pooling mode : test::all_poolings())
@@ -228,7 +229,7 @@ TEST(CpuThreads, EmbeddingHeadOps) {
                               in.prompt.data(), B, T, H, mode);
       return std::vector<std::vector<float>>{out, dh};
     });
-  const int rows = 4096, cols = 384;
+  const int rows = 1024, cols = 384;
   const auto x = randn(size_t(rows) * cols, 42), dy = randn(size_t(rows) * cols, 43);
   expect_same_for_all_thread_counts("l2_normalize_rows", [&](CpuBackend& be) {
     std::vector<float> y(x.size()), dx(x.size(), 0.25f);

@@ -17,7 +17,7 @@ namespace {
 constexpr double kRel = 1e-5;
 
 TEST(EmbeddingHeadOps, MatchTheHostHeadOnEveryHostAndCheckedBackend) {
-  for (const std::string& name : {"reference", "cpu", "checked"})
+  for (const std::string name : {"reference", "cpu", "checked"})
     for (bool include_prompt : {true, false})
       for (const auto& [label, loss] : test::head_losses()) {
         SCOPED_TRACE(name + " " + label + (include_prompt ? "" : " include_prompt=false"));

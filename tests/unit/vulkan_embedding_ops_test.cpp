@@ -71,7 +71,9 @@ class VulkanDevice : public ::testing::Test {
     messages_ = vk::Context::validation_messages();
   }
   void TearDown() override {
-    if (be_) EXPECT_EQ(vk::Context::validation_messages(), messages_) << "validation messages";
+    if (be_) {
+      EXPECT_EQ(vk::Context::validation_messages(), messages_) << "validation messages";
+    }
   }
   VulkanBackend* be_ = nullptr;
   int64_t messages_ = 0;
