@@ -60,6 +60,11 @@ const char* op_name(Op op) {
       return "observe_min_max";
     case Op::kFakeQuantObserved:
       return "fake_quant_observed";
+    case Op::kPoolTokens: return "pool_tokens";
+    case Op::kPoolTokensBackward: return "pool_tokens_backward";
+    case Op::kL2NormalizeRows: return "l2_normalize_rows";
+    case Op::kL2NormalizeRowsBackward: return "l2_normalize_rows_backward";
+    case Op::kCosentLoss: return "cosent_loss";
     case Op::kCount: break;
   }
   return "?";

@@ -67,9 +67,17 @@ enum class Op {
   kObserveMinMax,
   kFakeQuantObserved,
   kDropout,
+  kPoolTokens,
+  kPoolTokensBackward,
+  kL2NormalizeRows,
+  kL2NormalizeRowsBackward,
+  kCosentLoss,
   kCount
 };
 const char* op_name(Op op);
+
+// sentence-transformers' pooling modes (models/Pooling.py), one per pool_tokens call.
+enum class Pooling { kCls, kMax, kMean, kMeanSqrtLen, kWeightedMean, kLastToken };
 
 // torch.optim.AdamW hyper-parameters; bias_correction=false gives the original BERT optimizer
 // (google-research/bert optimization.py: no bias correction).
@@ -224,6 +232,37 @@ class Backend {
   // A target ≥ V is an error.
   virtual void cross_entropy(float* dlogits, double* loss_sum, const float* logits,
                              const int32_t* targets, int rows, int V, float grad_scale) = 0;
+
+  // --- the sentence-embedding head and its losses (src/heads/pooling.h states the modes) --------
+  // One pooling mode over last_hidden_state: out[b, 0:H] (row stride ldo, so that the modes of
+  // a head fill one [B, modes·H] matrix side by side) from hidden [B, T, H], with
+  // m[t] = (mask[b, t] != 0 and t ≥ prompt_length[b]) (mask [B, T], prompt_length [B]: the
+  // leading tokens include_prompt=false leaves out, 0 for none):
+  //   kCls h[0]; kMax max_t (m[t] ? h[t] : −1e9); kMean Σ m·h / max(Σ m, 1e-9); kMeanSqrtLen
+  //   Σ m·h / √max(Σ m, 1e-9); kWeightedMean Σ (t+1)·m·h / max(Σ (t+1)·m, 1e-9); kLastToken
+  //   m[l]·h[l] at the last l with m[l] = 1 (0 when there is none).
+  virtual void pool_tokens(float* out, int ldo, const float* hidden, const int32_t* mask,
+                           const int32_t* prompt_length, int B, int T, int H, Pooling mode) = 0;
+  // Its backward: dhidden [B, T, H] += ∂L/∂hidden from dout (row stride ldd). kMax routes each
+  // column's gradient to the first position holding the maximum (torch.max), none when that
+  // position is masked (the maximum is then the constant −1e9).
+  virtual void pool_tokens_backward(float* dhidden, const float* dout, int ldd,
+                                    const float* hidden, const int32_t* mask,
+                                    const int32_t* prompt_length, int B, int T, int H,
+                                    Pooling mode) = 0;
+  // F.normalize over rows: y[r, :] = x[r, 0:cols] / max(‖x[r, 0:cols]‖₂, 1e-12); y [rows, cols],
+  // x row stride ldx ≥ cols (the first cols columns: a Matryoshka cut). y may not alias x.
+  virtual void l2_normalize_rows(float* y, const float* x, int ldx, int rows, int cols) = 0;
+  // Its backward from the forward's input: dx[r, 0:cols] (row stride lddx) +=
+  // (dy − y·(y·dy)) / ‖x‖, or dy / 1e-12 where ‖x‖ ≤ 1e-12 (the clamp: a constant divisor).
+  virtual void l2_normalize_rows_backward(float* dx, int lddx, const float* x, int ldx,
+                                          const float* dy, int rows, int cols) = 0;
+  // CoSENTLoss (sentence-transformers losses/CoSENTLoss.py) of n pair cosines cos [n] with
+  // scores labels [n]: *loss = log(1 + Σ_{labels[i] < labels[j]} exp(scale·(cos[i] − cos[j]))),
+  // the log-sum-exp taken from its maximum (double). When dcos is non-null it is OVERWRITTEN
+  // with grad_scale · ∂loss/∂cos.
+  virtual void cosent_loss(float* dcos, double* loss, const float* cos, const float* labels, int n,
+                           float scale, float grad_scale) = 0;
 
   // One AdamW update of n parameters at 1-based step t, in place on param, m, v
   // (torch.optim.AdamW: decoupled decay param *= 1 − lr·wd before the Adam update).

@@ -361,6 +361,57 @@ void CheckedBackend::cross_entropy(float* dlogits, double* loss_sum, const float
   record([=] { inner_->cross_entropy(dlogits, loss_sum, logits, targets, rows, V, grad_scale); });
 }
 
+void CheckedBackend::pool_tokens(float* out, int ldo, const float* hidden, const int32_t* mask,
+                                 const int32_t* prompt_length, int B, int T, int H, Pooling mode) {
+  const char* op = "pool_tokens";
+  CHECK_F("out", out, span(B, H, ldo));
+  CHECK_F("hidden", hidden, size_t(B) * T * H);
+  CHECK_I("mask", mask, size_t(B) * T);
+  CHECK_I("prompt_length", prompt_length, B);
+  record([=] { inner_->pool_tokens(out, ldo, hidden, mask, prompt_length, B, T, H, mode); });
+}
+
+void CheckedBackend::pool_tokens_backward(float* dhidden, const float* dout, int ldd,
+                                          const float* hidden, const int32_t* mask,
+                                          const int32_t* prompt_length, int B, int T, int H,
+                                          Pooling mode) {
+  const char* op = "pool_tokens_backward";
+  CHECK_F("dhidden", dhidden, size_t(B) * T * H);
+  CHECK_F("dout", dout, span(B, H, ldd));
+  CHECK_F("hidden", hidden, size_t(B) * T * H);
+  CHECK_I("mask", mask, size_t(B) * T);
+  CHECK_I("prompt_length", prompt_length, B);
+  record([=] {
+    inner_->pool_tokens_backward(dhidden, dout, ldd, hidden, mask, prompt_length, B, T, H, mode);
+  });
+}
+
+void CheckedBackend::l2_normalize_rows(float* y, const float* x, int ldx, int rows, int cols) {
+  const char* op = "l2_normalize_rows";
+  CHECK_F("y", y, size_t(rows) * cols);
+  CHECK_F("x", x, span(rows, cols, ldx));
+  record([=] { inner_->l2_normalize_rows(y, x, ldx, rows, cols); });
+}
+
+void CheckedBackend::l2_normalize_rows_backward(float* dx, int lddx, const float* x, int ldx,
+                                                const float* dy, int rows, int cols) {
+  const char* op = "l2_normalize_rows_backward";
+  CHECK_F("dx", dx, span(rows, cols, lddx));
+  CHECK_F("x", x, span(rows, cols, ldx));
+  CHECK_F("dy", dy, size_t(rows) * cols);
+  record([=] { inner_->l2_normalize_rows_backward(dx, lddx, x, ldx, dy, rows, cols); });
+}
+
+void CheckedBackend::cosent_loss(float* dcos, double* loss, const float* cos, const float* labels,
+                                 int n, float scale, float grad_scale) {
+  const char* op = "cosent_loss";
+  CHECK_OPT_F("dcos", dcos, n);
+  CHECK_D("loss", loss);
+  CHECK_F("cos", cos, n);
+  CHECK_F("labels", labels, n);
+  record([=] { inner_->cosent_loss(dcos, loss, cos, labels, n, scale, grad_scale); });
+}
+
 void CheckedBackend::adamw_step(float* param, float* m, float* v, const float* grad, size_t n,
                                 const AdamWHyper& h, int64_t t) {
   const char* op = "adamw_step";

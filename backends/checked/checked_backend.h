@@ -88,6 +88,16 @@ class CheckedBackend : public Backend {
   void embedding_forward(float* out, const int32_t* ids, const float* table, int n, int C) override;
   void embedding_backward(float* dtable, const int32_t* ids, const float* dout, int n,
                           int C) override;
+  void pool_tokens(float* out, int ldo, const float* hidden, const int32_t* mask,
+                   const int32_t* prompt_length, int B, int T, int H, Pooling mode) override;
+  void pool_tokens_backward(float* dhidden, const float* dout, int ldd, const float* hidden,
+                            const int32_t* mask, const int32_t* prompt_length, int B, int T, int H,
+                            Pooling mode) override;
+  void l2_normalize_rows(float* y, const float* x, int ldx, int rows, int cols) override;
+  void l2_normalize_rows_backward(float* dx, int lddx, const float* x, int ldx, const float* dy,
+                                  int rows, int cols) override;
+  void cosent_loss(float* dcos, double* loss, const float* cos, const float* labels, int n,
+                   float scale, float grad_scale) override;
   void cross_entropy(float* dlogits, double* loss_sum, const float* logits, const int32_t* targets,
                      int rows, int V, float grad_scale) override;
   void adamw_step(float* param, float* m, float* v, const float* grad, size_t n,

@@ -236,6 +236,10 @@ bool CpuBackend::supports(Op op) const {
     case Op::kLinearU8S8:
     case Op::kLinearU8S8GeluU8:
     case Op::kDropout:
+    case Op::kPoolTokens:
+    case Op::kPoolTokensBackward:
+    case Op::kL2NormalizeRows:
+    case Op::kL2NormalizeRowsBackward:
       return true;
     // The scalar reference's loops: memory moves and small reductions (already what the host
     // did, and memory-bound), tanh (the pooler's [B, C] only), the int8 embedding lookup.
@@ -252,6 +256,7 @@ bool CpuBackend::supports(Op op) const {
     case Op::kObserveMinMax:
     case Op::kTanhForward:
     case Op::kTanhBackward:
+    case Op::kCosentLoss:  // O(n²) over a batch's pairs: small
     case Op::kCount:
       return false;
   }

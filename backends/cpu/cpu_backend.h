@@ -159,6 +159,16 @@ class CpuBackend : public ReferenceBackend {
   void adamw_step(float* param, float* m, float* v, const float* grad, size_t n,
                   const AdamWHyper& h, int64_t t) override;
 
+  // The sentence-embedding head (cpu_embedding.cpp); cosent_loss is the reference's.
+  void pool_tokens(float* out, int ldo, const float* hidden, const int32_t* mask,
+                   const int32_t* prompt_length, int B, int T, int H, Pooling mode) override;
+  void pool_tokens_backward(float* dhidden, const float* dout, int ldd, const float* hidden,
+                            const int32_t* mask, const int32_t* prompt_length, int B, int T, int H,
+                            Pooling mode) override;
+  void l2_normalize_rows(float* y, const float* x, int ldx, int rows, int cols) override;
+  void l2_normalize_rows_backward(float* dx, int lddx, const float* x, int ldx, const float* dy,
+                                  int rows, int cols) override;
+
   // Quantization ops (cpu_quant.cpp): vectorised loops (quant_kernels.h) and the exact u8×s8
   // GEMM tiles (q8_gemm.h, AVX2 when the CPU has it), split over the pool by output columns.
   void min_max(float* mn, float* mx, const float* x, size_t n) override;

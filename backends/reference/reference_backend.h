@@ -74,6 +74,18 @@ class ReferenceBackend : public Backend {
   void adamw_step(float* param, float* m, float* v, const float* grad, size_t n,
                   const AdamWHyper& h, int64_t t) override;
 
+  // The sentence-embedding head and CoSENT (reference_embedding.cpp).
+  void pool_tokens(float* out, int ldo, const float* hidden, const int32_t* mask,
+                   const int32_t* prompt_length, int B, int T, int H, Pooling mode) override;
+  void pool_tokens_backward(float* dhidden, const float* dout, int ldd, const float* hidden,
+                            const int32_t* mask, const int32_t* prompt_length, int B, int T, int H,
+                            Pooling mode) override;
+  void l2_normalize_rows(float* y, const float* x, int ldx, int rows, int cols) override;
+  void l2_normalize_rows_backward(float* dx, int lddx, const float* x, int ldx, const float* dy,
+                                  int rows, int cols) override;
+  void cosent_loss(float* dcos, double* loss, const float* cos, const float* labels, int n,
+                   float scale, float grad_scale) override;
+
   // Quantization ops (reference_quant.cpp).
   void min_max(float* mn, float* mx, const float* x, size_t n) override;
   void absmax_rows(float* out, const float* x, int rows, int cols) override;

@@ -68,6 +68,15 @@ const uint32_t kGemmU8S8[] =
 const uint32_t kEmbeddingS8[] =
 #include "shaders/embedding_s8.spv.inc"
     ;
+const uint32_t kPoolTokens[] =
+#include "shaders/pool_tokens.spv.inc"
+    ;
+const uint32_t kL2Normalize[] =
+#include "shaders/l2_normalize.spv.inc"
+    ;
+const uint32_t kCosentLoss[] =
+#include "shaders/cosent_loss.spv.inc"
+    ;
 
 }  // namespace
 
@@ -92,5 +101,8 @@ Spirv shader_embedding_backward() { return {kEmbeddingBackward, sizeof kEmbeddin
 Spirv shader_fake_quant() { return {kFakeQuant, sizeof kFakeQuant / 4}; }
 Spirv shader_gemm_u8s8() { return {kGemmU8S8, sizeof kGemmU8S8 / 4}; }
 Spirv shader_embedding_s8() { return {kEmbeddingS8, sizeof kEmbeddingS8 / 4}; }
+Spirv shader_pool_tokens() { return {kPoolTokens, sizeof kPoolTokens / 4}; }
+Spirv shader_l2_normalize() { return {kL2Normalize, sizeof kL2Normalize / 4}; }
+Spirv shader_cosent_loss() { return {kCosentLoss, sizeof kCosentLoss / 4}; }
 
 }  // namespace bertrt::vk

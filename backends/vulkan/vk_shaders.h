@@ -32,5 +32,8 @@ Spirv shader_embedding_backward();
 Spirv shader_fake_quant();
 Spirv shader_gemm_u8s8();
 Spirv shader_embedding_s8();
+Spirv shader_pool_tokens();
+Spirv shader_l2_normalize();
+Spirv shader_cosent_loss();
 
 }  // namespace bertrt::vk

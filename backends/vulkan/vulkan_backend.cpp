@@ -567,6 +567,8 @@ bool VulkanBackend::supports(Op op) const {
     case Op::kFakeQuantObserved:
     case Op::kObserveMinMax:
     case Op::kEmbeddingForwardS8:
+    case Op::kPoolTokens:
+    case Op::kPoolTokensBackward:
       return impl_->binds(5);
     case Op::kLinearU8S8GeluU8:  // these run as their ops (Backend's default), each a shader
     case Op::kSkipLayerNormForward:
@@ -1108,6 +1110,109 @@ void VulkanBackend::mse_loss(float* dpred, double* loss_sum, const float* pred, 
     impl_->dispatch(pl, {dp, pr, tg, s}, &p, sizeof p, gx, gy, 1);
   }
   impl_->reduce(1, s, size_t(std::max(n, 0)), sum, sum, s, uint32_t(std::max(n, 0)));
+}
+
+// --- the sentence-embedding head and CoSENT -----------------------------------------------------
+
+namespace {
+
+void pool(VulkanBackend::Impl& im, int backward, Ref out, Ref hidden, Ref mask, Ref prompt,
+          Ref dout, int B, int T, int H, int ld, Pooling mode) {
+  vk::PoolPush p{uint32_t(B),   uint32_t(T),      uint32_t(H),   out.offset,
+                 hidden.offset, mask.offset,      prompt.offset, dout.offset,
+                 uint32_t(ld),  uint32_t(mode),   0};
+  uint32_t gx, gy;
+  im.grid(size_t(B) * H, &gx, &gy);
+  p.groups_x = gx;
+  Pipeline& pl = im.pipeline("pool_tokens", vk::shader_pool_tokens(), 5, sizeof p,
+                             {im.group, uint32_t(backward)});
+  im.dispatch(pl, {out, hidden, mask, prompt, dout}, &p, sizeof p, gx, gy, 1);
+}
+
+}  // namespace
+
+void VulkanBackend::pool_tokens(float* out, int ldo, const float* hidden, const int32_t* mask,
+                                const int32_t* prompt_length, int B, int T, int H, Pooling mode) {
+  const char* op = "pool_tokens";
+  if (B <= 0 || T <= 0 || H <= 0) return;
+  if (!impl_->binds(5)) {
+    on_cpu(op, {{"out", out}, {"hidden", hidden}, {"mask", mask}, {"prompt_length", prompt_length}});
+    cpu_.pool_tokens(out, ldo, hidden, mask, prompt_length, B, T, H, mode);
+    return;
+  }
+  const Ref o = impl_->resolve(op, "out", out, (size_t(B - 1) * ldo + H) * 4);
+  pool(*impl_, 0, o, impl_->resolve(op, "hidden", hidden, size_t(B) * T * H * 4),
+       impl_->resolve(op, "mask", mask, size_t(B) * T * 4),
+       impl_->resolve(op, "prompt_length", prompt_length, size_t(B) * 4), o, B, T, H, ldo, mode);
+}
+
+void VulkanBackend::pool_tokens_backward(float* dhidden, const float* dout, int ldd,
+                                         const float* hidden, const int32_t* mask,
+                                         const int32_t* prompt_length, int B, int T, int H,
+                                         Pooling mode) {
+  const char* op = "pool_tokens_backward";
+  if (B <= 0 || T <= 0 || H <= 0) return;
+  if (!impl_->binds(5)) {
+    on_cpu(op, {{"dhidden", dhidden}, {"dout", dout}, {"hidden", hidden}, {"mask", mask},
+                {"prompt_length", prompt_length}});
+    cpu_.pool_tokens_backward(dhidden, dout, ldd, hidden, mask, prompt_length, B, T, H, mode);
+    return;
+  }
+  const size_t n = size_t(B) * T * H * 4;
+  pool(*impl_, 1, impl_->resolve(op, "dhidden", dhidden, n), impl_->resolve(op, "hidden", hidden, n),
+       impl_->resolve(op, "mask", mask, size_t(B) * T * 4),
+       impl_->resolve(op, "prompt_length", prompt_length, size_t(B) * 4),
+       impl_->resolve(op, "dout", dout, (size_t(B - 1) * ldd + H) * 4), B, T, H, ldd, mode);
+}
+
+namespace {
+
+void l2_normalize(VulkanBackend::Impl& im, int backward, Ref out, int ld_out, Ref x, int ldx,
+                  Ref dy, int rows, int cols) {
+  vk::L2NormalizePush p{uint32_t(rows), uint32_t(cols), out.offset, uint32_t(ld_out),
+                        x.offset,       uint32_t(ldx),  dy.offset,  0};
+  uint32_t gx, gy;
+  VulkanBackend::Impl::fold(size_t(rows), &gx, &gy);
+  p.groups_x = gx;
+  Pipeline& pl = im.pipeline("l2_normalize", vk::shader_l2_normalize(), 3, sizeof p,
+                             {im.group, uint32_t(backward)});
+  im.dispatch(pl, {out, x, dy}, &p, sizeof p, gx, gy, 1);
+}
+
+}  // namespace
+
+void VulkanBackend::l2_normalize_rows(float* y, const float* x, int ldx, int rows, int cols) {
+  if (rows <= 0 || cols <= 0) return;
+  const char* op = "l2_normalize_rows";
+  const Ref o = impl_->resolve(op, "y", y, size_t(rows) * cols * 4);
+  l2_normalize(*impl_, 0, o, cols, impl_->resolve(op, "x", x, (size_t(rows - 1) * ldx + cols) * 4),
+               ldx, o, rows, cols);
+}
+
+void VulkanBackend::l2_normalize_rows_backward(float* dx, int lddx, const float* x, int ldx,
+                                               const float* dy, int rows, int cols) {
+  if (rows <= 0 || cols <= 0) return;
+  const char* op = "l2_normalize_rows_backward";
+  l2_normalize(*impl_, 1, impl_->resolve(op, "dx", dx, (size_t(rows - 1) * lddx + cols) * 4), lddx,
+               impl_->resolve(op, "x", x, (size_t(rows - 1) * ldx + cols) * 4), ldx,
+               impl_->resolve(op, "dy", dy, size_t(rows) * cols * 4), rows, cols);
+}
+
+void VulkanBackend::cosent_loss(float* dcos, double* loss, const float* cos, const float* labels,
+                                int n, float scale, float grad_scale) {
+  const char* op = "cosent_loss";
+  const Ref sum = impl_->resolve(op, "loss", loss, 8);
+  // Scratch: the float loss, then the reduction's partials (which turns it into the double).
+  const Ref s = impl_->scratch(1 + impl_->reduce_partials(1));
+  // n = 0 runs too (the loss is log 1 = 0): the scratch stands in for the empty arrays.
+  const Ref c = n > 0 ? impl_->resolve(op, "cos", cos, size_t(n) * 4) : s,
+            l = n > 0 ? impl_->resolve(op, "labels", labels, size_t(n) * 4) : s;
+  const Ref d = dcos && n > 0 ? impl_->resolve(op, "dcos", dcos, size_t(n) * 4) : c;
+  vk::CosentPush p{uint32_t(std::max(n, 0)), d.offset, c.offset, l.offset, s.offset,
+                   dcos ? 1u : 0u,           scale,    grad_scale};
+  Pipeline& pl = impl_->pipeline(op, vk::shader_cosent_loss(), 4, sizeof p, {impl_->group});
+  impl_->dispatch(pl, {d, c, l, s}, &p, sizeof p, 1, 1, 1);
+  impl_->reduce(1, s, 1, sum, sum, s, 1);
 }
 
 void VulkanBackend::embedding_backward(float* dtable, const int32_t* ids, const float* dout, int n,

@@ -124,6 +124,17 @@ class VulkanBackend : public Backend {
   void fake_quant_observed(float* out, uint8_t* mask, const float* x, size_t n, const float* range,
                            int qmin, int qmax) override;
 
+  void pool_tokens(float* out, int ldo, const float* hidden, const int32_t* mask,
+                   const int32_t* prompt_length, int B, int T, int H, Pooling mode) override;
+  void pool_tokens_backward(float* dhidden, const float* dout, int ldd, const float* hidden,
+                            const int32_t* mask, const int32_t* prompt_length, int B, int T, int H,
+                            Pooling mode) override;
+  void l2_normalize_rows(float* y, const float* x, int ldx, int rows, int cols) override;
+  void l2_normalize_rows_backward(float* dx, int lddx, const float* x, int ldx, const float* dy,
+                                  int rows, int cols) override;
+  void cosent_loss(float* dcos, double* loss, const float* cos, const float* labels, int n,
+                   float scale, float grad_scale) override;
+
  private:
   std::unique_ptr<Impl> impl_;
   CpuBackend cpu_;  // the fallback, on mapped memory

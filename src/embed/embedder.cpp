@@ -7,8 +7,7 @@
 
 #include "core/error.h"
 #include "core/utf8.h"
-#include "heads/embedding_head.h"
-#include "heads/pooling.h"
+#include "heads/embedding_head_ops.h"
 
 namespace bertrt {
 
@@ -148,21 +147,30 @@ std::vector<float> embed_texts(BertModel& model, const Tokenizer& tokenizer, Bac
   }
 
   std::vector<float> out(texts.size() * size_t(out_dim));
-  const int P = head.pooled_dim(H);
-  std::vector<float> pooled;
+  // The head as ops on `be`, then the truncation and normalization encode() applies: only the
+  // embeddings come back to the host.
+  EmbeddingHeadActs acts;
+  DeviceArray<float> finished;
   std::vector<int32_t> prompt_len;
+  std::vector<float> host;
   run_batches(model, be, in, options.batch_size, [&](int B, int T, const int32_t* mask,
                                                      const size_t* members) {
-    pooled.resize(size_t(B) * P);
     prompt_len.assign(size_t(B), prompt_length);
-    pooling_forward(head.pooling, model.last_hidden_state(), mask, prompt_len.data(), B, T, H,
-                    pooled.data());
-    std::vector<float> x = dense_forward(head, model.layout(), model.params(), pooled.data(), B, H);
-    if (head.normalize) x = finish_embeddings(std::move(x), B, D, 0, true);  // the Normalize module
-    const std::vector<float> e =
-        finish_embeddings(std::move(x), B, D, options.dimensions, options.normalize);
+    const float* x = embedding_head_forward(be, head, model.layout(), model.params(be),
+                                            model.last_hidden_state(be), mask, prompt_len.data(),
+                                            B, T, H, acts);
+    const float* e = x;
+    if (options.normalize || out_dim < D) {
+      float* f = finished.ensure(be, size_t(B) * out_dim);
+      if (options.normalize) be.l2_normalize_rows(f, x, D, B, out_dim);
+      else be.copy_2d(f, out_dim, x, D, B, out_dim);
+      e = f;
+    }
+    host.resize(size_t(B) * out_dim);
+    be.download(host.data(), e, host.size() * sizeof(float));
+    be.sync();
     for (int b = 0; b < B; ++b)
-      std::copy(e.begin() + size_t(b) * out_dim, e.begin() + size_t(b + 1) * out_dim,
+      std::copy(host.begin() + size_t(b) * out_dim, host.begin() + size_t(b + 1) * out_dim,
                 out.begin() + members[b] * out_dim);
   });
   if (stats) *stats = st;

@@ -386,6 +386,25 @@ void BertModel::backward_from_hidden(Backend& be, const float* dhidden) {
   backward(be);
 }
 
+void BertModel::backward_from_hidden(Backend& be) {
+  hidden_gradient(be);  // the checks
+  if (ran_mlm_ || ran_nsp_ || ran_task_)
+    fail("backward_from_hidden(): the forward ran a head's loss; its gradient would be lost");
+  backward(be);
+}
+
+const float* BertModel::last_hidden_state(Backend& be) const {
+  if (&be != be_ || !acts_.hidden)
+    fail("last_hidden_state() on backend '{}': the last forward ran on another", be.name());
+  return acts_.hidden;
+}
+
+float* BertModel::hidden_gradient(Backend& be) {
+  if (!acts_.training()) fail("hidden_gradient() needs a forward(training=true) first");
+  if (&be != be_) fail("hidden_gradient() on backend '{}': the forward ran on another", be.name());
+  return acts_.dhidden;
+}
+
 void BertModel::set_backward_plan(const BackwardPlan& plan) {
   if (plan.first_layer < 0 || plan.first_layer > config_.num_hidden_layers ||
       (plan.embeddings && plan.first_layer != 0))

@@ -91,6 +91,9 @@ class BertModel {
   // loss, train/embedding_loss.h): dhidden [B, T, C] on the host is ∂loss/∂last_hidden_state.
   // Throws bertrt::Error when a head's loss ran in the forward (its gradient would be lost).
   void backward_from_hidden(Backend& be, const float* dhidden);
+  // The same without the host: ops on `be` accumulate ∂loss/∂last_hidden_state into
+  // hidden_gradient(be) [B, T, C] (zeroed by the training forward), then this runs the backward.
+  void backward_from_hidden(Backend& be);
   // Memory options of training (encoder.h BackwardPlan): frozen bottom layers get no backward and
   // keep no activations; recompute keeps only each layer's output. Gradients of the parameters
   // the plan skips are left untouched (zero after zero_grad). Throws bertrt::Error when
@@ -104,6 +107,10 @@ class BertModel {
 
   // Outputs of the last forward, on the host (the first three downloaded on first call).
   const float* last_hidden_state() const;                                            // [B, T, C]
+  // The same in `be`'s memory, where ops read it (no download); its gradient buffer after a
+  // training forward. Both throw bertrt::Error when the last forward ran on another backend.
+  const float* last_hidden_state(Backend& be) const;
+  float* hidden_gradient(Backend& be);
   const float* pooler_output() const;                                                // [B, C]
   // [P, V]; after a training forward with MLM labels it throws: the head's cross-entropy wrote
   // the logits' gradient over them (one buffer, mlm_head.h).

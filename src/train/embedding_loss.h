@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "backends/backend.h"
+
 namespace bertrt {
 
 enum class EmbeddingLossKind { kMnrl, kCosent, kCosine };
@@ -37,5 +39,13 @@ EmbeddingLossKind parse_embedding_loss(const std::string& name);
 double embedding_loss(const EmbeddingLoss& loss, const std::vector<std::vector<float>>& cols,
                       int N, int D, const std::vector<double>& labels,
                       std::vector<std::vector<float>>& dcols);
+
+// The same loss as ops on `be` (embedding_loss_ops.cpp), in float: emb [K·N, D] in be's memory
+// holds column k's embeddings in rows k·N .. k·N + N − 1; ∂loss/∂emb is ADDED to demb (same shape,
+// be's memory). The cosine similarities are a GEMM of normalized rows (mnrl: every anchor against
+// every candidate, then scale and cross_entropy against the diagonal; cosine and cosent: each
+// pair's dot product, then mse_loss or cosent_loss). Returns the loss (one sync).
+double embedding_loss(Backend& be, const EmbeddingLoss& loss, const float* emb, int K, int N,
+                      int D, const std::vector<double>& labels, float* demb);
 
 }  // namespace bertrt

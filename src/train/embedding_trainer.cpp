@@ -11,8 +11,7 @@
 
 #include "core/error.h"
 #include "core/utf8.h"
-#include "heads/embedding_head.h"
-#include "heads/pooling.h"
+#include "heads/embedding_head_ops.h"
 #include "tasks/squad.h"
 #include "tasks/tsv_fields.h"
 
@@ -110,13 +109,10 @@ double embedding_forward_backward(BertModel& model, const Tokenizer& tokenizer, 
   if (!model.heads().embedding)
     fail("the model has no sentence-embedding head (convert a sentence-transformers folder, or "
          "give --pooling)");
-  if (std::string(be.name()) != "cpu" && std::string(be.name()) != "reference")
-    fail("sentence-embedding training runs on the cpu and reference backends, not '{}' (the "
-         "embedding head's backward runs on the host)", be.name());
   if (loss.needs_labels() == false && rows.front().texts.size() < 2)
     fail("mnrl needs (anchor, positive) rows");
   const EmbeddingConfig& head = *model.heads().embedding;
-  const int H = model.config().hidden_size, D = head.dim(H), P = head.pooled_dim(H);
+  const int H = model.config().hidden_size, D = head.dim(H);
   const int max_len = head.max_seq_length > 0 ? head.max_seq_length
                                                : model.config().max_position_embeddings;
   const std::vector<std::string> texts = by_column(rows);
@@ -141,31 +137,20 @@ double embedding_forward_backward(BertModel& model, const Tokenizer& tokenizer, 
     std::fill_n(mask.begin() + size_t(b) * T, ids[size_t(b)].size(), 1);
   }
   model.forward(be, EncoderInputs{B, T, flat.data(), types.data(), mask.data()}, Targets{}, true);
-  const std::vector<float> hidden(model.last_hidden_state(),
-                                  model.last_hidden_state() + size_t(B) * T * H);
-  std::vector<float> pooled(size_t(B) * P);
-  pooling_forward(head.pooling, hidden.data(), mask.data(), nullptr, B, T, H, pooled.data());
-  DenseActs acts;
-  const std::vector<float> x =
-      dense_forward(head, model.layout(), model.params(), pooled.data(), B, H, &acts);
-  const std::vector<float> e = head.normalize ? l2_normalize(x, B, D) : x;
-  std::vector<std::vector<float>> cols(static_cast<size_t>(K)), dcols;
-  for (int k = 0; k < K; ++k)
-    cols[size_t(k)].assign(e.begin() + size_t(k) * N * D, e.begin() + size_t(k + 1) * N * D);
+  // The head, the loss and their backward as ops on `be`: only the loss comes back to the host.
+  const float* hidden = model.last_hidden_state(be);
+  const float* params = model.params(be);
+  EmbeddingHeadActs acts;
+  const float* e = embedding_head_forward(be, head, model.layout(), params, hidden, mask.data(),
+                                          nullptr, B, T, H, acts);
+  DeviceArray<float> de(be, size_t(B) * D);
+  be.fill(de.data(), 0.0f, size_t(B) * D);
   std::vector<double> labels;
   for (const PairRow& r : rows) labels.push_back(r.score);
-  const double value = embedding_loss(loss, cols, N, D, labels, dcols);
-  std::vector<float> de(size_t(B) * D);
-  for (int k = 0; k < K; ++k)
-    std::copy(dcols[size_t(k)].begin(), dcols[size_t(k)].end(), de.begin() + size_t(k) * N * D);
-  if (head.normalize) de = l2_normalize_backward(x, de, B, D);
-  float* grads = model.grads(be);  // host memory on these backends
-  const std::vector<float> dpooled =
-      dense_backward(head, model.layout(), model.params(), grads, acts, std::move(de), B, H);
-  std::vector<float> dhidden(size_t(B) * T * H, 0.0f);
-  pooling_backward(head.pooling, dpooled.data(), hidden.data(), mask.data(), nullptr, B, T, H,
-                   dhidden.data());
-  model.backward_from_hidden(be, dhidden.data());
+  const double value = embedding_loss(be, loss, e, K, N, D, labels, de.data());
+  embedding_head_backward(be, head, model.layout(), params, model.grads(be), hidden, acts,
+                          de.data(), H, model.hidden_gradient(be));
+  model.backward_from_hidden(be);
   return value;
 }
 

@@ -1,8 +1,9 @@
 // Contrastive fine-tuning of a sentence-embedding model (sentence-transformers' fit with the
 // losses of train/embedding_loss.h): the data, one step's forward and backward, and the loop.
 // Every text of a batch runs through the encoder as one padded batch; the embedding head
-// (pooling, Dense, Normalize) and the loss run on the host, and ∂loss/∂last_hidden_state goes back
-// through the encoder (BertModel::backward_from_hidden).
+// (pooling, Dense, Normalize) and the loss run as ops on the same backend (heads/
+// embedding_head_ops.h, embedding_loss.h), and ∂loss/∂last_hidden_state goes back through the
+// encoder (BertModel::backward_from_hidden).
 #pragma once
 
 #include <cstdint>
@@ -44,9 +45,8 @@ struct PairFileOptions {
 PairData read_pair_file(const std::string& path, const PairFileOptions& options = {});
 
 // One step's work: forward of every text of `rows`, the loss on the embedding head's outputs,
-// and the backward into model.grads(be) (the Dense weights' on the host, the encoder's through
-// backward_from_hidden). Returns the loss. The backend must be one whose memory the host reads
-// (cpu, reference).
+// and the backward into model.grads(be) (the Dense weights' by the head's backward, the encoder's
+// through backward_from_hidden), all on `be`. Returns the loss.
 double embedding_forward_backward(BertModel& model, const Tokenizer& tokenizer, Backend& be,
                                   const EmbeddingLoss& loss, const std::vector<PairRow>& rows);
 

@@ -112,5 +112,43 @@ expect_error "unknown pooling key" "$T/x.brt" "1_Pooling/config.json: key 'pooli
 expect_error "export without an embedding head" "" "has no sentence-embedding head" -- \
   "$CONVERT" --to sentence-transformers "$T/ce.brt" -o "$T/ce-st"
 
+# --- the head on the Vulkan backend ----------------------------------------------------------------
+# The same embeddings as on cpu, and the same fine-tuning losses step by step, within the bound
+# platforms/compare_runs.py puts on two runs that differ only in float rounding (rtol 1e-5,
+# atol 1e-6). Every pooling mode (pool_all), Dense and Normalize, a skipped prompt.
+if "$BIN" info --devices 2>/dev/null | grep -q '^0:'; then
+  expect_ok "convert pool_all" "$CONVERT" -q "$T/st/pool_all" -o "$T/all.brt"
+  printf 'the cat sat on the mat\n\na dog\nthe big red dog and the small blue cat\n' > "$T/vk.txt"
+  for m in emb:"" all:"" prompts:"--prompt-name query" emb:"--dimensions 5"; do
+    name=${m%%:*} flags=${m#*:}
+    # shellcheck disable=SC2086
+    "$BIN" embed --backend cpu --model "$T/$name.brt" --input "$T/vk.txt" $flags --output "$T/cpu.npy" &&
+    BERTRT_VULKAN_VALIDATION=${BERTRT_VULKAN_VALIDATION:-1} \
+      "$BIN" embed --backend vulkan --model "$T/$name.brt" --input "$T/vk.txt" $flags \
+      --output "$T/vk.npy" 2>"$T/stderr" && ! grep -q "vulkan validation" "$T/stderr" &&
+    /usr/bin/python3 -c "
+import numpy as np, sys
+a, b = np.load('$T/vk.npy'), np.load('$T/cpu.npy')
+sys.exit(0 if a.shape == b.shape and np.all(np.abs(a - b) <= 1e-5 * np.abs(b) + 1e-6) else 1)
+" && ok || bad "embed --backend vulkan differs from cpu ($name $flags): $(cat "$T/stderr")"
+  done
+  printf 'sentence1\tsentence2\tscore\nthe cat\ta cat\t0.9\na dog\tthe mat\t0.1\nred dog\tbig dog\t0.6\nthe sun\ta cat sat\t0.2\n' \
+    > "$T/sts.tsv"
+  for be in cpu vulkan; do
+    "$BIN" finetune --backend "$be" --task sentence-embedding --loss cosent --model "$T/emb.brt" \
+      --train "$T/sts.tsv" --max-steps 3 --batch-size 4 --learning-rate 1e-3 \
+      --metrics "$T/ft-$be.jsonl" -o "$T/ft-$be.brt" > "$T/ft-$be.log" 2>&1 \
+      || bad "finetune sentence-embedding --backend $be: $(tail -3 "$T/ft-$be.log")"
+  done
+  /usr/bin/python3 -c "
+import json, sys
+loss = lambda p: [json.loads(l)['loss'] for l in open(p) if 'eval' not in l]
+a, b = loss('$T/ft-vulkan.jsonl'), loss('$T/ft-cpu.jsonl')
+sys.exit(0 if len(a) == len(b) == 3 and all(abs(x - y) <= 1e-5 * abs(y) + 1e-6 for x, y in zip(a, b)) else 1)
+" && ok || bad "finetune sentence-embedding: vulkan losses differ from cpu"
+else
+  echo "embed_test: no Vulkan device; the vulkan checks are skipped"
+fi
+
 echo "embed_test: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "embedding_op_cases.h"
 #include "op_test_util.h"
 
 namespace bertrt {
@@ -210,6 +211,32 @@ TEST(CpuThreads, DefaultFollowsTheAffinityMaskAndCapsTheUsersCount) {
   EXPECT_EQ(pinned_capped, 1);
   EXPECT_EQ(explicit_count, 3);
   EXPECT_EQ(free_env, std::min(3, CPU_COUNT(&all)));
+}
+
+// The embedding head's ops split over sequences (pooling: a sequence a tile at this size) and
+// rows (normalization: ~43 rows a tile): a batch of 32 texts x 128 tokens at BERT-mini's width,
+// every pooling mode, and 1024 rows of 384.
+TEST(CpuThreads, EmbeddingHeadOps) {
+  const int B = 32, T = 128, H = kC, ld = 2 * kC;
+  const test::PoolInputs in = test::pool_inputs(B, T, H, 40);
+  const auto dout = randn(size_t(B) * ld, 41);
+  for (Pooling mode : test::all_poolings())
+    expect_same_for_all_thread_counts("pool_tokens " + test::pooling_label(mode), [&](CpuBackend& be) {
+      std::vector<float> out(size_t(B) * ld, 0.0f), dh(in.hidden.size(), 0.5f);
+      be.pool_tokens(out.data() + H, ld, in.hidden.data(), in.mask.data(), in.prompt.data(), B, T,
+                     H, mode);
+      be.pool_tokens_backward(dh.data(), dout.data(), ld, in.hidden.data(), in.mask.data(),
+                              in.prompt.data(), B, T, H, mode);
+      return std::vector<std::vector<float>>{out, dh};
+    });
+  const int rows = 1024, cols = 384;
+  const auto x = randn(size_t(rows) * cols, 42), dy = randn(size_t(rows) * cols, 43);
+  expect_same_for_all_thread_counts("l2_normalize_rows", [&](CpuBackend& be) {
+    std::vector<float> y(x.size()), dx(x.size(), 0.25f);
+    be.l2_normalize_rows(y.data(), x.data(), cols, rows, cols);
+    be.l2_normalize_rows_backward(dx.data(), cols, x.data(), cols, dy.data(), rows, cols);
+    return std::vector<std::vector<float>>{y, dx};
+  });
 }
 
 }  // namespace

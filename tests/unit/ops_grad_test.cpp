@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backends/reference/reference_backend.h"
+#include "embedding_op_cases.h"
 #include "op_test_util.h"
 
 namespace bertrt {
@@ -219,6 +220,78 @@ TEST(ReferenceGrad, Gemm) {
     check_grad("gemm dA" + tag, A, fwd, w, dA0, dA, kH, 0.0);
     check_grad("gemm dB" + tag, B, fwd, w, dB0, dB, kH, 0.0);
   }
+}
+
+// Every pooling mode on a batch with a full row, an empty one, skipped prompts and a prompt past
+// the text (embedding_op_cases.h). Each mode is linear in hidden, or piecewise linear (max: the
+// inputs are 1/16 apart in every column, so ±h never changes the maximum's position): c3 = 0.
+TEST(ReferenceGrad, PoolTokensEveryMode) {
+  const int B = 6, T = 5, H = 3, ld = H + 2;
+  for (Pooling mode : test::all_poolings()) {
+    test::PoolInputs in = test::pool_inputs(B, T, H, 70);
+    auto w = randn(size_t(B) * ld, 71);
+    Forward fwd = [&] {
+      std::vector<float> out(size_t(B) * ld, 0.0f);
+      be.pool_tokens(out.data(), ld, in.hidden.data(), in.mask.data(), in.prompt.data(), B, T, H,
+                     mode);
+      return out;
+    };
+    auto d0 = randn(in.hidden.size(), 72);
+    auto d = d0;
+    be.pool_tokens_backward(d.data(), w.data(), ld, in.hidden.data(), in.mask.data(),
+                            in.prompt.data(), B, T, H, mode);
+    check_grad("pool_tokens " + test::pooling_label(mode), in.hidden, fwd, w, d0, d, kH, 0.0);
+  }
+}
+
+// x / max(‖x‖, 1e-12) on the first cols of rows with a wider stride. Its third derivative is
+// O(1/‖x‖³) per unit of Σ|w|; ‖x‖ ≈ √cols ≈ 3 here, c3 = 10 allows for it.
+TEST(ReferenceGrad, L2NormalizeRows) {
+  const int rows = 3, cols = 9, ld = 11;
+  auto x = randn(size_t(rows) * ld, 80), w = randn(size_t(rows) * cols, 81);
+  Forward fwd = [&] {
+    std::vector<float> y(size_t(rows) * cols);
+    be.l2_normalize_rows(y.data(), x.data(), ld, rows, cols);
+    return y;
+  };
+  auto d0 = randn(x.size(), 82);
+  auto d = d0;
+  be.l2_normalize_rows_backward(d.data(), ld, x.data(), ld, w.data(), rows, cols);
+  check_grad("l2_normalize_rows", x, fwd, w, d0, d, kH, 10.0);
+  for (int r = 0; r < rows; ++r)  // the columns past the cut get no gradient
+    for (int c = cols; c < ld; ++c) EXPECT_EQ(d[size_t(r) * ld + c], d0[size_t(r) * ld + c]);
+}
+
+// The loss is a double: h = 1e-3 on the cosines. Its third derivative is bounded by ~scale³
+// (a log-sum-exp of scale·(cos_i − cos_j)); the float dcos carry a few eps.
+TEST(ReferenceGrad, CosentLoss) {
+  const int n = 7;
+  const float scale = 5.0f, gs = 0.5f;
+  std::vector<float> cos, labels;
+  test::cosent_inputs(n, 90, cos, labels);
+  std::vector<float> dcos(n, 99.0f);  // overwritten, not accumulated
+  double loss = 0;
+  be.cosent_loss(dcos.data(), &loss, cos.data(), labels.data(), n, scale, gs);
+  const float h = 1e-3f;
+  for (int i = 0; i < n; ++i) {
+    const float c0 = cos[size_t(i)];
+    double lp = 0, lm = 0;
+    cos[size_t(i)] = c0 + h;
+    const float cp = cos[size_t(i)];
+    be.cosent_loss(nullptr, &lp, cos.data(), labels.data(), n, scale, gs);
+    cos[size_t(i)] = c0 - h;
+    const float cm = cos[size_t(i)];
+    be.cosent_loss(nullptr, &lm, cos.data(), labels.data(), n, scale, gs);
+    cos[size_t(i)] = c0;
+    const double numeric = gs * (lp - lm) / (double{cp} - cm);
+    const double tol = gs * 2 * scale * scale * scale * h * h / 6 + 4 * kEps * std::fabs(dcos[size_t(i)]) + 1e-9;
+    EXPECT_NEAR(dcos[size_t(i)], numeric, tol) << "dcos [" << i << "]";
+  }
+  // A batch without any pair (equal labels): log(1) = 0, no gradient.
+  const std::vector<float> same(n, 0.5f);
+  be.cosent_loss(dcos.data(), &loss, cos.data(), same.data(), n, scale, gs);
+  EXPECT_EQ(loss, 0.0);
+  for (float g : dcos) EXPECT_EQ(g, 0.0f);
 }
 
 }  // namespace

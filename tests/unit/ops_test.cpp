@@ -24,6 +24,7 @@
 #include "backends/reference/reference_backend.h"
 #include "core/error.h"
 #include "op_test_util.h"
+#include "embedding_op_cases.h"
 #include "quant_op_cases.h"
 
 namespace bertrt {
@@ -669,6 +670,7 @@ std::vector<OpCase> all_cases() {
   add_loss_and_optimizer_cases(cases);
   add_data_movement_cases(cases);
   for (auto& q : test::quant_op_cases()) cases.push_back({q.op, q.label, q.check});
+  for (auto& e : test::embedding_op_cases(false)) cases.push_back({e.op, e.label, e.check});
   return cases;
 }
 
@@ -731,13 +733,13 @@ TEST(OpTable, SupportMatrix) {
     }
   }
   // The checked backend runs the cpu backend's ops: it supports exactly what cpu does.
-  std::string table = "op                     ";
+  std::string table = "op                         ";
   for (auto& b : backends) table += std::string(" ") + b->name();
   table += "\n";
   for (int i = 0; i < static_cast<int>(Op::kCount); ++i) {
     const Op op = static_cast<Op>(i);
     std::string line = op_name(op);
-    line.resize(23, ' ');  // the longest name, skip_layernorm_forward, and a space
+    line.resize(27, ' ');  // the longest name, l2_normalize_rows_backward, and a space
     for (auto& b : backends) {
       std::string cell = b->supports(op) ? "yes" : "ref";
       cell.resize(std::string(b->name()).size(), ' ');

@@ -193,6 +193,32 @@ struct EmbeddingS8Push {
   uint groups_x;
 };
 
+// pool_tokens (BACKWARD 0) and pool_tokens_backward (1), one thread per (sequence b, column c):
+// out / dhidden, hidden, mask, prompt_length and dout at their offsets; ld the row stride of
+// out (forward) or dout (backward); mode as backend.h Pooling, in order.
+struct PoolPush {
+  uint B, T, H;
+  uint out_offset, hidden_offset, mask_offset, prompt_offset, dout_offset;
+  uint ld, mode;
+  uint groups_x;
+};
+
+// l2_normalize_rows (BACKWARD 0: out = y, rows of cols) and its backward (1: out = dx, row stride
+// ld_out, dy [rows, cols]); one workgroup per row.
+struct L2NormalizePush {
+  uint rows, cols;
+  uint out_offset, ld_out, x_offset, ldx, dy_offset;
+  uint groups_x;
+};
+
+// cosent_loss in one workgroup: the loss (float) to loss_offset, dcos when has_dcos.
+struct CosentPush {
+  uint n;
+  uint dcos_offset, cos_offset, labels_offset, loss_offset;
+  uint has_dcos;
+  float scale, grad_scale;
+};
+
 // Errors an op finds while it runs (read and cleared by the host at sync): code, then two
 // values that the host's message names, and the bound (V) where there is one.
 #define BERTRT_VK_ERROR_TARGET 1u  // cross_entropy: row, target
