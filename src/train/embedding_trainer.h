@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "heads/embedding_config.h"
+#include "heads/embedding_head.h"
 #include "tasks/task_definition.h"
 #include "tokenizer/tokenizer.h"
 #include "train/embedding_loss.h"
@@ -42,6 +43,34 @@ struct PairFileOptions {
 // file and line: unknown layout, a short line, a score that is not a number or outside the range,
 // fewer than two rows.
 PairData read_pair_file(const std::string& path, const PairFileOptions& options = {});
+
+// The column-major list of a batch's texts: column k of row i is entry k·N + i. Throws
+// bertrt::Error when rows differ in their number of texts.
+std::vector<std::string> texts_by_column(const std::vector<PairRow>& rows);
+
+// A batch of texts through the encoder and the embedding head (a training step's forward).
+struct TrainingEmbeddings {
+  int B = 0, T = 0;
+  std::vector<float> embeddings;  // [B, D], the head's output
+  // What embeddings_backward needs; empty unless the forward kept its activations.
+  std::vector<int32_t> mask;
+  std::vector<float> hidden, dense_out;  // [B, T, H]; the last Dense's output before Normalize
+  DenseActs acts;
+};
+
+// Embeds `texts` as one batch padded to its longest, as a training step sees them (the model's
+// current dropout, model.set_dropout, applies). keep_activations: a training forward whose
+// activations embeddings_backward uses; without, an inference forward keeps none (a training one
+// when dropout is on, for its masks, still with nothing kept here).
+TrainingEmbeddings embed_for_training(BertModel& model, const Tokenizer& tokenizer, Backend& be,
+                                      const std::vector<std::string>& texts,
+                                      bool keep_activations);
+
+// After embed_for_training(…, keep_activations = true) as the model's last forward: ∂loss/∂
+// embeddings [B, D] back through the head (Dense weights' gradients on the host) and the encoder
+// (backward_from_hidden), added to model.grads(be).
+void embeddings_backward(BertModel& model, Backend& be, const TrainingEmbeddings& e,
+                         std::vector<float> dembeddings);
 
 // One step's work: forward of every text of `rows`, the loss on the embedding head's outputs,
 // and the backward into model.grads(be) (the Dense weights' on the host, the encoder's through

@@ -23,6 +23,7 @@
 #include "io/model_file.h"
 #include "io/model_io.h"
 #include "test_util.h"
+#include "train/cached_mnrl.h"
 #include "train/embedding_trainer.h"
 
 namespace bertrt {
@@ -85,12 +86,17 @@ TEST_P(Variant, LossesAndGradientsMatchSentenceTransformers) {
   int checked = 0;
   double worst = 0;
   for (const auto& [id, want] : expected["losses"].items()) {
-    if (id == "CachedMultipleNegativesRankingLoss") continue;  // bertrt has no cached form yet
     const auto& spec = j["losses"][id];
     EmbeddingLoss loss;
     if (id == "CoSENTLoss") loss.kind = EmbeddingLossKind::kCosent;
     if (id == "CosineSimilarityLoss") loss.kind = EmbeddingLossKind::kCosine;
     if (id == "MatryoshkaLoss") loss.matryoshka_dims = expected["matryoshka_dims"].get<std::vector<int>>();
+    if (id == "CachedMultipleNegativesRankingLoss") {  // its mini_batch_size, as the call gives it
+      const std::string call = spec["call"];
+      const size_t at = call.find("mini_batch_size=");
+      ASSERT_NE(at, std::string::npos) << call;
+      loss.mini_batch_size = std::stoi(call.substr(at + 16));
+    }
     std::vector<PairRow> rows;
     const auto& texts = spec["texts"];
     for (size_t i = 0; i < texts[0].size(); ++i) {
@@ -101,7 +107,10 @@ TEST_P(Variant, LossesAndGradientsMatchSentenceTransformers) {
     }
     BertModel& model = *m.model;
     model.zero_grad();
-    const double value = embedding_forward_backward(model, *m.tokenizer, *be, loss, rows);
+    const double value =
+        loss.mini_batch_size > 0
+            ? cached_mnrl_forward_backward(model, *m.tokenizer, *be, loss, rows, loss.mini_batch_size)
+            : embedding_forward_backward(model, *m.tokenizer, *be, loss, rows);
     const double want_loss = want["loss"].get<double>();
     EXPECT_NEAR(value, want_loss, kTol * std::max(1.0, std::abs(want_loss))) << id;
     const float* g = model.grads();
