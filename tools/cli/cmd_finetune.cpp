@@ -72,6 +72,11 @@ std::string run_value(const std::string& key, const nlohmann::json* v) {
   return v->dump();
 }
 
+
+}  // namespace
+
+const char* const kFinetuneRunKey = kRunKey;
+
 void check_resumable(const std::string& path, const LoadedModel& m, const nlohmann::json& now) {
   if (!m.training_state)
     fail(
@@ -125,8 +130,6 @@ void check_resumable(const std::string& path, const LoadedModel& m, const nlohma
         "exactly: {}",
         path, fmt::join(diff, ", "));
 }
-
-}  // namespace
 
 void add_finetune(CLI::App& app) {
   struct Opts {
@@ -226,22 +229,22 @@ void add_finetune(CLI::App& app) {
   add_embedding_finetune_flags(c, o->embedding);
   c->callback([o] {
     if (o->task.task == "sentence-embedding") {
-      if (!o->resume.empty() || o->qat.enabled() || o->memory.freeze_embeddings ||
-          o->memory.freeze_layers || o->memory.recompute || o->hidden_dropout > 0 ||
-          o->attention_dropout > 0 || o->group_by_length)
-        fail_usage("--task sentence-embedding takes none of --resume, --qat, the memory flags, "
-                   "the dropout flags or --group-by-length");
+      if (o->qat.enabled() || o->memory.freeze_embeddings || o->memory.freeze_layers ||
+          o->memory.recompute || o->group_by_length)
+        fail_usage("--task sentence-embedding takes none of --qat, the memory flags or "
+                   "--group-by-length");
       for (const auto* opt : o->task.tsv_options)
         if (opt->count()) fail_usage("{} applies to --task tsv", opt->get_name());
       for (const auto* opt : o->task.squad_options)
         if (opt->count()) fail_usage("{} applies to --task squad", opt->get_name());
-      if (o->model.empty()) fail_usage("--model is required");
+      if (o->model.empty() && o->resume.empty()) fail_usage("--model or --resume is required");
       EmbeddingFinetuneRun r;
-      r.model = o->model, r.train = o->train, r.dev = o->dev, r.out = o->out;
+      r.model = o->model, r.resume = o->resume, r.train = o->train, r.dev = o->dev, r.out = o->out;
       r.metrics = o->metrics, r.train_articles = o->train_articles, r.dev_articles = o->dev_articles;
       r.epochs = o->epochs, r.max_steps = o->max_steps, r.batch_size = o->batch_size;
       r.eval_batch_size = o->eval_batch_size, r.lr = o->lr, r.warmup_ratio = o->warmup_ratio;
       r.weight_decay = o->weight_decay, r.seed = o->seed, r.backend = &o->backend;
+      r.hidden_dropout = o->hidden_dropout, r.attention_dropout = o->attention_dropout;
       return run_embedding_finetune(r, o->embedding);
     }
     for (const auto* opt : o->embedding.options)
