@@ -197,8 +197,8 @@ void add_finetune(CLI::App& app) {
   c->add_option("--max-seq-length", o->max_seq_length,
                 "pieces (WordPiece tokens) per input (default 128; squad 384): longer sentences "
                 "are truncated, longer CoNLL sentences and SQuAD contexts split into windows; "
-                "batches are padded "
-                "to their longest")
+                "batches are padded to their longest; sentence-embedding: the embedding head's "
+                "max_seq_length (default the model's), kept in -o")
       ->check(at_least(3));  // [CLS] A [SEP]
   c->add_option("--learning-rate", o->lr, "peak AdamW learning rate")->capture_default_str();
   c->add_option("--warmup-ratio", o->warmup_ratio, "share of steps with linear warm-up")->capture_default_str();
@@ -245,6 +245,7 @@ void add_finetune(CLI::App& app) {
       r.eval_batch_size = o->eval_batch_size, r.lr = o->lr, r.warmup_ratio = o->warmup_ratio;
       r.weight_decay = o->weight_decay, r.seed = o->seed, r.backend = &o->backend;
       r.hidden_dropout = o->hidden_dropout, r.attention_dropout = o->attention_dropout;
+      r.max_seq_length = o->max_seq_length;
       return run_embedding_finetune(r, o->embedding);
     }
     for (const auto* opt : o->embedding.options)

@@ -173,6 +173,14 @@ void run_embedding_finetune(const EmbeddingFinetuneRun& r, const EmbeddingFinetu
   }
   if (!model.heads().embedding)
     fail("--resume {}: the checkpoint has no sentence-embedding head", r.resume);
+  if (r.max_seq_length > 0 && r.max_seq_length != model.heads().embedding->max_seq_length) {
+    // sentence-transformers' model.max_seq_length: the texts' truncation, kept in -o.
+    check_max_seq_length("--max-seq-length", r.max_seq_length,
+                         model.config().max_position_embeddings);
+    HeadsConfig h = model.heads();
+    h.embedding->max_seq_length = r.max_seq_length;
+    model.set_heads(h, r.seed);  // the same tensors: every weight kept
+  }
   const int D = model.heads().embedding->dim(model.config().hidden_size);
   for (int d : loss.matryoshka_dims)
     if (d > D) fail_usage("--matryoshka-dims: {} is above the model's embedding width {}", d, D);
@@ -211,6 +219,7 @@ void run_embedding_finetune(const EmbeddingFinetuneRun& r, const EmbeddingFinetu
                         {"matryoshka_dims", f.matryoshka_dims},
                         {"score_range", f.score_range},
                         {"pooling", f.pooling},
+                        {"max_seq_length", model.heads().embedding->max_seq_length},
                         {"batch_size", r.batch_size},
                         {"total_steps", total},
                         {"learning_rate", r.lr},
@@ -272,7 +281,8 @@ void run_embedding_finetune(const EmbeddingFinetuneRun& r, const EmbeddingFinetu
                                        {"epoch", s.epoch + 1},
                                        {"loss", s.result.fwd.loss},
                                        {"learning_rate", s.result.learning_rate},
-                                       {"grad_norm", s.result.grad_norm}});
+                                       {"grad_norm", s.result.grad_norm},
+                                       {"elapsed_seconds", s.elapsed_seconds}});
                         // SIGINT/SIGTERM (interrupt.h): this step's checkpoint, then out.
                         if (const int sig = stop_signal(); sig && s.step != total) {
                           bar.stop(s.step, signal_name(sig));

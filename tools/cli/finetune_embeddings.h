@@ -28,7 +28,7 @@ struct EmbeddingFinetuneRun {
   std::string model, resume, train, dev, out, metrics, train_articles, dev_articles;
   int epochs = 1;
   int64_t max_steps = 0;
-  int batch_size = 32, eval_batch_size = 64;
+  int batch_size = 32, eval_batch_size = 64, max_seq_length = 0;  // 0: the head's
   float lr = 2e-5f, warmup_ratio = 0.1f, weight_decay = 0.01f, hidden_dropout = 0.0f,
         attention_dropout = 0.0f;
   uint64_t seed = 42;
