@@ -175,7 +175,7 @@ void add_finetune(CLI::App& app) {
                 "(OUT.resume, beside its -o OUT), in place of --model; the other flags the same")
       ->excludes(model_opt);
   add_task_flags(c, o->task);
-  c->add_option("--train", o->train, "training data (TSV, CoNLL file, SQuAD JSON)")->required();
+  c->add_option("--train", o->train, "training data (TSV, CoNLL file, SQuAD JSON; sentence-embedding also JSON Lines, .jsonl)")->required();
   c->add_option("--dev", o->dev, "dev data: metrics after every epoch and at the end");
   c->add_option("--train-articles", o->train_articles,
                 "SQuAD: articles of --train, e.g. 0-29 (inclusive; default all)")
