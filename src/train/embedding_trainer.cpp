@@ -281,11 +281,11 @@ double embedding_forward_backward(BertModel& model, const Tokenizer& tokenizer, 
   return value;
 }
 
-void finetune_embeddings(Trainer& trainer, BertModel& model, const Tokenizer& tokenizer,
-                         Backend& be, const EmbeddingLoss& loss, const PairData& train,
-                         int batch_size, int64_t total_steps, uint64_t seed,
-                         const std::function<void(const EmbeddingStepLog&)>& on_step) {
-  if (batch_size < 2) fail("--batch-size {}: in-batch negatives need at least 2 rows", batch_size);
+void finetune_pair_rows(Trainer& trainer, const PairData& train, int batch_size,
+                        int64_t total_steps, uint64_t seed,
+                        const std::function<double(const std::vector<PairRow>&)>& step,
+                        const std::function<void(const EmbeddingStepLog&)>& on_step) {
+  if (batch_size < 1) fail("--batch-size {}: expected at least 1", batch_size);
   std::mt19937_64 rng(seed);
   std::vector<size_t> order(train.rows.size());
   const int64_t per_epoch = int64_t((train.rows.size() + size_t(batch_size) - 1) / size_t(batch_size));
@@ -316,13 +316,7 @@ void finetune_embeddings(Trainer& trainer, BertModel& model, const Tokenizer& to
     for (size_t i = cursor; i < end; ++i) batch.push_back(train.rows[order[i]]);
     cursor = end;
     EmbeddingStepLog log;
-    log.result = trainer.step_with(
-        [&] {
-          return loss.mini_batch_size > 0
-                     ? cached_mnrl_forward_backward(model, tokenizer, be, loss, batch,
-                                                    loss.mini_batch_size)
-                     : embedding_forward_backward(model, tokenizer, be, loss, batch);
-        });
+    log.result = trainer.step_with([&] { return step(batch); });
     clock.lap(0);
     log.step = trainer.steps_done();
     log.total_steps = total_steps;
@@ -330,6 +324,22 @@ void finetune_embeddings(Trainer& trainer, BertModel& model, const Tokenizer& to
     log.elapsed_seconds = clock.elapsed_seconds();
     on_step(log);
   }
+}
+
+void finetune_embeddings(Trainer& trainer, BertModel& model, const Tokenizer& tokenizer,
+                         Backend& be, const EmbeddingLoss& loss, const PairData& train,
+                         int batch_size, int64_t total_steps, uint64_t seed,
+                         const std::function<void(const EmbeddingStepLog&)>& on_step) {
+  if (batch_size < 2) fail("--batch-size {}: in-batch negatives need at least 2 rows", batch_size);
+  finetune_pair_rows(
+      trainer, train, batch_size, total_steps, seed,
+      [&](const std::vector<PairRow>& batch) {
+        return loss.mini_batch_size > 0
+                   ? cached_mnrl_forward_backward(model, tokenizer, be, loss, batch,
+                                                  loss.mini_batch_size)
+                   : embedding_forward_backward(model, tokenizer, be, loss, batch);
+      },
+      on_step);
 }
 
 }  // namespace bertrt

@@ -85,6 +85,13 @@ struct EmbeddingStepLog {
   double elapsed_seconds = 0;
 };
 
+// The loop of finetune_embeddings with another step (train/reranker_trainer.h): `step` runs one
+// batch's forwards and backwards and returns its loss.
+void finetune_pair_rows(Trainer& trainer, const PairData& train, int batch_size,
+                        int64_t total_steps, uint64_t seed,
+                        const std::function<double(const std::vector<PairRow>&)>& step,
+                        const std::function<void(const EmbeddingStepLog&)>& on_step);
+
 // Shuffles the rows each epoch with `seed` and runs batches of `batch_size` rows (the last,
 // partial one too) until trainer.steps_done() == total_steps; on_step after each update.
 void finetune_embeddings(Trainer& trainer, BertModel& model, const Tokenizer& tokenizer,

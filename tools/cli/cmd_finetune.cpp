@@ -12,6 +12,7 @@
 
 #include "common.h"
 #include "finetune_embeddings.h"
+#include "finetune_reranker.h"
 #include "core/error.h"
 #include "interrupt.h"
 #include "io/model_io.h"
@@ -228,6 +229,28 @@ void add_finetune(CLI::App& app) {
   add_memory_flags(c, o->memory, /*pretraining=*/false);
   add_embedding_finetune_flags(c, o->embedding);
   c->callback([o] {
+    if (o->task.task == "reranker") {
+      if (!o->resume.empty() || o->qat.enabled() || o->memory.freeze_embeddings ||
+          o->memory.freeze_layers || o->memory.recompute || o->group_by_length)
+        fail_usage("--task reranker takes none of --resume, --qat, the memory flags or "
+                   "--group-by-length");
+      for (const auto* opt : o->task.tsv_options)
+        if (opt->count()) fail_usage("{} applies to --task tsv", opt->get_name());
+      for (const auto* opt : o->task.squad_options)
+        if (opt->count()) fail_usage("{} applies to --task squad", opt->get_name());
+      for (const auto* opt : o->embedding.options)
+        if (opt->count()) fail_usage("{} applies to --task sentence-embedding", opt->get_name());
+      if (o->model.empty()) fail_usage("--model is required");
+      EmbeddingFinetuneRun r;
+      r.model = o->model, r.train = o->train, r.dev = o->dev, r.out = o->out;
+      r.metrics = o->metrics, r.train_articles = o->train_articles, r.dev_articles = o->dev_articles;
+      r.epochs = o->epochs, r.max_steps = o->max_steps, r.batch_size = o->batch_size;
+      r.eval_batch_size = o->eval_batch_size, r.lr = o->lr, r.warmup_ratio = o->warmup_ratio;
+      r.weight_decay = o->weight_decay, r.seed = o->seed, r.backend = &o->backend;
+      r.hidden_dropout = o->hidden_dropout, r.attention_dropout = o->attention_dropout;
+      r.max_seq_length = o->max_seq_length;
+      return run_reranker_finetune(r);
+    }
     if (o->task.task == "sentence-embedding") {
       if (o->qat.enabled() || o->memory.freeze_embeddings || o->memory.freeze_layers ||
           o->memory.recompute || o->group_by_length)
