@@ -199,7 +199,8 @@ void add_finetune(CLI::App& app) {
                 "pieces (WordPiece tokens) per input (default 128; squad 384): longer sentences "
                 "are truncated, longer CoNLL sentences and SQuAD contexts split into windows; "
                 "batches are padded to their longest; sentence-embedding: the embedding head's "
-                "max_seq_length (default the model's), kept in -o")
+                "max_seq_length (default the model's), kept in -o; reranker: default the "
+                "tokenizer's model_max_length")
       ->check(at_least(3));  // [CLS] A [SEP]
   c->add_option("--learning-rate", o->lr, "peak AdamW learning rate")->capture_default_str();
   c->add_option("--warmup-ratio", o->warmup_ratio, "share of steps with linear warm-up")->capture_default_str();
