@@ -39,11 +39,11 @@ run() {  # run BATCH LOSS...: one row of the table
   /usr/bin/time -v "$BIN" finetune --model "$T/m.brt" --task sentence-embedding --pooling mean \
     --max-seq-length 128 --train "$SQUAD" --batch-size "$batch" --max-steps "$STEPS" "$@" \
     --metrics "$T/metrics.jsonl" -o "$T/out.brt" > /dev/null 2> "$T/time.txt"
-  printf '%-7s %-34s %6s %10s %10s\n' "$PRESET" "$*" "$batch" "$(peak_mb "$T/time.txt")" "$(step_s "$T/metrics.jsonl")"
+  printf '%-7s %-40s %6s %10s %10s\n' "$PRESET" "$*" "$batch" "$(peak_mb "$T/time.txt")" "$(step_s "$T/metrics.jsonl")"
 }
 
 echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores, BERTRT_NUM_THREADS=$BERTRT_NUM_THREADS, $STEPS steps"
-printf '%-7s %-34s %6s %10s %10s\n' model loss batch "peak MB" "s/step"
+printf '%-7s %-40s %6s %10s %10s\n' model loss batch "peak MB" "s/step"
 run 32 --loss mnrl
 mnrl32=$(peak_mb "$T/time.txt")
 run 32 --loss cached-mnrl --mini-batch-size 32
@@ -53,5 +53,5 @@ need=$((mnrl32 * 32))
 if [ "$need" -lt $((avail * 2 / 3)) ]; then
   run 1024 --loss mnrl
 else
-  printf '%-7s %-34s %6s %10s %10s\n' "$PRESET" "--loss mnrl" 1024 "(skipped: ~${need} MB needed, ${avail} MB available)" ""
+  printf '%-7s %-40s %6s %10s %10s\n' "$PRESET" "--loss mnrl" 1024 "(skipped: ~${need} MB needed, ${avail} MB available)" ""
 fi
