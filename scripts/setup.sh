@@ -19,9 +19,9 @@ RUNTIME=(cmake g++ make pkg-config libopenblas-dev libpthreadpool-dev libxnnpack
 # To test and benchmark it: GoogleTest; PyTorch, the reference the tests compare against; lavapipe
 # (a CPU Vulkan device) and the Khronos validation layer; pytest for the Python module; ONNX to
 # build the ONNX Runtime peers' graphs (benchmarks); GNU time for peak-RSS figures; clang-14 with
-# libFuzzer for the fuzz targets (scripts/fuzz.sh).
+# libFuzzer for the fuzz targets (scripts/fuzz.sh); lld, which links the test executables faster.
 TESTS=(libgtest-dev python3-torch mesa-vulkan-drivers vulkan-validationlayers python3-pytest
-       python3-onnx time clang-14 libclang-rt-14-dev)
+       python3-onnx time clang-14 libclang-rt-14-dev lld)
 PKGS=("${RUNTIME[@]}")
 ((RUNTIME_ONLY)) || PKGS+=("${TESTS[@]}")
 missing=()

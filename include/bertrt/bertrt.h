@@ -210,6 +210,20 @@ BERTRT_API bertrt_status bertrt_embedding_dim(const bertrt_model* model,
 BERTRT_API bertrt_status bertrt_embed(bertrt_model* model, const char* const* texts, size_t count,
                                       const bertrt_embed_options* options, float* out,
                                       size_t capacity);
+/* Quantizes `rows` embeddings [rows, dim] (e.g. bertrt_embed's) as sentence-transformers'
+ * quantize_embeddings: `precision` "int8", "uint8" (each dimension's range [min, max] in 256 steps),
+ * "binary" or "ubinary" (the bits x > 0, 8 to a byte, the first dimension in the highest bit;
+ * binary: byte − 128 as int8). `ranges`: [2, dim] floats, the lowest values then the highest
+ * (upstream's `ranges`); NULL: those of the embeddings themselves. Values outside the ranges
+ * saturate. Writes [rows, bertrt_quantized_width] int8 / uint8 values into `out` (capacity in
+ * bytes). */
+BERTRT_API bertrt_status bertrt_quantize_embeddings(const float* embeddings, size_t rows,
+                                                    int32_t dim, const char* precision,
+                                                    const float* ranges, void* out,
+                                                    size_t capacity);
+/* Bytes a row of `dim` dimensions quantizes to at `precision`: dim, or ceil(dim / 8) for binary
+ * and ubinary (0 for an unknown precision). */
+BERTRT_API size_t bertrt_quantized_width(const char* precision, int32_t dim);
 /* Cross-encoder scores of (query, passages[i]) into scores[i] (capacity ≥ count): sigmoid of the
  * logit, as CrossEncoder.predict gives them, or the logit itself when raw_scores is 1. The model
  * is a one-output sequence classifier (BERTRT_HEAD_REGRESSION). */

@@ -11,9 +11,10 @@ NumPy arrays in and out.
 Errors raise bertrt.Error with the message the CLI prints (it names the argument or file).
 A Model may be used from several threads (the forwards are serialized on it); see bertrt.h.
 """
-from .api import Error, Model, convert, finetune, version
+from .api import Error, Model, convert, finetune, quantize_embeddings, version
 
 # The module ships with its library (one version number: CMake's project(VERSION)); it is the
 # version of the library it loaded.
 __version__ = version()
-__all__ = ["Error", "Model", "convert", "finetune", "version", "__version__"]
+__all__ = ["Error", "Model", "convert", "finetune", "quantize_embeddings", "version",
+           "__version__"]

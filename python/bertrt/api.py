@@ -401,13 +401,18 @@ class Model:
             return out
 
     def embed(self, texts, dimensions=None, normalize=True, prompt_name=None, prompt=None,
-              pooling=None, batch_size=32):
+              pooling=None, batch_size=32, precision="float32", ranges=None,
+              calibration_embeddings=None):
         """Sentence embeddings of a str or a list of them: a float32 array [len(texts), D] (one
         row for a str), as sentence-transformers' encode computes them with the model's embedding
         head. dimensions keeps the first D (Matryoshka), then normalize L2-normalizes (False: the
         model's own output, truncated);
         prompt_name picks one of the model's prompts, prompt gives the text itself ("" for
-        none); pooling ("mean", "cls", ...) pools a model without an embedding head."""
+        none); pooling ("mean", "cls", ...) pools a model without an embedding head.
+        precision "int8", "uint8", "binary" or "ubinary" quantizes them as sentence-transformers'
+        encode(precision=...) (quantize_embeddings below, with ranges / calibration_embeddings)."""
+        if precision != "float32":
+            _quantize_args(precision, ranges, calibration_embeddings)  # fail before the model runs
         texts = _texts(texts, "texts")
         items = [texts] if isinstance(texts, (str, bytes)) else list(texts)
         o = _lib.EmbedOptions()
@@ -428,6 +433,8 @@ class Model:
             out = np.zeros((len(encoded), d.value), dtype=np.float32)
             _check(lib.bertrt_embed(self._h, arr, len(encoded), ctypes.byref(o),
                                     _ptr(out, ctypes.c_float), out.size))
+        if precision != "float32":
+            return quantize_embeddings(out, precision, ranges, calibration_embeddings)
         return out
 
     def rerank(self, query, passages, top_k=None, raw_scores=False):
@@ -451,6 +458,49 @@ class Model:
         if top_k is not None:
             order = order[:top_k]
         return [{"index": i, "score": float(scores[i])} for i in order]
+
+
+_PRECISIONS = ("float32", "int8", "uint8", "binary", "ubinary")
+
+
+def _quantize_args(precision, ranges, calibration_embeddings):
+    if precision not in _PRECISIONS:
+        raise ValueError(f"precision: expected one of {', '.join(_PRECISIONS)}, got {precision!r}")
+    if ranges is not None and calibration_embeddings is not None:
+        raise ValueError("ranges and calibration_embeddings: give one of them, not both")
+
+
+def quantize_embeddings(embeddings, precision, ranges=None, calibration_embeddings=None):
+    """sentence-transformers' quantize_embeddings on float embeddings [N, D] (bertrt_quantize_
+    embeddings): "int8" / "uint8" map each dimension's range to 256 steps, the ranges given as
+    `ranges` [2, D] (lowest, then highest), else those of `calibration_embeddings`, else those of
+    the embeddings themselves; "binary" / "ubinary" pack the bits x > 0 (np.packbits, one row at a
+    time), binary as int8 byte − 128. "float32" returns them as float32. Values outside the
+    ranges saturate."""
+    _quantize_args(precision, ranges, calibration_embeddings)
+    e = np.ascontiguousarray(embeddings, dtype=np.float32)
+    if e.ndim != 2:
+        raise ValueError(f"embeddings: expected a [N, D] matrix, got shape {e.shape}")
+    if precision == "float32":
+        return e
+    n, d = e.shape
+    if calibration_embeddings is not None:
+        c = np.asarray(calibration_embeddings, dtype=np.float32)
+        if c.ndim != 2 or c.shape[1] != d or c.shape[0] == 0:
+            raise ValueError(f"calibration_embeddings: expected a [M ≥ 1, {d}] matrix, got shape {c.shape}")
+        ranges = np.vstack((c.min(axis=0), c.max(axis=0)))
+    r = None
+    if ranges is not None:
+        r = np.ascontiguousarray(ranges, dtype=np.float32)
+        if r.shape != (2, d):
+            raise ValueError(f"ranges: expected shape (2, {d}), got {r.shape}")
+    name = precision.encode()
+    width = lib.bertrt_quantized_width(name, d)
+    out = np.zeros((n, width), dtype=np.int8 if precision in ("int8", "binary") else np.uint8)
+    _check(lib.bertrt_quantize_embeddings(_ptr(e, ctypes.c_float), n, d, name,
+                                          None if r is None else _ptr(r, ctypes.c_float),
+                                          out.ctypes.data_as(ctypes.c_void_p), out.size))
+    return out
 
 
 def _option_value(name, ctype, v):

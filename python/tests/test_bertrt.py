@@ -507,6 +507,31 @@ def test_embed_shapes_norms_and_the_cli(st):
         assert np.array_equal(np.array(json.loads(out)["embedding"], np.float32), one[0])
 
 
+def test_embed_precision(st):
+    with bertrt.Model(st["dense_normalize"]) as m:
+        texts = ["the cat sat on the mat .", "", "a dog", "stocks fell"]
+        e = m.embed(texts)
+        u = m.embed(texts, precision="ubinary")
+        assert u.dtype == np.uint8 and u.shape == (4, 2)  # 12 dimensions: 2 bytes a row
+        assert np.array_equal(u, np.packbits(e > 0, axis=-1))
+        b = m.embed(texts, precision="binary")
+        assert b.dtype == np.int8 and np.array_equal(b.astype(int), u.astype(int) - 128)
+        i8 = m.embed(texts, precision="int8")
+        assert i8.dtype == np.int8 and i8.shape == (4, 12)
+        # Each dimension's range over the embeddings themselves: its lowest value → −128.
+        assert (i8.min(axis=0) == -128).all()
+        cal = m.embed(texts, precision="uint8", calibration_embeddings=e)
+        assert np.array_equal(cal, m.embed(texts, precision="uint8"))
+        ranges = np.vstack((e.min(axis=0), e.max(axis=0)))
+        assert np.array_equal(cal, bertrt.quantize_embeddings(e, "uint8", ranges=ranges))
+        with pytest.raises(ValueError, match="precision: expected one of"):
+            m.embed(texts, precision="fp16")
+        with pytest.raises(ValueError, match="ranges: expected shape"):
+            bertrt.quantize_embeddings(e, "int8", ranges=np.zeros((2, 3)))
+        with pytest.raises(bertrt.Error, match="not a finite range"):
+            bertrt.quantize_embeddings(e, "int8", ranges=np.vstack((e.max(axis=0), e.min(axis=0))))
+
+
 def test_embed_prompts_and_bad_arguments(st):
     with bertrt.Model(st["prompts"]) as m:
         q = m.embed(["a dog"], prompt_name="query")

@@ -1,10 +1,12 @@
 // Sentence embeddings and cross-encoder scores (embed/embedder.h, the CLI's embed and rerank).
+#include <cmath>
 #include <cstring>
 
 #include "bertrt/bertrt.h"
 #include "capi/api_error.h"
 #include "capi/handles.h"
 #include "embed/embedder.h"
+#include "embed/embedding_precision.h"
 
 using namespace bertrt;
 using namespace bertrt::capi;
@@ -133,6 +135,70 @@ bertrt_status bertrt_rerank(bertrt_model* model, const char* query, const char* 
     const std::vector<float> s =
         rerank_scores(*m.loaded.model, *m.loaded.tokenizer, *m.backend, query, in, o);
     std::memcpy(scores, s.data(), count * sizeof(float));
+  });
+}
+
+}  // extern "C"
+
+// Quantized embeddings (embed/embedding_precision.h, the CLI's embed --precision).
+extern "C" {
+
+size_t bertrt_quantized_width(const char* precision, int32_t dim) {
+  if (!precision || dim < 1) return 0;
+  try {
+    const EmbeddingPrecision p = parse_embedding_precision(precision, "precision");
+    return p == EmbeddingPrecision::kFloat32 ? 0 : quantized_width(p, dim);
+  } catch (const Error&) {
+    return 0;
+  }
+}
+
+bertrt_status bertrt_quantize_embeddings(const float* embeddings, size_t rows, int32_t dim,
+                                         const char* precision, const float* ranges, void* out,
+                                         size_t capacity) {
+  return guard(BERTRT_E_FAILED, [&] {
+    const char* fn = "bertrt_quantize_embeddings";
+    require(precision, fn, "precision");
+    if (dim < 1) api_fail(BERTRT_E_INVALID_ARGUMENT, "{}: dim must be ≥ 1, got {}", fn, dim);
+    EmbeddingPrecision p{};
+    try {
+      p = parse_embedding_precision(precision, std::string(fn) + ": precision");
+    } catch (const Error& e) {
+      api_fail(BERTRT_E_INVALID_ARGUMENT, "{}", e.what());
+    }
+    if (p == EmbeddingPrecision::kFloat32)
+      api_fail(BERTRT_E_INVALID_ARGUMENT,
+               "{}: precision \"float32\" has nothing to quantize (bertrt_embed's output is it)",
+               fn);
+    const size_t need = rows * quantized_width(p, dim);
+    if (rows > 0) {
+      require(embeddings, fn, "embeddings");
+      require(out, fn, "out");
+    }
+    if (capacity < need)
+      api_fail(BERTRT_E_INVALID_ARGUMENT, "{}: capacity is {} bytes, [{}, {}] needs {}", fn,
+               capacity, rows, quantized_width(p, dim), need);
+    if (rows == 0) return;
+    QuantizationRanges r;
+    if (precision_needs_ranges(p)) {
+      try {
+        if (ranges) {
+          r.min.assign(ranges, ranges + dim);
+          r.max.assign(ranges + dim, ranges + 2 * size_t(dim));
+          for (int32_t d = 0; d < dim; ++d)
+            if (!std::isfinite(r.min[d]) || !std::isfinite(r.max[d]) || r.min[d] > r.max[d])
+              api_fail(BERTRT_E_INVALID_ARGUMENT,
+                       "{}: ranges[:, {}] = [{}, {}] is not a finite range (lowest, then highest)",
+                       fn, d, r.min[d], r.max[d]);
+        } else {
+          r = calibration_ranges(embeddings, rows, dim);
+        }
+      } catch (const Error& e) {
+        api_fail(BERTRT_E_INVALID_ARGUMENT, "{}: {}", fn, e.what());
+      }
+    }
+    const std::vector<uint8_t> q = quantize_embeddings(embeddings, rows, dim, p, &r);
+    std::memcpy(out, q.data(), q.size());
   });
 }
 

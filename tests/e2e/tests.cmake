@@ -65,3 +65,8 @@ if(TARGET bertrt_convert_cli)
            $<TARGET_FILE:bertrt_cli> $<TARGET_FILE:bertrt_convert_cli> ${E2E_DATA} ${CMAKE_SOURCE_DIR})
   set_tests_properties(embed_e2e PROPERTIES TIMEOUT 300 LABELS e2e)
 endif()
+# bertrt search (index reuse and refusal, hits against brute-force cosine) and embed --precision
+# (tests/e2e/search_test.sh).
+add_test(NAME search_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/search_test.sh
+         $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
+set_tests_properties(search_e2e PROPERTIES TIMEOUT 120 LABELS e2e)

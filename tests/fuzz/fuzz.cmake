@@ -10,7 +10,7 @@ set(FUZZ_SANITIZE -fsanitize=address,undefined -fno-sanitize-recover=all -fno-om
 set(FUZZ_DIR ${CMAKE_SOURCE_DIR}/tests/fuzz)
 set(FUZZ_PARSER_SOURCES
   src/core/crc32c.cpp src/core/mapped_file.cpp src/core/float_decimal.cpp src/core/atomic_file.cpp
-  src/core/utf8.cpp src/heads/embedding_config.cpp
+  src/core/utf8.cpp src/heads/embedding_config.cpp src/embed/embedding_index.cpp
   src/io/model_file_read.cpp src/io/tensor_record.cpp src/io/config_check.cpp src/io/safetensors.cpp
   src/io/segment_scan.cpp
   src/model/config.cpp src/model/params.cpp

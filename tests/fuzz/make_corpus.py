@@ -231,6 +231,35 @@ def main():
         put("corpus", n + "_split", b"\x02" + read(os.path.join(DATA, "corpus", p), 1200))
         put("corpus", n + "_nsp", b"\x05" + read(os.path.join(DATA, "corpus", p), 800))
 
+    embedding_index_seeds()
+
+
+def crc32c(data):
+    c = 0xFFFFFFFF
+    for b in data:
+        c ^= b
+        for _ in range(8):
+            c = (c >> 1) ^ (0x82F63B78 & -(c & 1))
+    return c ^ 0xFFFFFFFF
+
+
+def embedding_index(values, dim, options):
+    """An embedding index file (src/embed/embedding_index.h, version 1)."""
+    opts = options.encode()
+    head = b"BRTINDEX" + struct.pack("<IIQQQIII", 1, dim, len(values) // dim, 1234, 56, 0xDEADBEEF,
+                                     0x01020304, len(opts)) + opts
+    head += b"\0" * (-len(head) % 64)
+    body = head + struct.pack("<%df" % len(values), *values)
+    return body + struct.pack("<I", crc32c(body))
+
+
+def embedding_index_seeds():
+    """Seeds of fuzz_embedding_index: the first byte 0 (CRC taken as it is) or 1 (recomputed)."""
+    opts = '{"dimensions":0,"normalize":true,"prompt_name":"","prompt":null,"pooling":""}'
+    put("embedding_index", "three_by_four", b"\0" + embedding_index(
+        [0.5, -0.5, 0.5, -0.5, 1.0, 0.0, 0.0, 0.0, 0.25, 0.25, -0.75, 0.5], 4, opts))
+    put("embedding_index", "empty_recrc", b"\1" + embedding_index([], 8, ""))
+
 
 if __name__ == "__main__":
     main()

@@ -150,9 +150,26 @@ def main():
             e2 = run([a.cli, "embed", "--model", again], stdin="".join(s + "\n" for s in sentences))
             if e1 != e2:
                 raise SystemExit(f"FAIL: {name}: the exported folder embeds differently")
+    quantized = 0
+    if api:
+        # Python's quantize_embeddings (bertrt_quantize_embeddings) on the float32 inputs of
+        # expected/st_quantize.json: the same codes as the library's own quantize_embeddings.
+        import numpy as np  # noqa: E402
+        q = json.load(open(os.path.join(HERE, "expected", "st_quantize.json")))
+        for case in q["cases"]:
+            x = np.array(case["embeddings"], dtype=np.float32)
+            cal = case.get("calibration")
+            for precision, want in case["outputs"].items():
+                got = api.quantize_embeddings(
+                    x, precision, calibration_embeddings=None if cal is None else np.array(cal, np.float32))
+                if not np.array_equal(got.astype(int), np.array(want)):
+                    raise SystemExit(f"FAIL: quantize_embeddings {case['name']} {precision}: codes "
+                                     "differ from sentence-transformers'")
+                quantized += 1
     print(f"st_check: {checked} cases of {len(expected['variants'])} models equal sentence-transformers "
           f"{expected['upstream']['sentence_transformers']}'s outputs (worst {worst:.2g} of a row's "
-          f"scale, bound {TOL}); every export converts back unchanged")
+          f"scale, bound {TOL}); every export converts back unchanged"
+          + (f"; {quantized} quantize_embeddings cases give its codes" if quantized else ""))
 
 
 if __name__ == "__main__":

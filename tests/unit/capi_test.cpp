@@ -19,6 +19,7 @@
 
 #include "bertrt/bertrt.h"
 #include "embed/embedder.h"
+#include "embed/embedding_precision.h"
 #include "io/model_io.h"
 #include "model_runs.h"
 #include "test_util.h"
@@ -977,6 +978,46 @@ TEST_F(CapiTest, EmbedAndRerankMatchTheLibraryAndCheckTheirArguments) {
   EXPECT_EQ(bertrt_rerank(m, "q", texts, 3, 0, scores, 3), BERTRT_E_UNSUPPORTED);  // not a reranker
   bertrt_model_free(m);
   bertrt_model_free(r);
+}
+
+// bertrt_quantize_embeddings: embed/embedding_precision.h's codes (those against
+// sentence-transformers: embedding_precision_test, st_check.py), and its argument checks.
+TEST(CapiQuantize, CodesAndArguments) {
+  const float e[] = {-1.0f, 0.5f, 2.0f, 0.0f, 1.0f, -0.25f};  // 2 × 3
+  uint8_t out[6] = {};
+  ASSERT_EQ(bertrt_quantize_embeddings(e, 2, 3, "uint8", nullptr, out, 6), BERTRT_OK)
+      << bertrt_last_error();
+  const QuantizationRanges r = calibration_ranges(e, 2, 3);
+  EXPECT_EQ(std::vector<uint8_t>(out, out + 6),
+            quantize_embeddings(e, 2, 3, EmbeddingPrecision::kUint8, &r));
+  const float ranges[] = {-2.0f, -2.0f, -2.0f, 2.0f, 2.0f, 2.0f};  // lowest, then highest
+  ASSERT_EQ(bertrt_quantize_embeddings(e, 2, 3, "int8", ranges, out, 6), BERTRT_OK);
+  QuantizationRanges given;
+  given.min = {-2.0f, -2.0f, -2.0f};
+  given.max = {2.0f, 2.0f, 2.0f};
+  EXPECT_EQ(std::vector<uint8_t>(out, out + 6),
+            quantize_embeddings(e, 2, 3, EmbeddingPrecision::kInt8, &given));
+  EXPECT_EQ(bertrt_quantized_width("ubinary", 3), 1u);
+  EXPECT_EQ(bertrt_quantized_width("int8", 3), 3u);
+  EXPECT_EQ(bertrt_quantized_width("fp16", 3), 0u);
+  ASSERT_EQ(bertrt_quantize_embeddings(e, 2, 3, "ubinary", nullptr, out, 2), BERTRT_OK);
+  EXPECT_EQ(out[0], 0x60);  // 0.5 and 2.0 positive: the second and third highest bits
+  EXPECT_EQ(out[1], 0x40);
+
+  EXPECT_EQ(bertrt_quantize_embeddings(e, 2, 3, "int8", nullptr, out, 5), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bertrt_last_error()).find("capacity is 5 bytes, [2, 3] needs 6"),
+            std::string::npos) << bertrt_last_error();
+  EXPECT_EQ(bertrt_quantize_embeddings(e, 2, 3, "fp16", nullptr, out, 6), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bertrt_last_error()).find("'fp16' is not one of"), std::string::npos);
+  EXPECT_EQ(bertrt_quantize_embeddings(e, 2, 3, "float32", nullptr, out, 6), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(bertrt_quantize_embeddings(e, 2, 3, nullptr, nullptr, out, 6), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(bertrt_quantize_embeddings(nullptr, 2, 3, "int8", nullptr, out, 6), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(bertrt_quantize_embeddings(e, 2, 0, "int8", nullptr, out, 6), BERTRT_E_INVALID_ARGUMENT);
+  const float reversed[] = {2.0f, 2.0f, 2.0f, -2.0f, -2.0f, -2.0f};
+  EXPECT_EQ(bertrt_quantize_embeddings(e, 2, 3, "int8", reversed, out, 6), BERTRT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(bertrt_last_error()).find("ranges[:, 0] = [2, -2] is not a finite range"),
+            std::string::npos) << bertrt_last_error();
+  EXPECT_EQ(bertrt_quantize_embeddings(e, 0, 3, "int8", nullptr, nullptr, 0), BERTRT_OK);
 }
 
 }  // namespace

@@ -7,10 +7,9 @@
 
 #include "common.h"
 #include "core/error.h"
-#include "core/float_decimal.h"
 #include "embed/embedder.h"
+#include "embedding_output.h"
 #include "io/model_io.h"
-#include "npy_file.h"
 
 namespace bertrt::cli {
 
@@ -19,21 +18,11 @@ namespace {
 // Lines handed to the model at a time: JSON output streams, memory stays bounded.
 constexpr size_t kChunk = 1024;
 
-void print_embedding(const float* e, int dim, std::string& line) {
-  line = "{\"embedding\":[";
-  for (int i = 0; i < dim; ++i) {
-    if (i) line += ',';
-    line += float_decimal(e[i]);
-  }
-  line += "]}\n";
-  std::fwrite(line.data(), 1, line.size(), stdout);
-}
-
 }  // namespace
 
 void add_embed(CLI::App& app) {
   struct Opts {
-    std::string model, input, output, prompt_name, pooling;
+    std::string model, input, output, prompt_name, pooling, precision = "float32", calibration;
     std::optional<std::string> prompt;
     int dimensions = 0, batch_size = 32;
     bool no_normalize = false;
@@ -46,6 +35,11 @@ void add_embed(CLI::App& app) {
       "Input: one text a line (an empty line embeds the empty text, as sentence-transformers\n"
       "does). Output: one JSON line {\"embedding\": [...]} an input, in input order; with\n"
       "--output FILE.npy one float32 matrix [inputs, dimensions] instead (numpy.load).\n"
+      "--precision int8|uint8|binary|ubinary quantizes as sentence-transformers'\n"
+      "quantize_embeddings: integers in the JSON lines, an int8/uint8 .npy (binary: the bits\n"
+      "x > 0 packed 8 to a byte, ceil(D/8) a row). int8/uint8 map each dimension's range to\n"
+      "256 steps: the ranges of --calibration's embeddings, else of all the inputs' (then\n"
+      "nothing is printed before the last input is embedded).\n"
       "The model's embedding head (bertrt-convert of a sentence-transformers folder) pools,\n"
       "projects and normalizes as SentenceTransformer.encode; its prompts are applied by name.\n"
       "Inputs longer than the model's max_seq_length are truncated; stderr says how many.\n"
@@ -53,7 +47,8 @@ void add_embed(CLI::App& app) {
       "  bertrt embed --model m.brt --input docs.txt --dimensions 128 --output docs.npy");
   c->add_option("--model", o->model, "model file (.brt) with an embedding head")->required();
   c->add_option("--input", o->input, "text file, one input a line (default: stdin)");
-  c->add_option("--output", o->output, "write a float32 .npy matrix here instead of JSON lines");
+  c->add_option("--output", o->output,
+                "write a .npy matrix here instead of JSON lines (float32, or --precision's type)");
   c->add_option("--dimensions", o->dimensions,
                 "keep the first D dimensions, then normalize (Matryoshka); default: all")
       ->check(at_least(1));
@@ -72,13 +67,28 @@ void add_embed(CLI::App& app) {
                              "lasttoken"}));
   c->add_option("--batch-size", o->batch_size, "sequences a forward (default 32)")
       ->check(at_least(1));
+  c->add_option("--precision", o->precision,
+                "float32 (default), int8, uint8, binary or ubinary (sentence-transformers' "
+                "encode(precision=...))")
+      ->check(CLI::IsMember({"float32", "int8", "uint8", "binary", "ubinary"}));
+  c->add_option("--calibration", o->calibration,
+                "int8/uint8: take each dimension's range from the embeddings of this file's "
+                "lines (default: from the inputs' own embeddings)");
   o->backend.add_to(c);
   c->callback([o] {
     check_input_file("--model", o->model);
     if (!o->input.empty()) check_input_file("--input", o->input);
+    const EmbeddingPrecision precision = parse_embedding_precision(o->precision, "--precision");
+    if (!o->calibration.empty()) {
+      if (!precision_needs_ranges(precision))
+        fail_usage("--calibration sets int8/uint8 ranges; --precision is {}", o->precision);
+      check_input_file("--calibration", o->calibration);
+    }
     if (!o->output.empty()) {
       check_output_path("--output", o->output);
-      check_distinct_files({{"--output", o->output}}, {{"--model", o->model}, {"--input", o->input}});
+      check_distinct_files({{"--output", o->output}}, {{"--model", o->model},
+                                                       {"--input", o->input},
+                                                       {"--calibration", o->calibration}});
     }
     LoadedModel m = load_model(o->model);
     auto be = o->backend.make_inference();
@@ -91,6 +101,13 @@ void add_embed(CLI::App& app) {
     opts.batch_size = o->batch_size;
     const int dim = embedding_dim(*m.model, opts);  // a bad --dimensions fails before any input
 
+    std::optional<QuantizationRanges> ranges;
+    if (!o->calibration.empty())
+      ranges = calibration_ranges_of_file(o->calibration, dim, [&](const auto& texts) {
+        return embed_texts(*m.model, *m.tokenizer, *be, texts, opts);
+      });
+    EmbeddingOutput out(o->output, precision, dim, std::move(ranges));
+
     std::ifstream file;
     if (!o->input.empty()) {
       file.open(o->input);
@@ -99,10 +116,8 @@ void add_embed(CLI::App& app) {
     std::istream& in = o->input.empty() ? std::cin : file;
     const std::string source = o->input.empty() ? "stdin" : o->input;
     std::vector<std::string> chunk;
-    std::vector<float> all;  // --output: every embedding, written at the end
     size_t inputs = 0, truncated = 0;
     int max_len = 0;
-    std::string line;
     auto flush = [&] {
       if (chunk.empty()) return;
       EmbedStats st;
@@ -110,12 +125,7 @@ void add_embed(CLI::App& app) {
       inputs += chunk.size();
       truncated += st.truncated;
       max_len = st.max_seq_length;
-      if (o->output.empty()) {
-        for (size_t i = 0; i < chunk.size(); ++i) print_embedding(&e[i * size_t(dim)], dim, line);
-        std::fflush(stdout);
-      } else {
-        all.insert(all.end(), e.begin(), e.end());
-      }
+      out.add(e.data(), chunk.size());
       chunk.clear();
     };
     for_each_line(in, source, [&](const std::string& text, size_t) {
@@ -123,11 +133,7 @@ void add_embed(CLI::App& app) {
       if (chunk.size() == kChunk) flush();
     });
     flush();
-    if (!o->output.empty()) {
-      write_npy_f32(o->output, all.data(), inputs, size_t(dim));
-      fmt::print(stderr, "wrote {}: {} embeddings of {} dimensions (float32)\n", o->output, inputs,
-                 dim);
-    }
+    out.finish();
     if (truncated)
       fmt::print(stderr, "embed: {} of {} inputs were longer than {} tokens and were truncated\n",
                  truncated, inputs, max_len);

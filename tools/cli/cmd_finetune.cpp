@@ -253,10 +253,13 @@ void add_finetune(CLI::App& app) {
       return run_reranker_finetune(r);
     }
     if (o->task.task == "sentence-embedding") {
-      if (o->qat.enabled() || o->memory.freeze_embeddings || o->memory.freeze_layers ||
-          o->memory.recompute || o->group_by_length)
-        fail_usage("--task sentence-embedding takes none of --qat, the memory flags or "
+      if (o->memory.freeze_embeddings || o->memory.freeze_layers || o->memory.recompute ||
+          o->group_by_length)
+        fail_usage("--task sentence-embedding takes none of the memory flags or "
                    "--group-by-length");
+      check_qat_options(o->qat);
+      if (!o->resume.empty() && o->qat.enabled())
+        fail_usage("--resume with --qat int8: resuming quantization-aware runs is not supported yet");
       for (const auto* opt : o->task.tsv_options)
         if (opt->count()) fail_usage("{} applies to --task tsv", opt->get_name());
       for (const auto* opt : o->task.squad_options)
@@ -270,6 +273,7 @@ void add_finetune(CLI::App& app) {
       r.weight_decay = o->weight_decay, r.seed = o->seed, r.backend = &o->backend;
       r.hidden_dropout = o->hidden_dropout, r.attention_dropout = o->attention_dropout;
       r.max_seq_length = o->max_seq_length;
+      r.qat = &o->qat;
       return run_embedding_finetune(r, o->embedding);
     }
     for (const auto* opt : o->embedding.options)

@@ -104,5 +104,6 @@ void add_quantize(CLI::App& app);  // cmd_quantize.cpp: post-training int8 quant
 void add_bench(CLI::App& app);     // cmd_bench.cpp: inference latency
 void add_embed(CLI::App& app);     // cmd_embed.cpp: sentence embeddings
 void add_rerank(CLI::App& app);    // cmd_rerank.cpp: cross-encoder scores
+void add_search(CLI::App& app);    // cmd_search.cpp: semantic search over a corpus file
 
 }  // namespace bertrt::cli

@@ -150,6 +150,12 @@ void run_embedding_finetune(const EmbeddingFinetuneRun& r, const EmbeddingFinetu
     fail_usage("--mini-batch-size applies to --loss cached-mnrl (got --loss {})", f.loss);
   loss.kind = parse_embedding_loss(cached ? "mnrl" : f.loss);
   if (cached) loss.mini_batch_size = f.mini_batch_size;
+  // Each mini-batch's forwards would move the activation observers between the pass that
+  // computes the cached gradient and the pass that applies it (as --recompute with --qat).
+  if (cached && r.qat->enabled())
+    fail_usage("--loss cached-mnrl with --qat int8: the re-embedding would see other "
+               "quantization ranges than the embeddings its gradient was computed from; use "
+               "--loss mnrl");
   loss.scale = f.scale;
   if (!f.matryoshka_dims.empty()) loss.matryoshka_dims = parse_dims(f.matryoshka_dims);
 
@@ -181,6 +187,8 @@ void run_embedding_finetune(const EmbeddingFinetuneRun& r, const EmbeddingFinetu
     h.embedding->max_seq_length = r.max_seq_length;
     model.set_heads(h, r.seed);  // the same tensors: every weight kept
   }
+  // After the head is set, as finetune's other tasks: fake-quant Linears for --qat int8.
+  apply_qat(model, *r.qat, model_path);
   const int D = model.heads().embedding->dim(model.config().hidden_size);
   for (int d : loss.matryoshka_dims)
     if (d > D) fail_usage("--matryoshka-dims: {} is above the model's embedding width {}", d, D);
@@ -286,6 +294,12 @@ void run_embedding_finetune(const EmbeddingFinetuneRun& r, const EmbeddingFinetu
                         // SIGINT/SIGTERM (interrupt.h): this step's checkpoint, then out.
                         if (const int sig = stop_signal(); sig && s.step != total) {
                           bar.stop(s.step, signal_name(sig));
+                          if (r.qat->enabled())
+                            throw Interrupted(
+                                sig, fmt::format("{} at step {} of {}: no checkpoint written "
+                                                 "(--qat int8 runs cannot resume yet); {} is "
+                                                 "unchanged",
+                                                 signal_name(sig), s.step, total, r.out));
                           auto ckpt_meta = meta;
                           ckpt_meta[kFinetuneRunKey] = run.dump();
                           const std::string ckpt = resume_path(r.out);
@@ -302,7 +316,7 @@ void run_embedding_finetune(const EmbeddingFinetuneRun& r, const EmbeddingFinetu
                       });
   bar.finish();
   log_dev("after");
-  save_model(r.out, model, *m.tokenizer, meta);
+  save_finetuned(r.out, model, *m.tokenizer, meta, *r.qat);  // int8 with --qat int8
   remove_resume_checkpoint(r.out);  // an earlier step of this run
   fmt::print("wrote {}\n", r.out);
 }

@@ -10,6 +10,7 @@
 
 #include "common.h"
 #include "io/model_io.h"
+#include "qat_flags.h"
 
 namespace bertrt::cli {
 
@@ -33,6 +34,7 @@ struct EmbeddingFinetuneRun {
         attention_dropout = 0.0f;
   uint64_t seed = 42;
   const BackendChoice* backend = nullptr;
+  const QatOptions* qat = nullptr;  // --qat int8: fake-quant training, -o the int8 model
 };
 
 // Runs the fine-tuning: checks, the data, the steps with a progress bar, the dev metrics (an STS
