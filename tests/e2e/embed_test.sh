@@ -69,6 +69,9 @@ printf 'the cat sat on the mat .\na dog is big\n' | "$BIN" rerank --model "$T/rr
   && [ "$(grep -c '"score":' "$T/r2.jsonl")" -eq 2 ] && ok || bad "rerank with the fine-tuned reranker: $(cat "$T/r2.jsonl")"
 expect_ok "finetune a plain BERT into a reranker" "$BIN" finetune --task reranker --model "$T/plain.brt" \
   --train "$T/rr.tsv" --max-steps 1 --batch-size 4 -o "$T/rr2.brt"
+expect_error "cached-mnrl with --qat int8" "$T/x.brt" "--loss cached-mnrl with --qat int8" -- \
+  "$BIN" finetune --task sentence-embedding --model "$T/emb.brt" --loss cached-mnrl --qat int8 \
+  --train "$T/rr.tsv" -o "$T/x.brt"
 printf 'query\tpassage\tlabel\na\tb\t1\na\tc\t3\n' > "$T/rr_bad.tsv"
 expect_error "reranker label outside [0, 1]" "$T/x.brt" "rr_bad.tsv: line 3: label 3 is outside \[0, 1\]" -- \
   "$BIN" finetune --task reranker --model "$T/ce.brt" --train "$T/rr_bad.tsv" -o "$T/x.brt"
