@@ -25,6 +25,8 @@ struct EmbeddingLoss {
   double scale = 20.0;  // mnrl and cosent (sentence-transformers' default: 1 / temperature 0.05)
   std::vector<int> matryoshka_dims;       // empty: the full width only
   std::vector<double> matryoshka_weights;  // empty: 1 each
+  // mnrl only: > 0 runs its cached form (train/cached_mnrl.h) in forwards of this many texts.
+  int mini_batch_size = 0;
   // Texts a row has: mnrl ≥ 2 (anchor, positive, negatives), cosent and cosine 2.
   bool needs_labels() const { return kind != EmbeddingLossKind::kMnrl; }
 };

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "heads/embedding_config.h"
+#include "heads/embedding_head_ops.h"
 #include "tasks/task_definition.h"
 #include "tokenizer/tokenizer.h"
 #include "train/embedding_loss.h"
@@ -44,6 +45,34 @@ struct PairFileOptions {
 // fewer than two rows.
 PairData read_pair_file(const std::string& path, const PairFileOptions& options = {});
 
+// The column-major list of a batch's texts: column k of row i is entry k·N + i. Throws
+// bertrt::Error when rows differ in their number of texts.
+std::vector<std::string> texts_by_column(const std::vector<PairRow>& rows);
+
+// A batch of texts through the encoder and the embedding head (a training step's forward).
+struct TrainingEmbeddings {
+  int B = 0, T = 0;
+  std::vector<float> embeddings;  // [B, D], the head's output, on the host
+  // keep_activations: the head's activations (on the backend) that embeddings_backward uses; the
+  // encoder's are the model's own, until its next forward.
+  EmbeddingHeadActs acts;
+  bool kept = false;
+};
+
+// Embeds `texts` as one batch padded to its longest, as a training step sees them (the model's
+// current dropout, model.set_dropout, applies). keep_activations: a training forward whose
+// activations embeddings_backward uses; without, an inference forward keeps none (a training one
+// when dropout is on, for its masks, still with nothing kept here).
+TrainingEmbeddings embed_for_training(BertModel& model, const Tokenizer& tokenizer, Backend& be,
+                                      const std::vector<std::string>& texts,
+                                      bool keep_activations);
+
+// After embed_for_training(…, keep_activations = true) as the model's last forward: ∂loss/∂
+// embeddings [B, D] back through the head and the encoder (backward_from_hidden), added to
+// model.grads(be). `e` is the backward's scratch.
+void embeddings_backward(BertModel& model, Backend& be, TrainingEmbeddings& e,
+                         const std::vector<float>& dembeddings);
+
 // One step's work: forward of every text of `rows`, the loss on the embedding head's outputs,
 // and the backward into model.grads(be) (the Dense weights' by the head's backward, the encoder's
 // through backward_from_hidden), all on `be`. Returns the loss.
@@ -55,6 +84,13 @@ struct EmbeddingStepLog {
   StepResult result;
   double elapsed_seconds = 0;
 };
+
+// The loop of finetune_embeddings with another step (train/reranker_trainer.h): `step` runs one
+// batch's forwards and backwards and returns its loss.
+void finetune_pair_rows(Trainer& trainer, const PairData& train, int batch_size,
+                        int64_t total_steps, uint64_t seed,
+                        const std::function<double(const std::vector<PairRow>&)>& step,
+                        const std::function<void(const EmbeddingStepLog&)>& on_step);
 
 // Shuffles the rows each epoch with `seed` and runs batches of `batch_size` rows (the last,
 // partial one too) until trainer.steps_done() == total_steps; on_step after each update.

@@ -60,6 +60,22 @@ printf 'the cat sat on the mat .\na dog is big\nthe red dog\n' \
 expect_error "rerank with an embedding model" "" "has a none head, not a cross-encoder" -- \
   "$BIN" rerank --model "$T/emb.brt" --query q --input "$T/in.txt"
 
+# --- finetune --task reranker ------------------------------------------------------------------------
+printf 'query\tpassage\tlabel\nthe cat\tthe cat sat on the mat .\t1\nthe cat\ta dog is big\t0\nthe dog\tthe red dog\t1\nthe dog\tthe mat\t0\n' > "$T/rr.tsv"
+expect_ok "finetune a cross-encoder" "$BIN" finetune --task reranker --model "$T/ce.brt" --train "$T/rr.tsv" \
+  --dev "$T/rr.tsv" --max-steps 3 --batch-size 2 --learning-rate 1e-3 --metrics "$T/rr.jsonl" -o "$T/rr.brt"
+grep -q '"mrr@10":' "$T/rr.jsonl" && [ "$(grep -c '"loss":' "$T/rr.jsonl")" -eq 3 ] && ok || bad "reranker metrics: $(cat "$T/rr.jsonl")"
+printf 'the cat sat on the mat .\na dog is big\n' | "$BIN" rerank --model "$T/rr.brt" --query 'the cat' > "$T/r2.jsonl" \
+  && [ "$(grep -c '"score":' "$T/r2.jsonl")" -eq 2 ] && ok || bad "rerank with the fine-tuned reranker: $(cat "$T/r2.jsonl")"
+expect_ok "finetune a plain BERT into a reranker" "$BIN" finetune --task reranker --model "$T/plain.brt" \
+  --train "$T/rr.tsv" --max-steps 1 --batch-size 4 -o "$T/rr2.brt"
+expect_error "cached-mnrl with --qat int8" "$T/x.brt" "--loss cached-mnrl with --qat int8" -- \
+  "$BIN" finetune --task sentence-embedding --model "$T/emb.brt" --loss cached-mnrl --qat int8 \
+  --train "$T/rr.tsv" -o "$T/x.brt"
+printf 'query\tpassage\tlabel\na\tb\t1\na\tc\t3\n' > "$T/rr_bad.tsv"
+expect_error "reranker label outside [0, 1]" "$T/x.brt" "rr_bad.tsv: line 3: label 3 is outside \[0, 1\]" -- \
+  "$BIN" finetune --task reranker --model "$T/ce.brt" --train "$T/rr_bad.tsv" -o "$T/x.brt"
+
 # --- eval --task sts / retrieval ----------------------------------------------------------------------
 expect_ok "eval sts" "$BIN" eval --model "$T/emb.brt" --task sts --data "$DATA/glue/STS-B/dev.tsv" --json
 grep -q '"cosine_pearson":' "$T/stdout" && grep -q '"cosine_spearman":' "$T/stdout" \

@@ -192,5 +192,35 @@ interrupt "finetune --qat SIGINT" INT 130 "$T/q.jsonl" "$T/q.brt" -- \
   "$BIN" finetune --model "$T/init.brt" "${FT[@]}" --qat int8 --metrics "$T/q.jsonl" -o "$T/q.brt"
 [ ! -e "$T/q.brt" ] && [ ! -e "$T/q.brt.resume" ] && grep -q "no checkpoint written" "$T/stderr" && ok || bad "finetune --qat interrupted: $(cat "$T/stderr")"
 
+# --- finetune --task sentence-embedding ------------------------------------------------------------
+# cached-mnrl with dropout: the resumed run redraws each mini-batch's masks in both passes.
+SQUAD=$DATA/squad_v1.1/dev-v1.1-articles-00-39.json
+if [ -f "$SQUAD" ]; then
+  E=30
+  FE=(--task sentence-embedding --pooling mean --loss cached-mnrl --mini-batch-size 3 --train "$SQUAD"
+      --train-articles 0-1 --max-steps $E --batch-size 8 --learning-rate 1e-3 --seed 5
+      --hidden-dropout-prob 0.1 --attention-probs-dropout-prob 0.1)
+  "$BIN" finetune --model "$T/init.brt" "${FE[@]}" --metrics "$T/efull.jsonl" -o "$T/efull.brt" > /dev/null 2>&1 \
+    && ok || bad "uninterrupted sentence-embedding finetune"
+  interrupt "finetune sentence-embedding SIGINT" INT 130 "$T/e.jsonl" "$T/e.brt" -- \
+    "$BIN" finetune --model "$T/init.brt" "${FE[@]}" --metrics "$T/e.jsonl" -o "$T/e.brt"
+  if [ -n "$stopped" ] && [ "$stopped" -lt $E ]; then
+    cp "$T/e.brt.resume" "$T/e_ck.brt"
+    "$BIN" finetune --resume "$T/e.brt.resume" "${FE[@]}" --metrics "$T/e.jsonl" -o "$T/e.brt" > "$T/resume.out" 2>&1 \
+      && ok || bad "sentence-embedding resume: $(tail -2 "$T/resume.out")"
+    grep -q "resuming $T/e.brt.resume at step $stopped of $E" "$T/resume.out" && ok || bad "sentence-embedding resume message: $(head -3 "$T/resume.out")"
+    cmp -s "$T/efull.brt" "$T/e.brt" && ok || bad "sentence-embedding stopped at step $stopped + resumed differs"
+    # The same lines but for the clock.
+    untimed() { sed 's/"elapsed_seconds":[-+.0-9e]*,\?//' "$1"; }
+    [ "$(untimed "$T/efull.jsonl")" = "$(untimed "$T/e.jsonl")" ] && ok || bad "sentence-embedding metrics after resume differ"
+    [ ! -e "$T/e.brt.resume" ] && ok || bad "sentence-embedding: the finished run left $T/e.brt.resume"
+    expect_error "sentence-embedding resume with another loss" "$T/x.brt" \
+      'flags differ .*: --loss \(checkpoint cached-mnrl, now mnrl\), --mini-batch-size \(checkpoint 3, now \(not given\)\)$' -- \
+      "$BIN" finetune --resume "$T/e_ck.brt" "${FE[@]:0:4}" --loss mnrl "${FE[@]:8}" -o "$T/x.brt"
+  else
+    bad "sentence-embedding SIGINT: no checkpoint below step $E (got '$stopped')"
+  fi
+fi
+
 echo "signal_test: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -93,6 +93,18 @@ LOSSES = {
                 "MultipleNegativesRankingLoss up to float rounding"),
 }
 
+# CrossEncoder.fit with one label: (query, passage) pairs and float labels (soft ones included, as
+# BCEWithLogitsLoss takes them); the cross_encoder folder of st_models.py.
+RERANK = {
+    "query": ["where is the cat", "where is the cat", "a big dog", "a big dog", "who ran"],
+    "passage": ["the cat sat on the mat .", "the dog runs", "the big red dog and the small blue cat",
+                "green", "she is running to the dog"],
+    "label": [1.0, 0.0, 1.0, 0.0, 0.5],
+}
+RERANK_CALL = ("CrossEncoder(folder).fit()'s loss for num_labels 1: features, labels = "
+               "smart_batching_collate(InputExamples); logits = model(**features).logits.view(-1) "
+               "(fit's activation_fct is nn.Identity()); loss = nn.BCEWithLogitsLoss()(logits, labels)")
+
 # Zero in exact arithmetic: a key bias adds q.b to every score of a query's row, which softmax
 # cancels. Computed, it is rounding noise (1e-8 here), whose fingerprint would compare noise.
 ROUNDING_ONLY = ("attention.self.key.bias",)
@@ -248,6 +260,36 @@ def run_variant(folder, dims):
     return results, checks, shapes
 
 
+def run_cross_encoder(folder):
+    """The reranker's loss and gradients as CrossEncoder.fit computes them (model in eval mode)."""
+    from sentence_transformers import InputExample
+    torch = up.torch
+    ce = up.cross_encoder(folder)
+    ce.model.eval()
+    assert ce.config.num_labels == 1
+    batch = [InputExample(texts=[q, p], label=y) for q, p, y in zip(RERANK["query"], RERANK["passage"], RERANK["label"])]
+    features, labels = ce.smart_batching_collate(batch)
+    ce.model.zero_grad(set_to_none=True)
+    logits = torch.nn.Identity()(ce.model(**features, return_dict=True).logits).view(-1)
+    loss = torch.nn.BCEWithLogitsLoss()(logits, labels)
+    loss.backward()
+    grads = {n: (None if p.grad is None else p.grad.detach().numpy().copy()) for n, p in ce.model.named_parameters()}
+    # The same loss by its formula from the logits, in float64: max(z, 0) - z y + log(1 + exp(-|z|)).
+    z = logits.detach().double()
+    y = labels.double()
+    mine = float((z.clamp(min=0) - z * y + torch.log1p(torch.exp(-z.abs()))).mean())
+    dl = abs(mine - float(loss)) / max(1.0, abs(mine))
+    print(f"cross_encoder/BCEWithLogitsLoss vs its formula: loss differs by {dl:.2g}")
+    if dl > 2e-6:
+        raise SystemExit("st_losses.py: cross_encoder: the loss differs from its formula")
+    ids = [features["input_ids"][i][features["attention_mask"][i].bool()].tolist() for i in range(len(batch))]
+    shapes = {n: list(p.shape) for n, p in ce.model.named_parameters()}
+    out = summarize({"BCEWithLogitsLoss": dict(loss=float(loss.detach()), grads=grads)}, None)["BCEWithLogitsLoss"]
+    return {"folder": "cross_encoder", "call": RERANK_CALL, "query": RERANK["query"], "passage": RERANK["passage"],
+            "labels": up.f32(RERANK["label"]), "input_ids": ids, "logits": up.f32(z.numpy()),
+            "max_length": ce.max_length, "parameters": shapes, **out, "checks": [float(f"{dl:.2g}")]}
+
+
 def summarize(results, dense_first):
     out = {}
     for loss_id, r in results.items():
@@ -313,7 +355,8 @@ def compute(models_dir):
             assert dims[0] == model_dim, (name, dims, model_dim)
             variants[name] = {"folder": name, "dimension": model_dim, "matryoshka_dims": dims, "parameters": shapes,
                               "losses": summarize(results, dense[0] if dense else None), "checks": found}
-    return variants, batches
+        cross = run_cross_encoder(up.loadable_copy(os.path.join(models_dir, "cross_encoder"), tmp))
+    return variants, batches, cross
 
 
 def main():
@@ -324,7 +367,7 @@ def main():
                     help="record which source commit of a library ran (repeatable)")
     args = ap.parse_args()
     up.import_library()
-    variants, batches = compute(args.models)
+    variants, batches, cross = compute(args.models)
     columns = {**PAIRS, **SCORED}
     losses = {}
     for loss_id, spec in LOSSES.items():
@@ -371,8 +414,9 @@ def main():
             "v1[0:4]": [float(x) for x in probe(example, 4, 1)]}),
         "losses": losses,
         "variants": variants,
+        "cross_encoder": cross,
     }
-    up.write_json(args.out, doc, f"{len(variants)} folders, {len(LOSSES)} losses")
+    up.write_json(args.out, doc, f"{len(variants)} folders, {len(LOSSES)} losses, and a cross-encoder")
 
 
 if __name__ == "__main__":

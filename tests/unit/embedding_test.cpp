@@ -443,6 +443,47 @@ TEST(EmbeddingTraining, PairFilesAndTheirErrors) {
   EXPECT_THROW(read_pair_file(path), Error);  // neither layout
   write("anchor\tpositive\na\tb\n");
   EXPECT_THROW(read_pair_file(path), Error);  // one row
+  // JSON Lines: the TSV's names as keys, negatives in the first object's order; errors name the
+  // file and line.
+  const std::string jl = dir.file("p.jsonl");
+  auto write_jl = [&](const std::string& text) { std::ofstream(jl) << text; };
+  auto error_of = [&](const std::string& text) -> std::string {
+    write_jl(text);
+    try {
+      read_pair_file(jl);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  write_jl("\xEF\xBB\xBF{\"anchor\": \"a\", \"positive\": \"b\", \"negative_2\": \"n2\", "
+           "\"negative\": \"n\"}\n\n{\"negative\": \"m\", \"positive\": \"d\", \"anchor\": \"c\", "
+           "\"negative_2\": \"m2\", \"id\": 7}\n");
+  d = read_pair_file(jl);
+  ASSERT_EQ(d.rows.size(), 2u);
+  EXPECT_FALSE(d.scored);
+  EXPECT_EQ(d.rows[0].texts, (std::vector<std::string>{"a", "b", "n2", "n"}));
+  EXPECT_EQ(d.rows[1].texts, (std::vector<std::string>{"c", "d", "m2", "m"}));
+  write_jl("{\"sentence1\": \"a\", \"sentence2\": \"b\", \"score\": 4}\n"
+           "{\"sentence1\": \"c\", \"sentence2\": \"d\", \"score\": 0.5}\n");
+  EXPECT_THROW(read_pair_file(jl), Error);  // 4 is outside [0, 1]
+  d = read_pair_file(jl, o);
+  EXPECT_TRUE(d.scored);
+  EXPECT_EQ(d.rows[0].score, 0.8);
+  EXPECT_EQ(d.rows[1].score, 0.1);
+  const std::string two = "{\"anchor\": \"a\", \"positive\": \"b\"}\n";
+  EXPECT_NE(error_of(two + "{\"anchor\": \"c\"}\n").find(jl + ": line 2: no \"positive\""),
+            std::string::npos) << error_of(two + "{\"anchor\": \"c\"}\n");
+  EXPECT_NE(error_of(two + two + "{\"anchor\": 3, \"positive\": \"d\"}\n")
+                .find(": line 3: \"anchor\" is 3, expected a string"), std::string::npos);
+  EXPECT_NE(error_of(two + "{\"anchor\": \"c\",\n").find(": line 2: not JSON"), std::string::npos);
+  EXPECT_NE(error_of(two + "[1, 2]\n").find(": line 2: expected a JSON object"), std::string::npos);
+  EXPECT_NE(error_of("{\"text\": \"a\", \"label\": 1}\n" + two).find(": line 1: the object's keys name neither"),
+            std::string::npos);
+  EXPECT_NE(error_of("{\"sentence1\": \"a\", \"sentence2\": \"b\", \"score\": 0}\n"
+                     "{\"sentence1\": \"a\", \"sentence2\": \"b\", \"score\": \"1\"}\n")
+                .find(": line 2: \"score\" is \"1\", expected a number"), std::string::npos);
+  EXPECT_NE(error_of(two).find("1 training row(s)"), std::string::npos);
   const std::string stsb = test::data_dir() + "/glue/STS-B/train.tsv";
   if (test::have_data(stsb)) {
     const PairData s = read_pair_file(stsb);  // scores 0–5 mapped to [0, 1]

@@ -12,6 +12,7 @@
 
 #include "common.h"
 #include "finetune_embeddings.h"
+#include "finetune_reranker.h"
 #include "core/error.h"
 #include "interrupt.h"
 #include "io/model_io.h"
@@ -72,6 +73,11 @@ std::string run_value(const std::string& key, const nlohmann::json* v) {
   return v->dump();
 }
 
+
+}  // namespace
+
+const char* const kFinetuneRunKey = kRunKey;
+
 void check_resumable(const std::string& path, const LoadedModel& m, const nlohmann::json& now) {
   if (!m.training_state)
     fail(
@@ -126,8 +132,6 @@ void check_resumable(const std::string& path, const LoadedModel& m, const nlohma
         path, fmt::join(diff, ", "));
 }
 
-}  // namespace
-
 void add_finetune(CLI::App& app) {
   struct Opts {
     std::string model, resume, train, dev, out, metrics, train_articles, dev_articles;
@@ -172,7 +176,7 @@ void add_finetune(CLI::App& app) {
                 "(OUT.resume, beside its -o OUT), in place of --model; the other flags the same")
       ->excludes(model_opt);
   add_task_flags(c, o->task);
-  c->add_option("--train", o->train, "training data (TSV, CoNLL file, SQuAD JSON)")->required();
+  c->add_option("--train", o->train, "training data (TSV, CoNLL file, SQuAD JSON; sentence-embedding also JSON Lines, .jsonl)")->required();
   c->add_option("--dev", o->dev, "dev data: metrics after every epoch and at the end");
   c->add_option("--train-articles", o->train_articles,
                 "SQuAD: articles of --train, e.g. 0-29 (inclusive; default all)")
@@ -194,8 +198,9 @@ void add_finetune(CLI::App& app) {
   c->add_option("--max-seq-length", o->max_seq_length,
                 "pieces (WordPiece tokens) per input (default 128; squad 384): longer sentences "
                 "are truncated, longer CoNLL sentences and SQuAD contexts split into windows; "
-                "batches are padded "
-                "to their longest")
+                "batches are padded to their longest; sentence-embedding: the embedding head's "
+                "max_seq_length (default the model's), kept in -o; reranker: default the "
+                "tokenizer's model_max_length")
       ->check(at_least(3));  // [CLS] A [SEP]
   c->add_option("--learning-rate", o->lr, "peak AdamW learning rate")->capture_default_str();
   c->add_option("--warmup-ratio", o->warmup_ratio, "share of steps with linear warm-up")->capture_default_str();
@@ -225,17 +230,17 @@ void add_finetune(CLI::App& app) {
   add_memory_flags(c, o->memory, /*pretraining=*/false);
   add_embedding_finetune_flags(c, o->embedding);
   c->callback([o] {
-    if (o->task.task == "sentence-embedding") {
-      if (!o->resume.empty() || o->memory.freeze_embeddings || o->memory.freeze_layers ||
-          o->memory.recompute || o->hidden_dropout > 0 || o->attention_dropout > 0 ||
-          o->group_by_length)
-        fail_usage("--task sentence-embedding takes none of --resume, the memory flags, the "
-                   "dropout flags or --group-by-length");
-      check_qat_options(o->qat);
+    if (o->task.task == "reranker") {
+      if (!o->resume.empty() || o->qat.enabled() || o->memory.freeze_embeddings ||
+          o->memory.freeze_layers || o->memory.recompute || o->group_by_length)
+        fail_usage("--task reranker takes none of --resume, --qat, the memory flags or "
+                   "--group-by-length");
       for (const auto* opt : o->task.tsv_options)
         if (opt->count()) fail_usage("{} applies to --task tsv", opt->get_name());
       for (const auto* opt : o->task.squad_options)
         if (opt->count()) fail_usage("{} applies to --task squad", opt->get_name());
+      for (const auto* opt : o->embedding.options)
+        if (opt->count()) fail_usage("{} applies to --task sentence-embedding", opt->get_name());
       if (o->model.empty()) fail_usage("--model is required");
       EmbeddingFinetuneRun r;
       r.model = o->model, r.train = o->train, r.dev = o->dev, r.out = o->out;
@@ -243,6 +248,31 @@ void add_finetune(CLI::App& app) {
       r.epochs = o->epochs, r.max_steps = o->max_steps, r.batch_size = o->batch_size;
       r.eval_batch_size = o->eval_batch_size, r.lr = o->lr, r.warmup_ratio = o->warmup_ratio;
       r.weight_decay = o->weight_decay, r.seed = o->seed, r.backend = &o->backend;
+      r.hidden_dropout = o->hidden_dropout, r.attention_dropout = o->attention_dropout;
+      r.max_seq_length = o->max_seq_length;
+      return run_reranker_finetune(r);
+    }
+    if (o->task.task == "sentence-embedding") {
+      if (o->memory.freeze_embeddings || o->memory.freeze_layers || o->memory.recompute ||
+          o->group_by_length)
+        fail_usage("--task sentence-embedding takes none of the memory flags or "
+                   "--group-by-length");
+      check_qat_options(o->qat);
+      if (!o->resume.empty() && o->qat.enabled())
+        fail_usage("--resume with --qat int8: resuming quantization-aware runs is not supported yet");
+      for (const auto* opt : o->task.tsv_options)
+        if (opt->count()) fail_usage("{} applies to --task tsv", opt->get_name());
+      for (const auto* opt : o->task.squad_options)
+        if (opt->count()) fail_usage("{} applies to --task squad", opt->get_name());
+      if (o->model.empty() && o->resume.empty()) fail_usage("--model or --resume is required");
+      EmbeddingFinetuneRun r;
+      r.model = o->model, r.resume = o->resume, r.train = o->train, r.dev = o->dev, r.out = o->out;
+      r.metrics = o->metrics, r.train_articles = o->train_articles, r.dev_articles = o->dev_articles;
+      r.epochs = o->epochs, r.max_steps = o->max_steps, r.batch_size = o->batch_size;
+      r.eval_batch_size = o->eval_batch_size, r.lr = o->lr, r.warmup_ratio = o->warmup_ratio;
+      r.weight_decay = o->weight_decay, r.seed = o->seed, r.backend = &o->backend;
+      r.hidden_dropout = o->hidden_dropout, r.attention_dropout = o->attention_dropout;
+      r.max_seq_length = o->max_seq_length;
       r.qat = &o->qat;
       return run_embedding_finetune(r, o->embedding);
     }

@@ -15,7 +15,9 @@ std::string task_help() {
   return fmt::format(
       "task: {} (GLUE TSVs: sentence(-pair) classification, stsb regression), tsv (generic TSV: "
       "--text-column ...), conll2003 (NER, 4-column IOB2), squad (v1.1 JSON, span extraction), "
-      "sentence-embedding (contrastive training of an embedding model: --loss ...)",
+      "sentence-embedding (contrastive training of an embedding model: --loss ...), reranker "
+      "(a cross-encoder for `bertrt rerank`: query, passage, label rows or SQuAD JSON, binary "
+      "cross-entropy)",
       fmt::join(glue_task_names(), " "));
 }
 
