@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   bertrt::cli::add_rerank(app);
   bertrt::cli::add_plot(app);
   bertrt::cli::add_quantize(app);
+  bertrt::cli::add_merge(app);
   bertrt::cli::add_bench(app);
   bertrt::cli::add_checksum_flag(app);
   // A word that is no subcommand: CLI11 would only say "A subcommand is required".
