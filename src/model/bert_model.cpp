@@ -429,6 +429,9 @@ void BertModel::set_backward_plan(const BackwardPlan& plan) {
     fail("backward plan: first trainable layer {} (of {}) with embeddings {}: the embeddings "
          "backward needs every layer's backward", plan.first_layer, config_.num_hidden_layers,
          plan.embeddings ? "trainable" : "frozen");
+  if (lora_ && (plan.embeddings || plan.first_layer != 0))
+    fail("backward plan: with LoRA adapters the base is frozen and every layer's backward runs "
+         "(first layer 0, no embeddings backward)");
   plan_ = plan;
 }
 
@@ -536,6 +539,8 @@ void BertModel::attach_lora(const LoraConfig& lora, uint64_t seed, const std::st
   lora_sites(config_, lora, where);  // the errors name `where`, before anything changes
   lora_ = lora;
   relayout(heads_, seed);
+  // Every layer's backward runs (dX down to the lowest adapter), the embeddings' does not.
+  plan_.first_layer = 0, plan_.embeddings = false;
 }
 
 void BertModel::merge_lora() {
@@ -546,6 +551,7 @@ void BertModel::merge_lora() {
                p + layout_.at(s.b()).offset, s.out_f, s.in_f, lora_->r, lora_->scaling());
   lora_.reset();
   relayout(heads_, 0);
+  plan_ = BackwardPlan{};
 }
 
 }  // namespace bertrt

@@ -65,3 +65,7 @@ if(TARGET bertrt_convert_cli)
            $<TARGET_FILE:bertrt_cli> $<TARGET_FILE:bertrt_convert_cli> ${E2E_DATA} ${CMAKE_SOURCE_DIR})
   set_tests_properties(embed_e2e PROPERTIES TIMEOUT 300 LABELS e2e)
 endif()
+# LoRA adapters: finetune --lora-r, --adapter on eval and predict, merge, refusals
+# (tests/e2e/lora_test.sh).
+add_test(NAME lora_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/lora_test.sh $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
+set_tests_properties(lora_e2e PROPERTIES TIMEOUT 300 LABELS e2e)
