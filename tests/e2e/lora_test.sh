@@ -8,7 +8,6 @@ source "$(dirname "$0")/harness.sh"
 
 head -n 120 "$DATA/glue/SST-2/train.tsv" > "$T/train.tsv"
 head -n 41 "$DATA/glue/SST-2/dev.tsv" > "$T/dev.tsv"
-cut -f1 "$T/dev.tsv" > "$T/sentences.tsv"
 expect_ok init "$BIN" init --preset tiny --vocab "$VOCAB" --seed 3 -o "$T/base.brt"
 cp "$T/base.brt" "$T/base_copy.brt"
 LORA=(--task sst2 --train "$T/train.tsv" --max-steps 3 --batch-size 8 --learning-rate 1e-3
@@ -24,7 +23,7 @@ cmp -s "$T/a.brt" "$T/a2.brt" && ok || bad "two LoRA runs with the same seed dif
 expect_ok "eval --adapter" "$BIN" eval --model "$T/base.brt" --adapter "$T/a.brt" --data "$T/dev.tsv" --json
 grep -q '"accuracy"' "$T/stdout" && ok || bad "eval --adapter: $(cat "$T/stdout")"
 cp "$T/stdout" "$T/eval_adapter.json"
-expect_ok "predict --adapter" "$BIN" predict --model "$T/base.brt" --adapter "$T/a.brt" --input "$T/sentences.tsv" --json
+expect_ok "predict --adapter" "$BIN" predict --model "$T/base.brt" --adapter "$T/a.brt" --input "$T/dev.tsv" --text-column sentence --json
 cp "$T/stdout" "$T/pred_adapter.jsonl"
 [ "$(wc -l < "$T/pred_adapter.jsonl")" -eq 40 ] && ok || bad "predict --adapter: $(wc -l < "$T/pred_adapter.jsonl") lines"
 expect_ok merge "$BIN" merge --model "$T/base.brt" --adapter "$T/a.brt" -o "$T/merged.brt"
@@ -46,7 +45,7 @@ expect_error "merge on another base" "$T/m2.brt" "trained on another base" -- \
 expect_error "an adapter as --model" "" "a.brt: a LoRA adapter, not a model: pass it as --adapter" -- \
   "$BIN" eval --model "$T/a.brt" --data "$T/dev.tsv"
 expect_error "a model as --adapter" "" "--adapter .*merged.brt: a model file, not a LoRA adapter" -- \
-  "$BIN" predict --model "$T/base.brt" --adapter "$T/merged.brt" --input "$T/sentences.tsv"
+  "$BIN" predict --model "$T/base.brt" --adapter "$T/merged.brt" --input "$T/dev.tsv"
 expect_error "unknown target" "$T/x.brt" "--lora-target query,foo: target 'foo' matches no module" -- \
   "$BIN" finetune --model "$T/base.brt" --task sst2 --train "$T/train.tsv" --lora-r 4 --lora-target query,foo -o "$T/x.brt"
 expect_error "non-Linear target" "$T/x.brt" "target 'intermediate' matches bert.encoder.layer.0.intermediate .*not a Linear" -- \
