@@ -157,6 +157,8 @@ void add_finetune(CLI::App& app) {
       "      --labels neg,pos --train t.tsv --dev d.tsv -o mine.brt\n"
       "  bertrt finetune --model pre.brt --task conll2003 --train eng.train --dev eng.testa -o "
       "ner.brt\n"
+      "  bertrt finetune --model pre.brt --task sst2 --train SST-2/train.tsv --lora-r 8 --lora-alpha 16 \\\n"
+      "      -o sst2-lora.brt   (an adapter file: run it with --adapter sst2-lora.brt --model pre.brt)\n"
       "  bertrt finetune --model pre.brt --task squad --train dev-v1.1.json --train-articles 0-29 "
       "\\\n"
       "      --dev dev-v1.1.json --dev-articles 30-39 --max-seq-length 128 --doc-stride 64 -o "
