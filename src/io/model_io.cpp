@@ -88,6 +88,9 @@ LoadedModel load(const std::string& path, const LoadOptions& options) {
   open.training_state = options.training_state;
   LoadedModel m{nullptr, nullptr, {}, std::nullopt, ModelFile::open(path, open)};
   const ModelContents& c = m.file.contents();
+  if (c.metadata.count("adapter_config"))  // io/adapter_io.h kAdapterConfigKey
+    fail("{}: a LoRA adapter, not a model: pass it as --adapter {} beside its base model (--model)",
+         path, path);
   // The model below allocates what the config says: first make sure the file's tensors back it.
   check_model_file(m.file);
   m.model = std::make_unique<BertModel>(c.config, c.heads);  // zeros that take no memory yet

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/random.h"
 #include "heads/regression_head.h"
+#include "model/lora.h"
 
 namespace bertrt {
 
@@ -45,12 +46,30 @@ void BertModel::zero_grad() {
 
 void BertModel::zero_grad(Backend& be) { be.fill(grads(be), 0.0f, layout_.total()); }
 
+// The gradient views of a model whose base is frozen (adapters attached): every tensor of the
+// encoder, embeddings and pooler is nullptr, so the backward computes only dX through them (and
+// the adapters' and the head's gradients).
+static BertParams adapter_grads(BertParams g) {
+  g.word_emb = g.pos_emb = g.type_emb = g.emb_ln_w = g.emb_ln_b = nullptr;
+  for (LayerParams& L : g.layers) {
+    for (float** p : {&L.query_w, &L.query_b, &L.key_w, &L.key_b, &L.value_w, &L.value_b,
+                      &L.attn_out_w, &L.attn_out_b, &L.attn_ln_w, &L.attn_ln_b, &L.inter_w,
+                      &L.inter_b, &L.out_w, &L.out_b, &L.out_ln_w, &L.out_ln_b})
+      *p = nullptr;
+  }
+  g.pooler_w = g.pooler_b = nullptr;
+  return g;
+}
+
 void BertModel::bind(Backend& be) {
   const float* p = params_.on(be);
   if (p != w_at_) w_ = bind_params(layout_, config_, const_cast<float*>(p)), w_at_ = p;
   if (grads_.empty()) return;
   const float* g = grads_.on(be);
-  if (g != dw_at_) dw_ = bind_params(layout_, config_, const_cast<float*>(g)), dw_at_ = g;
+  if (g != dw_at_) {
+    dw_ = bind_params(layout_, config_, const_cast<float*>(g)), dw_at_ = g;
+    if (lora_) dw_ = adapter_grads(dw_);
+  }
 }
 
 void BertModel::use_params_in_place(float* base, std::shared_ptr<const void> owner) {
@@ -80,7 +99,14 @@ static bool ends_with(const std::string& s, const std::string& suffix) {
 // One parameter per HF _init_weights rule; the name decides which.
 static void init_param(const ParamInfo& p, float* x, const BertConfig& c, std::mt19937_64& rng) {
   const bool layernorm = p.name.find("LayerNorm") != std::string::npos;
-  if (layernorm) {
+  if (ends_with(p.name, ".lora_B.weight")) {
+    std::fill(x, x + p.numel, 0.0f);  // PEFT: B = 0, so an attached adapter changes nothing
+  } else if (ends_with(p.name, ".lora_A.weight")) {
+    // PEFT reset_lora_parameters: kaiming_uniform_(a=√5) over fan_in = in_features, which is
+    // U(−1/√in, 1/√in).
+    const double bound = 1.0 / std::sqrt(double(p.shape[1]));
+    for (size_t i = 0; i < p.numel; ++i) x[i] = float((2.0 * random_unit(rng) - 1.0) * bound);
+  } else if (layernorm) {
     std::fill(x, x + p.numel, ends_with(p.name, ".weight") ? 1.0f : 0.0f);
   } else if (ends_with(p.name, ".bias")) {
     std::fill(x, x + p.numel, 0.0f);
@@ -112,10 +138,17 @@ void BertModel::set_heads(const HeadsConfig& new_heads, uint64_t seed) {
   new_heads.validate();
   if (new_heads.embedding)
     new_heads.embedding->validate(config_.hidden_size, config_.max_position_embeddings);
+  if (lora_ && (new_heads.mlm || new_heads.nsp || new_heads.embedding))
+    fail("LoRA adapters train a task head; pre-training and embedding heads are not supported "
+         "with them");
+  relayout(new_heads, seed);
+}
+
+void BertModel::relayout(const HeadsConfig& new_heads, uint64_t seed) {
   HeadsConfig heads = new_heads;
   heads.kind = heads.resolved_kind();
   const bool same_kind = heads.kind == heads_.kind;
-  ParamLayout layout = bert_param_layout(config_, heads);
+  ParamLayout layout = bert_param_layout(config_, heads, lora_ ? &*lora_ : nullptr);
   HostDeviceBuffer params;
   params.assign(layout.total(), 0.0f);
   float* dst = params.host();
@@ -189,6 +222,10 @@ ForwardResult BertModel::forward(Backend& be, const EncoderInputs& in, const Tar
   bind(be);
   be_ = &be;
   BertQuant* q = quant_.get();
+  acts_.lora = lora_ ? LoraRun{lora_->r, lora_->scaling(), lora_->dropout} : LoraRun{};
+  if (training && lora_ && lora_->dropout > 0.0f && !be.supports(Op::kDropout))
+    fail("LoRA dropout {}: the {} backend has no dropout op; train with lora_dropout 0 on it",
+         lora_->dropout, be.name());
   acts_.resize(be, config_, B, T, training, plan_);
   batch_.upload(be, in, t, acts_.mask_add);
   encoder_forward(be, config_, w_, acts_, batch_.inputs, batch_.position_ids, q);
@@ -411,6 +448,9 @@ void BertModel::set_backward_plan(const BackwardPlan& plan) {
     fail("backward plan: first trainable layer {} (of {}) with embeddings {}: the embeddings "
          "backward needs every layer's backward", plan.first_layer, config_.num_hidden_layers,
          plan.embeddings ? "trainable" : "frozen");
+  if (lora_ && (plan.embeddings || plan.first_layer != 0))
+    fail("backward plan: with LoRA adapters the base is frozen and every layer's backward runs "
+         "(first layer 0, no embeddings backward)");
   plan_ = plan;
 }
 
@@ -499,6 +539,38 @@ const float* BertModel::mlm_logits_all(Backend& be) {
               quant_ ? quant_->mlm_dense : nullptr, quant_ ? quant_->mlm_decoder : nullptr);
   prediction_fresh_ = prediction_overwritten_ = false;
   return prediction_logits();
+}
+
+bool BertModel::is_base_param(const std::string& name) const {
+  return name.find(".lora_A.") == std::string::npos && name.find(".lora_B.") == std::string::npos &&
+         !task_param(name);
+}
+
+void BertModel::attach_lora(const LoraConfig& lora, uint64_t seed, const std::string& where) {
+  if (lora_) fail("{}: the model already carries LoRA adapters", where);
+  if (quant_ || !int8_only_.empty())
+    fail("{}: LoRA over a quantized ({}) model is not supported; attach it to the float model",
+         where, quant_mode_name(quant_mode()));
+  if (heads_.mlm || heads_.nsp || heads_.embedding)
+    fail("{}: LoRA adapters train a task head (sequence or token classification, regression, "
+         "question answering); this model carries pre-training or embedding heads",
+         where);
+  lora_sites(config_, lora, where);  // the errors name `where`, before anything changes
+  lora_ = lora;
+  relayout(heads_, seed);
+  // Every layer's backward runs (dX down to the lowest adapter), the embeddings' does not.
+  plan_.first_layer = 0, plan_.embeddings = false;
+}
+
+void BertModel::merge_lora() {
+  if (!lora_) fail("merge: the model carries no LoRA adapters");
+  float* p = params_.host();
+  for (const LoraSite& s : lora_sites(config_, *lora_, "LoRA"))
+    lora_merge(p + layout_.at(s.name + ".weight").offset, p + layout_.at(s.a()).offset,
+               p + layout_.at(s.b()).offset, s.out_f, s.in_f, lora_->r, lora_->scaling());
+  lora_.reset();
+  relayout(heads_, 0);
+  plan_ = BackwardPlan{};
 }
 
 }  // namespace bertrt

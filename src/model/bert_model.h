@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -125,6 +126,22 @@ class BertModel {
   // on all rows.
   const float* mlm_logits_all(Backend& be);
 
+  // --- LoRA adapters (model/lora.h; docs/explanation/lora.md) ------------------------------------
+  // Adds an adapter to every Linear `lora` selects: parameters <module>.lora_A.weight, initialised
+  // as PEFT does (Kaiming-uniform, bound 1/√in_features, from `seed`) and <module>.lora_B.weight
+  // (zeros), so the model's outputs are unchanged until they are trained. From then on the base is
+  // frozen: backward() computes no gradient of the encoder's, embeddings' or pooler's weights,
+  // only the adapters' and the task head's (and dX through every frozen Linear). Throws
+  // bertrt::Error (prefixed by `where`) for a bad config (lora_sites), an adapter already
+  // attached, or a quantized model.
+  void attach_lora(const LoraConfig& lora, uint64_t seed, const std::string& where = "LoRA");
+  const LoraConfig* lora() const { return lora_ ? &*lora_ : nullptr; }
+  // A tensor of the base (frozen while adapters train): not an adapter's, not the task head's.
+  bool is_base_param(const std::string& name) const;
+  // W += scaling · B·A for every adapted Linear, then drops the adapters: a plain model with the
+  // adapted outputs (bertrt merge). Throws bertrt::Error without adapters.
+  void merge_lora();
+
   // --- Quantization (model/bert_quant.h; README "Quantization-aware training and int8") ---------
   // QAT: every Linear fake-quantizes its input (own moving-average observer) and its weight (per
   // output channel) from the next forward on; a QAT model already in fake-quant mode keeps its
@@ -178,6 +195,10 @@ class BertModel {
   DeviceArray<int32_t> all_positions_;
 
   std::unique_ptr<BertQuant> quant_;  // nullptr: fp32
+  std::optional<LoraConfig> lora_;    // attached adapters (their tensors end the layout)
+
+  // New layout for `heads` and lora_, keeping the tensors present in both (set_heads).
+  void relayout(const HeadsConfig& heads, uint64_t seed);
   std::vector<std::string> int8_only_;  // weights without fp32 values (set_int8_only)
 
   void bind(Backend& be);  // params (and grads, if any) on `be`, the views rebound

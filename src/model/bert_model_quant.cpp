@@ -10,6 +10,9 @@ namespace bertrt {
 void BertModel::enable_qat(const QatConfig& config) {
   if (quant_mode() == QuantMode::kInt8)
     fail("QAT on an int8 inference model: fine-tune its float or fake-quant source instead");
+  if (lora_)
+    fail("QAT with LoRA adapters is not supported: train the adapters in fp32, or merge them "
+         "(bertrt merge) and quantize the merged model");
   auto q = std::make_unique<BertQuant>(config_, heads_, QuantMode::kFakeQuant, config);
   // A fake-quant model (a QAT file, or a calibrated one) keeps its ranges and keeps learning them.
   if (quant_ && quant_->mode() == QuantMode::kFakeQuant) {
@@ -26,6 +29,8 @@ void BertModel::enable_qat(const QatConfig& config) {
 void BertModel::begin_calibration(bool int8_embeddings) {
   if (quant_mode() == QuantMode::kInt8)
     fail("calibration of an int8 model: calibrate its float source instead");
+  if (lora_)
+    fail("calibration of a model with LoRA adapters: merge them first (bertrt merge)");
   QatConfig c;
   c.int8_embeddings = int8_embeddings;
   quant_ = std::make_unique<BertQuant>(config_, heads_, QuantMode::kCalibrate, c);

@@ -10,6 +10,9 @@ BertParams bind_params(const ParamLayout& layout, const BertConfig& config, floa
     const ParamInfo* p = layout.find(name);
     return p ? base + p->offset : nullptr;
   };
+  auto lora = [&](const std::string& module) {
+    return LoraParams{opt(module + ".lora_A.weight"), opt(module + ".lora_B.weight")};
+  };
   BertParams w;
   w.word_emb = at("bert.embeddings.word_embeddings.weight");
   w.pos_emb = at("bert.embeddings.position_embeddings.weight");
@@ -35,10 +38,17 @@ BertParams bind_params(const ParamLayout& layout, const BertConfig& config, floa
     L.out_b = at(p + "output.dense.bias");
     L.out_ln_w = at(p + "output.LayerNorm.weight");
     L.out_ln_b = at(p + "output.LayerNorm.bias");
+    L.query_lora = lora(p + "attention.self.query");
+    L.key_lora = lora(p + "attention.self.key");
+    L.value_lora = lora(p + "attention.self.value");
+    L.attn_out_lora = lora(p + "attention.output.dense");
+    L.inter_lora = lora(p + "intermediate.dense");
+    L.out_lora = lora(p + "output.dense");
     w.layers.push_back(L);
   }
   w.pooler_w = at("bert.pooler.dense.weight");
   w.pooler_b = at("bert.pooler.dense.bias");
+  w.pooler_lora = lora("bert.pooler.dense");
   w.mlm_dense_w = opt("cls.predictions.transform.dense.weight");
   w.mlm_dense_b = opt("cls.predictions.transform.dense.bias");
   w.mlm_ln_w = opt("cls.predictions.transform.LayerNorm.weight");

@@ -8,6 +8,12 @@
 
 namespace bertrt {
 
+// A Linear's LoRA adapter (model/lora.h): nullptr when the Linear has none.
+struct LoraParams {
+  float *A = nullptr, *B = nullptr;  // lora_A.weight [r, in], lora_B.weight [out, r]
+  explicit operator bool() const { return A != nullptr; }
+};
+
 struct LayerParams {
   float *query_w, *query_b, *key_w, *key_b, *value_w, *value_b;  // [C, C], [C]
   float *attn_out_w, *attn_out_b;                                // attention.output.dense
@@ -15,6 +21,10 @@ struct LayerParams {
   float *inter_w, *inter_b;                                      // intermediate.dense [I, C]
   float *out_w, *out_b;                                          // output.dense [C, I]
   float *out_ln_w, *out_ln_b;                                    // output.LayerNorm
+  LoraParams query_lora, key_lora, value_lora, attn_out_lora, inter_lora, out_lora;
+  bool has_lora() const {
+    return query_lora || key_lora || value_lora || attn_out_lora || inter_lora || out_lora;
+  }
 };
 
 struct BertParams {
@@ -22,6 +32,7 @@ struct BertParams {
   float *emb_ln_w, *emb_ln_b;
   std::vector<LayerParams> layers;
   float *pooler_w, *pooler_b;
+  LoraParams pooler_lora;
   // Heads: nullptr when the model does not carry them.
   float *mlm_dense_w = nullptr, *mlm_dense_b = nullptr, *mlm_ln_w = nullptr, *mlm_ln_b = nullptr;
   float* mlm_bias = nullptr;  // cls.predictions.bias [V]; the decoder weight is word_emb (tied)

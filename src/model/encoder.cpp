@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "model/bert_quant.h"
 #include "model/linear.h"
+#include "model/lora.h"
 
 namespace bertrt {
 
@@ -24,7 +25,17 @@ LayerDims layer_dims(const BertConfig& c, int B, int T, const EncoderActs& a, in
     d.att_drop = {p.attention_probs,
                   dropout_seed(p.seed, p.step, Dropout::attention_probs_site(l))};
   }
+  d.lora = a.lora;
+  if (!a.training()) d.lora.dropout = 0.0f;
+  if (d.lora.dropout > 0.0f)
+    for (int k = 0; k < 6; ++k)
+      d.lora_seed[k] = dropout_seed(a.dropout.seed, a.dropout.step, Dropout::lora_site(l, k));
   return d;
+}
+
+// The pooler adapter's dropout seed (its own site, above every layer's).
+uint64_t pooler_lora_seed(const BertConfig& c, const EncoderActs& a) {
+  return dropout_seed(a.dropout.seed, a.dropout.step, Dropout::lora_site(c.num_hidden_layers, 0));
 }
 
 // The embeddings' output dropout (forward on the output, backward on its gradient: one mask).
@@ -35,7 +46,7 @@ void embeddings_dropout(Backend& be, const EncoderActs& a, float* x, size_t n) {
 }
 
 // The per-layer buffers the backward reads (everything but `out`).
-void take_work(LayerActs& L, Carver& cv, size_t N, size_t C, size_t I, size_t P) {
+void take_work(LayerActs& L, Carver& cv, size_t N, size_t C, size_t I, size_t P, size_t r) {
   L.q = cv.take(N * C), L.k = cv.take(N * C), L.v = cv.take(N * C);
   L.probs = cv.take(P);
   L.ctx = cv.take(N * C), L.res1 = cv.take(N * C), L.ln1 = cv.take(N * C);
@@ -43,6 +54,8 @@ void take_work(LayerActs& L, Carver& cv, size_t N, size_t C, size_t I, size_t P)
   L.inter_pre = cv.take(N * I), L.inter = cv.take(N * I);
   L.res2 = cv.take(N * C);
   L.ln2_mean = cv.take(N), L.ln2_rstd = cv.take(N);
+  if (r > 0)
+    for (float*& u : L.lora_u) u = cv.take(N * r);
 }
 
 // One pass with base == nullptr counts the floats, the second carves the buffer.
@@ -50,6 +63,7 @@ void carve(EncoderActs& a, Carver& cv, const BertConfig& c, int B, int T, bool t
            const BackwardPlan& plan) {
   const size_t N = size_t(B) * T, C = c.hidden_size, I = c.intermediate_size;
   const size_t P = size_t(B) * c.num_attention_heads * T * T;
+  const size_t r = size_t(a.lora.r);
   a.layers.assign(c.num_hidden_layers, LayerActs{});
   // Layers below keep_from have no backward (inference, or frozen): one shared set of work
   // buffers and two outputs used alternately (a layer reads only the previous one's output).
@@ -66,7 +80,7 @@ void carve(EncoderActs& a, Carver& cv, const BertConfig& c, int B, int T, bool t
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     LayerActs& L = a.layers[l];
     if (l < keep_from || plan.recompute) {
-      if (!have_shared) take_work(shared, cv, N, C, I, P), have_shared = true;
+      if (!have_shared) take_work(shared, cv, N, C, I, P, r), have_shared = true;
       L = shared;
       if (l < keep_from) {
         L.out = alternate[l % 2];
@@ -77,9 +91,13 @@ void carve(EncoderActs& a, Carver& cv, const BertConfig& c, int B, int T, bool t
       }
       continue;
     }
-    take_work(L, cv, N, C, I, P);
+    take_work(L, cv, N, C, I, P, r);
     L.out = cv.take(N * C);
   }
+  // The adapters' dropped input: only a training forward drops.
+  float* lora_xd = r > 0 && training && a.lora.dropout > 0.0f ? cv.take(N * std::max(C, I)) : nullptr;
+  for (LayerActs& L : a.layers) L.lora_xd = lora_xd;
+  a.pooler_lora_u = r > 0 ? cv.take(size_t(B) * r) : nullptr;
   a.scores = cv.take(P);
   a.mask_add = cv.take(N);
   a.pooled_pre = cv.take(size_t(B) * C);
@@ -95,6 +113,9 @@ void carve(EncoderActs& a, Carver& cv, const BertConfig& c, int B, int T, bool t
     // The forward's score scratch is free during a layer's backward (a recomputed forward runs
     // before it, never inside it).
     s.dprobs = cv.take(P), s.dscores = a.scores;
+    s.lora_du = r > 0 ? cv.take(N * r) : nullptr;
+    s.frozen_ln_w = r > 0 ? cv.take(C) : nullptr;
+    s.frozen_ln_b = r > 0 ? cv.take(C) : nullptr;
   }
 }
 
@@ -108,7 +129,7 @@ void EncoderActs::resize(Backend& be, const BertConfig& c, int B, int T, bool tr
          "needs every layer's backward", plan.first_layer, c.num_hidden_layers, plan.embeddings);
   if (B == B_ && T == T_ && training == training_ && plan == plan_ && C_ == size_t(c.hidden_size) &&
       L_ == size_t(c.num_hidden_layers) && I_ == size_t(c.intermediate_size) &&
-      buf_.backend() == &be)
+      lora_r_ == lora.r && lora_drop_ == (lora.dropout > 0.0f) && buf_.backend() == &be)
     return;
   Carver count(nullptr);
   carve(*this, count, c, B, T, training, plan);
@@ -126,6 +147,7 @@ void EncoderActs::resize(Backend& be, const BertConfig& c, int B, int T, bool tr
   carve(*this, cv, c, B, T, training, plan);
   B_ = B, T_ = T, training_ = training, plan_ = plan;
   C_ = c.hidden_size, L_ = c.num_hidden_layers, I_ = c.intermediate_size;
+  lora_r_ = lora.r, lora_drop_ = lora.dropout > 0.0f;
 }
 
 void check_encoder_inputs(const BertConfig& c, const EncoderInputs& in) {
@@ -160,6 +182,12 @@ void encoder_forward(Backend& be, const BertConfig& c, const BertParams& w, Enco
   // Pooler: dense + tanh on the [CLS] row of each sequence (rows T·C apart).
   linear_forward(be, a.pooled_pre, x, w.pooler_w, w.pooler_b, B, C, C, T * C,
                  q ? q->pooler : nullptr);
+  if (w.pooler_lora) {
+    const LayerDims d = layer_dims(c, B, T, a, 0);  // the adapters' r, scaling, dropout
+    lora_forward(be, a.pooled_pre, a.pooler_lora_u, a.layers[0].lora_xd, x, w.pooler_lora.A,
+                 w.pooler_lora.B, B, C, C, a.lora.r, a.lora.scaling, T * C, d.lora.dropout,
+                 pooler_lora_seed(c, a));
+  }
   be.tanh_forward(a.pooled, a.pooled_pre, size_t(B) * C);
   if (a.training()) {
     be.fill(a.dhidden, 0.0f, size_t(N) * C);
@@ -177,6 +205,11 @@ void encoder_backward(Backend& be, const BertConfig& c, const BertParams& dw, En
   be.tanh_backward(a.dpooled_pre, a.pooled, a.dpooled, size_t(B) * C);
   linear_backward(be, a.dhidden, dw.pooler_w, dw.pooler_b, a.dpooled_pre, a.hidden, w.pooler_w, B,
                   C, C, T * C, T * C, q ? q->pooler : nullptr);
+  if (w.pooler_lora)
+    lora_backward(be, a.dhidden, dw.pooler_lora.A, dw.pooler_lora.B, a.scratch.lora_du,
+                  a.layers[0].lora_xd, a.dpooled_pre, a.hidden, a.pooler_lora_u, w.pooler_lora.A,
+                  w.pooler_lora.B, B, C, C, a.lora.r, a.lora.scaling, T * C, T * C,
+                  layer_dims(c, B, T, a, 0).lora.dropout, pooler_lora_seed(c, a));
   // Layers, last to first, down to the first trainable one; dhidden and dnext ping-pong.
   const BackwardPlan& plan = a.plan();
   float* dout = a.dhidden;

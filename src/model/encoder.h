@@ -44,6 +44,11 @@ struct Dropout {
   static uint64_t attention_probs_site(int layer) { return (uint64_t(2) << 32) + uint64_t(layer); }
   static uint64_t attention_site(int layer) { return 1 + 2 * uint64_t(layer); }
   static uint64_t ffn_site(int layer) { return 2 + 2 * uint64_t(layer); }
+  // LoRA dropout: one site per adapted Linear (LoraLinear k of a layer; the pooler's is layer
+  // num_hidden_layers, k 0), as PEFT gives each adapter its own nn.Dropout.
+  static uint64_t lora_site(int layer, int k) {
+    return (uint64_t(3) << 32) + 8 * uint64_t(layer) + uint64_t(k);
+  }
 };
 
 // What a training forward keeps and what the backward computes (the trainer's memory options).
@@ -82,12 +87,17 @@ class EncoderActs {
   float* demb_sum = nullptr;  // null when the plan has no embeddings backward
   LayerGradScratch scratch{};
   Dropout dropout;  // of the next training forward (and its backward); ignored at inference
+  // The model's adapters (r 0: none); set before resize, which carves their buffers.
+  LoraRun lora;
+  float* pooler_lora_u = nullptr;  // [B, r]
 
  private:
   int B_ = 0, T_ = 0;
   bool training_ = false;
   BackwardPlan plan_;
   size_t C_ = 0, L_ = 0, I_ = 0;
+  int lora_r_ = 0;
+  bool lora_drop_ = false;
   DeviceArray<float> buf_;
 };
 

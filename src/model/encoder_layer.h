@@ -24,6 +24,11 @@ struct LayerActs {
   float* res2;                 // [N, C] ln1 + FFN output (LayerNorm 2 input)
   float* out;                  // [N, C]
   float *ln2_mean, *ln2_rstd;  // [N]
+  // Each adapted Linear's u = drop(inp)·Aᵀ [N, r] (model/lora.h), by LoraLinear; nullptr when
+  // the model has no adapters. lora_xd [N, max(C, I)]: the dropped input, shared scratch (LoRA
+  // dropout in training only).
+  float* lora_u[6] = {};
+  float* lora_xd = nullptr;
   // No backward runs through this layer (inference, frozen layers): probs need not be kept.
   bool no_backward = false;
   // The whole forward is inference (no gradient anywhere): the attention runs fused
@@ -38,6 +43,19 @@ struct LayerGradScratch {
   float *dres, *dln1, *dctx, *dq, *dk, *dv;  // [N, C]
   float* dinter;                             // [N, I] (the GELU input's gradient: LayerActs::inter)
   float *dprobs, *dscores;                   // [B, NH, T, T]
+  // With adapters: du [N, r], and the gradient a frozen LayerNorm's weight and bias would get
+  // ([C] each), which Backend::layernorm_backward writes and nobody reads.
+  float *lora_du = nullptr, *frozen_ln_w = nullptr, *frozen_ln_b = nullptr;
+};
+
+// The Linears of a layer that may carry an adapter, in LayerActs::lora_u's order.
+enum LoraLinear { kLoraQuery, kLoraKey, kLoraValue, kLoraAttnOut, kLoraInter, kLoraOut };
+
+// The adapters' settings of a forward (model/lora.h); r 0 = no adapters.
+struct LoraRun {
+  int r = 0;
+  float scaling = 0.0f;
+  float dropout = 0.0f;  // lora_dropout; applied in training forwards only
 };
 
 struct LayerDims {
@@ -50,6 +68,10 @@ struct LayerDims {
   float dropout = 0.0f;
   uint64_t attn_seed = 0, ffn_seed = 0;
   ProbsDropout att_drop = {};  // attention_probs_dropout_prob, this layer's seed
+  // Adapters: r, scaling, and the dropout of this forward (0 outside training) with each
+  // Linear's seed (LoraLinear order).
+  LoraRun lora = {};
+  uint64_t lora_seed[6] = {};
   int N() const { return att.B * att.T; }
   int C() const { return att.C(); }
 };

@@ -27,7 +27,8 @@ const ParamInfo& ParamLayout::at(const std::string& name) const {
   return *p;
 }
 
-ParamLayout bert_param_layout(const BertConfig& c, const HeadsConfig& heads) {
+ParamLayout bert_param_layout(const BertConfig& c, const HeadsConfig& heads,
+                              const LoraConfig* lora) {
   const int64_t H = c.hidden_size, I = c.intermediate_size;
   std::vector<ParamInfo> ps;
   auto add = [&](std::string name, std::vector<int64_t> shape, bool decay) {
@@ -72,6 +73,11 @@ ParamLayout bert_param_layout(const BertConfig& c, const HeadsConfig& heads) {
       if (d.bias) add(d.path + ".linear.bias", {d.out_features}, false);
     }
   }
+  if (lora)
+    for (const LoraSite& s : lora_sites(c, *lora, "LoRA")) {
+      add(s.a(), {lora->r, s.in_f}, true);
+      add(s.b(), {s.out_f, lora->r}, true);
+    }
   return ParamLayout(std::move(ps));
 }
 

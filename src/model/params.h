@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "model/lora.h"
 
 namespace bertrt {
 
@@ -40,7 +41,11 @@ class ParamLayout {
 // Every parameter of BERT + the heads in `heads`, in Hugging Face order and names:
 // bert.embeddings.*, bert.encoder.layer.N.*, bert.pooler.dense.*, cls.predictions.* (transform +
 // bias; the decoder weight is tied to bert.embeddings.word_embeddings.weight and not stored),
-// cls.seq_relationship.*, classifier.*.
-ParamLayout bert_param_layout(const BertConfig& config, const HeadsConfig& heads);
+// cls.seq_relationship.*, classifier.*; with `lora`, every selected Linear's adapter last
+// (<module>.lora_A.weight [r, in], <module>.lora_B.weight [out, r], PEFT's names without its
+// "base_model.model." prefix), so that the frozen base and head come first (UpdateRule's frozen
+// prefix).
+ParamLayout bert_param_layout(const BertConfig& config, const HeadsConfig& heads,
+                              const LoraConfig* lora = nullptr);
 
 }  // namespace bertrt

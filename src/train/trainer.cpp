@@ -27,6 +27,9 @@ static bool starts_with(const std::string& s, const std::string& prefix) {
 // Checked before anything loops over the layers (a huge K must fail at once, not after K steps).
 static void check_memory(const BertModel& model, const MemoryOptions& m) {
   const int L = model.config().num_hidden_layers;
+  if (model.lora() && (m.freeze_embeddings || m.freeze_layers > 0))
+    fail("--freeze-embeddings/--freeze-layers with LoRA adapters: the adapters already freeze the "
+         "whole base");
   if (m.freeze_layers < 0 || m.freeze_layers > L)
     fail("--freeze-layers {}: the model has {} encoder layers", m.freeze_layers, L);
 }
@@ -38,6 +41,10 @@ std::vector<bool> trainable_params(const BertModel& model, const MemoryOptions& 
   for (int l = 0; l < memory.freeze_layers; ++l)
     frozen_prefixes.push_back(fmt::format("bert.encoder.layer.{}.", l));
   std::vector<bool> out;
+  if (model.lora()) {  // the adapters and the head (PEFT's modules_to_save); the base is frozen
+    for (const ParamInfo& p : model.layout().params()) out.push_back(!model.is_base_param(p.name));
+    return out;
+  }
   for (const ParamInfo& p : model.layout().params()) {
     bool frozen = false;
     for (const std::string& prefix : frozen_prefixes) frozen = frozen || starts_with(p.name, prefix);
@@ -53,6 +60,9 @@ static const BertModel& with_plan(BertModel& model, const MemoryOptions& m) {
   // too; otherwise the backward must cross the frozen layers to reach them.
   plan.embeddings = !m.freeze_embeddings;
   plan.first_layer = m.freeze_embeddings ? m.freeze_layers : 0;
+  // Adapters: every layer's backward runs (for dX, down to the lowest adapter), the embeddings'
+  // does not.
+  if (model.lora()) plan.embeddings = false, plan.first_layer = 0;
   plan.recompute = m.recompute;
   model.set_backward_plan(plan);
   return model;

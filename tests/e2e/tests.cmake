@@ -70,3 +70,7 @@ endif()
 add_test(NAME search_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/search_test.sh
          $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
 set_tests_properties(search_e2e PROPERTIES TIMEOUT 120 LABELS e2e)
+# LoRA adapters: finetune --lora-r, --adapter on eval and predict, merge, refusals
+# (tests/e2e/lora_test.sh).
+add_test(NAME lora_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/lora_test.sh $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
+set_tests_properties(lora_e2e PROPERTIES TIMEOUT 300 LABELS e2e)

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "common.h"
+#include "lora_flags.h"
 #include "core/error.h"
 #include "core/json_excerpt.h"
 #include "embed/embedding_eval.h"
@@ -19,7 +20,7 @@ namespace bertrt::cli {
 namespace {
 
 struct Opts {
-  std::string model, task, data, articles, prompt_name, corpus_prompt_name, pooling;
+  std::string model, adapter, task, data, articles, prompt_name, corpus_prompt_name, pooling;
   bool json = false;
   int batch_size = 32, max_seq_length = 0, dimensions = 0;
   BackendChoice backend;
@@ -97,7 +98,8 @@ void add_eval(CLI::App& app) {
       "--task retrieval on SQuAD JSON (each question against every paragraph): cosine_ndcg@10,\n"
       "cosine_mrr@10, cosine_recall@1, cosine_recall@10 (--json: also accuracy@k, precision@k,\n"
       "recall@k for k = 1, 3, 5, 10 and cosine_map@100).");
-  c->add_option("--model", o->model, "fine-tuned model (.brt)")->required();
+  c->add_option("--model", o->model, "fine-tuned model (.brt); with --adapter, its base")->required();
+  add_adapter_flag(c, o->adapter);
   c->add_option("--task", o->task,
                 "check that the model was fine-tuned for this task; names the task (and so the "
                 "data format) of a model that does not record one, e.g. a converted checkpoint: "
@@ -125,6 +127,7 @@ void add_eval(CLI::App& app) {
   o->backend.add_to(c);
   c->callback([o] {
     if (o->task == "sts" || o->task == "retrieval") {
+      if (!o->adapter.empty()) fail_usage("--adapter with --task {} is not supported yet", o->task);
       check_input_file("--model", o->model);
       check_input_file("--data", o->data);
       return eval_embeddings(*o);
@@ -136,6 +139,7 @@ void add_eval(CLI::App& app) {
     check_input_file("--model", o->model);
     check_input_file("--data", o->data);
     LoadedModel m = load_model(o->model);
+    apply_adapter_flag(m, o->model, o->adapter);
     TaskDefinition task = model_task(m, o->model, o->task);
     if (o->max_seq_length > 0) task.max_seq_length = o->max_seq_length;
     check_max_seq_length("--max-seq-length", task.max_seq_length,

@@ -15,7 +15,9 @@
 #include "finetune_reranker.h"
 #include "core/error.h"
 #include "interrupt.h"
+#include "io/adapter_io.h"
 #include "io/model_io.h"
+#include "lora_flags.h"
 #include "memory_flags.h"
 #include "progress.h"
 #include "qat_flags.h"
@@ -147,6 +149,7 @@ void add_finetune(CLI::App& app) {
     QatOptions qat;         // --qat int8 ... (qat_flags.h)
     MemoryOptions memory;   // --freeze-embeddings, --freeze-layers K, --recompute (memory_flags.h)
     EmbeddingFinetuneFlags embedding;  // --task sentence-embedding (finetune_embeddings.h)
+    LoraOptions lora;       // --lora-r R ... (lora_flags.h)
   };
   auto o = std::make_shared<Opts>();
   CLI::App* c = app.add_subcommand(
@@ -158,6 +161,8 @@ void add_finetune(CLI::App& app) {
       "      --labels neg,pos --train t.tsv --dev d.tsv -o mine.brt\n"
       "  bertrt finetune --model pre.brt --task conll2003 --train eng.train --dev eng.testa -o "
       "ner.brt\n"
+      "  bertrt finetune --model pre.brt --task sst2 --train SST-2/train.tsv --lora-r 8 --lora-alpha 16 \\\n"
+      "      -o sst2-lora.brt   (an adapter file: run it with --adapter sst2-lora.brt --model pre.brt)\n"
       "  bertrt finetune --model pre.brt --task squad --train dev-v1.1.json --train-articles 0-29 "
       "\\\n"
       "      --dev dev-v1.1.json --dev-articles 30-39 --max-seq-length 128 --doc-stride 64 -o "
@@ -229,7 +234,20 @@ void add_finetune(CLI::App& app) {
   add_qat_flags(c, o->qat);
   add_memory_flags(c, o->memory, /*pretraining=*/false);
   add_embedding_finetune_flags(c, o->embedding);
+  add_lora_flags(c, o->lora);
   c->callback([o] {
+    check_lora_options(o->lora);
+    if (o->lora.enabled()) {
+      if (o->task.task == "sentence-embedding" || o->task.task == "reranker")
+        fail_usage("--lora-r with --task {} is not supported yet", o->task.task);
+      if (!o->resume.empty()) fail_usage("--lora-r with --resume: LoRA runs cannot resume yet");
+      if (o->qat.enabled())
+        fail_usage("--lora-r with --qat int8: train the adapters in fp32, then merge them "
+                   "(bertrt merge) and quantize the merged model");
+      if (o->memory.freeze_embeddings || o->memory.freeze_layers)
+        fail_usage("--lora-r with --freeze-embeddings/--freeze-layers: the adapters already "
+                   "freeze the whole base");
+    }
     if (o->task.task == "reranker") {
       if (!o->resume.empty() || o->qat.enabled() || o->memory.freeze_embeddings ||
           o->memory.freeze_layers || o->memory.recompute || o->group_by_length)
@@ -323,6 +341,15 @@ void add_finetune(CLI::App& app) {
     LoadedModel m = load_model(model_path, load);
     BertModel& model = *m.model;
     const Tokenizer& tok = *m.tokenizer;
+    if (o->lora.enabled()) {  // the adapters' shape against this model, before the data
+      try {
+        lora_sites(model.config(), o->lora.config(), o->lora.where());
+      } catch (const UsageError&) {
+        throw;
+      } catch (const Error& e) {
+        throw UsageError(e.what());
+      }
+    }
     if (model.quant_mode() == QuantMode::kInt8)  // before the notes and the data: set_heads says it
       model.set_heads(model.heads(), o->seed);
     // The task's default length, where the model takes fewer positions (a small converted
@@ -367,6 +394,18 @@ void add_finetune(CLI::App& app) {
     std::fflush(stdout);
     model.set_heads(task.heads(), o->seed);
     apply_qat(model, o->qat, model_path);
+    uint32_t base_checksum = 0;
+    if (o->lora.enabled()) {
+      base_checksum = adapter_base_checksum(model);
+      model.attach_lora(o->lora.config(), o->seed, o->lora.where());
+      size_t trainable = 0, adapters = 0;
+      for (const ParamInfo& p : model.layout().params())
+        if (!model.is_base_param(p.name))
+          trainable += p.numel, adapters += p.name.find(".lora_") != std::string::npos;
+      fmt::print("LoRA r {} alpha {}: {} adapted Linears; {} trainable parameters of {} ({:.2f}%)\n",
+                 o->lora.r, o->lora.alpha, adapters / 2, trainable, model.num_params(),
+                 100.0 * double(trainable) / double(model.num_params()));
+    }
     auto be = o->backend.make();
 
     FinetuneHyper hyper;  // shared with the C API's trainer (train/finetune_setup.h)
@@ -444,6 +483,12 @@ void add_finetune(CLI::App& app) {
           // SIGINT/SIGTERM (interrupt.h): checkpoint this step with its training state, then out.
           if (const int sig = stop_signal(); sig && log.step != total) {
             bar.stop(log.step, signal_name(sig));
+            if (o->lora.enabled())
+              throw Interrupted(
+                  sig,
+                  fmt::format("{} at step {} of {}: no checkpoint written (LoRA runs cannot "
+                              "resume yet); {} is unchanged",
+                              signal_name(sig), log.step, total, o->out));
             if (o->qat.enabled())
               throw Interrupted(
                   sig,
@@ -468,7 +513,11 @@ void add_finetune(CLI::App& app) {
         o->group_by_length);
     bar.finish();
     evaluate(total);
-    save_finetuned(o->out, model, tok, meta, o->qat);  // int8 with --qat int8
+    if (o->lora.enabled())
+      save_adapter(o->out, model, tok, base_checksum, meta,
+                   std::filesystem::path(model_path).filename().string());
+    else
+      save_finetuned(o->out, model, tok, meta, o->qat);  // int8 with --qat int8
     remove_resume_checkpoint(o->out);                  // an earlier step of this run
     fmt::print("wrote {}\n", o->out);
   });

@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "common.h"
+#include "lora_flags.h"
 #include "core/error.h"
 #include "core/json_excerpt.h"
 #include "core/utf8.h"
@@ -245,7 +246,7 @@ struct Predictor {
 
 void add_predict(CLI::App& app) {
   struct Opts {
-    std::string model, task, input = "-";
+    std::string model, adapter, task, input = "-";
     Columns columns;
     bool json = false, no_header = false;
     int max_seq_length = 0;
@@ -286,7 +287,8 @@ void add_predict(CLI::App& app) {
       "  bertrt predict --model sst2.brt --input SST-2/dev.tsv --text-column sentence --json\n"
       "  bertrt predict --model mrpc.brt --input pairs.tsv --no-header --text-column 3 "
       "--text-pair-column 4");
-  c->add_option("--model", o->model, "fine-tuned model (.brt)")->required();
+  c->add_option("--model", o->model, "fine-tuned model (.brt); with --adapter, its base")->required();
+  add_adapter_flag(c, o->adapter);
   c->add_option("--task", o->task,
                 "the task of a model that does not record one (a converted checkpoint; a "
                 "classifier needs none): " + preset_task_list() +
@@ -320,6 +322,7 @@ void add_predict(CLI::App& app) {
     if (!from_stdin) check_input_file("--input", o->input);
     const std::string source = from_stdin ? "stdin" : o->input;
     LoadedModel m = load_model(o->model);
+    apply_adapter_flag(m, o->model, o->adapter);
     TaskDefinition task = model_task(m, o->model, o->task, /*head_is_enough=*/true);
     if (o->max_seq_length > 0) task.max_seq_length = task.squad.max_seq_length = o->max_seq_length;
     check_max_seq_length("--max-seq-length", task.max_seq_length,

@@ -101,6 +101,7 @@ void add_predict(CLI::App& app);
 void add_fill_mask(CLI::App& app);
 void add_plot(CLI::App& app);
 void add_quantize(CLI::App& app);  // cmd_quantize.cpp: post-training int8 quantization
+void add_merge(CLI::App& app);     // cmd_merge.cpp: a LoRA adapter folded into its base
 void add_bench(CLI::App& app);     // cmd_bench.cpp: inference latency
 void add_embed(CLI::App& app);     // cmd_embed.cpp: sentence embeddings
 void add_rerank(CLI::App& app);    // cmd_rerank.cpp: cross-encoder scores

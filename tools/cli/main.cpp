@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   bertrt::cli::add_search(app);
   bertrt::cli::add_plot(app);
   bertrt::cli::add_quantize(app);
+  bertrt::cli::add_merge(app);
   bertrt::cli::add_bench(app);
   bertrt::cli::add_checksum_flag(app);
   // A word that is no subcommand: CLI11 would only say "A subcommand is required".

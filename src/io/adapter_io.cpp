@@ -1,0 +1,225 @@
+#include "io/adapter_io.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "core/crc32c.h"
+#include "core/error.h"
+#include "io/model_file.h"
+
+namespace bertrt {
+
+uint32_t adapter_base_checksum(const BertModel& model) {
+  uint32_t crc = 0;
+  for (const ParamInfo& p : model.layout().params()) {
+    if (p.name.rfind("bert.", 0) != 0) continue;
+    if (!model.holds_fp32(p.name))
+      fail("{}: an int8 model holds no fp32 copy of {}: LoRA adapters need a float base",
+           model.source().empty() ? "the model" : model.source(), p.name);
+    crc = crc32c::extend(crc, p.name.data(), p.name.size() + 1);  // the terminating NUL too
+    crc = crc32c::extend(crc, p.shape.data(), p.shape.size() * sizeof(int64_t));
+    crc = crc32c::extend(crc, model.params() + p.offset, p.numel * sizeof(float));
+  }
+  return crc;
+}
+
+std::string checksum_text(uint32_t crc) { return fmt::format("crc32c:{:08x}", crc); }
+
+namespace {
+
+// PEFT's task_type and modules_to_save for a head kind (peft/utils/constants.py, peft_model.py).
+const char* peft_task_type(HeadKind kind) {
+  switch (kind) {
+    case HeadKind::kSequenceClassification:
+    case HeadKind::kRegression:
+      return "SEQ_CLS";
+    case HeadKind::kTokenClassification:
+      return "TOKEN_CLS";
+    case HeadKind::kQuestionAnswering:
+      return "QUESTION_ANS";
+    case HeadKind::kNone:
+      break;
+  }
+  return "FEATURE_EXTRACTION";
+}
+
+bool head_tensor(const std::string& name) {
+  return name.rfind("classifier.", 0) == 0 || name.rfind("qa_outputs.", 0) == 0;
+}
+
+}  // namespace
+
+void save_adapter(const std::string& path, const BertModel& model, const Tokenizer& tokenizer,
+                  uint32_t base_checksum, std::map<std::string, std::string> metadata,
+                  const std::string& base_name) {
+  const LoraConfig* lora = model.lora();
+  if (!lora) fail("{}: the model carries no LoRA adapters to write", path);
+  const HeadKind kind = model.heads().resolved_kind();
+  nlohmann::json cfg = {
+      {"peft_type", "LORA"},
+      {"task_type", peft_task_type(kind)},
+      {"r", lora->r},
+      // As the flag was written: the float's shortest decimal, not its double expansion.
+      {"lora_alpha", std::stod(fmt::format("{}", lora->alpha))},
+      {"lora_dropout", std::stod(fmt::format("{}", lora->dropout))},
+      {"target_modules", lora->target_modules},
+      {"bias", "none"},
+      {"fan_in_fan_out", false},
+      {"use_dora", false},
+      {"use_rslora", false},
+      {"modules_to_save",
+       kind == HeadKind::kQuestionAnswering ? std::vector<std::string>{"qa_outputs"}
+       : kind == HeadKind::kNone            ? std::vector<std::string>{}
+                                            : std::vector<std::string>{"classifier"}},
+      {"base_model_name_or_path", base_name},
+      {"base_model_checksum", checksum_text(base_checksum)}};
+  metadata[kAdapterConfigKey] = cfg.dump();
+  ModelContents c;
+  c.config = model.config();
+  c.heads = model.heads();
+  c.tokenizer = tokenizer_spec(tokenizer);
+  for (const ParamInfo& p : model.layout().params()) {
+    if (model.is_base_param(p.name)) continue;
+    const float* x = model.params() + p.offset;
+    for (size_t i = 0; i < p.numel; ++i)
+      if (!std::isfinite(x[i]))
+        fail("{}: refusing to write non-finite weights ({}[{}] = {}); the run diverged — lower "
+             "--learning-rate",
+             path, p.name, i, x[i]);
+    TensorRecord t;
+    t.name = p.name;
+    t.shape = p.shape;
+    t.dtype = DType::f32;
+    t.data = reinterpret_cast<const uint8_t*>(x);
+    t.nbytes = p.numel * sizeof(float);
+    c.tensors.push_back(std::move(t));
+  }
+  c.metadata = std::move(metadata);
+  write_model_file(path, c);
+}
+
+namespace {
+
+// The adapter record of `path`, checked against what bertrt implements.
+LoraConfig read_lora_config(const std::string& path, const nlohmann::json& j,
+                            uint32_t* base_checksum) {
+  const std::string where = fmt::format("{}: adapter_config", path);
+  auto need = [&](const char* key) -> const nlohmann::json& {
+    if (!j.contains(key)) fail("{}: no '{}' key", where, key);
+    return j[key];
+  };
+  const nlohmann::json& type = need("peft_type");
+  if (!type.is_string() || type.get<std::string>() != "LORA")
+    fail("{}: peft_type {}: only LORA adapters are supported", where, type.dump());
+  if (j.contains("bias") && j["bias"] != "none")
+    fail("{}: bias {}: only \"none\" is supported (the base's biases stay frozen)", where,
+         j["bias"].dump());
+  for (const char* flag : {"use_dora", "use_rslora", "fan_in_fan_out"})
+    if (j.contains(flag) && j[flag] != false)
+      fail("{}: {} {}: not supported", where, flag, j[flag].dump());
+  LoraConfig c;
+  const nlohmann::json &r = need("r"), &alpha = need("lora_alpha"), &targets = need("target_modules");
+  if (!r.is_number_integer()) fail("{}: r {}: expected an integer", where, r.dump());
+  if (!alpha.is_number()) fail("{}: lora_alpha {}: expected a number", where, alpha.dump());
+  c.r = r.get<int>();
+  c.alpha = alpha.get<float>();
+  if (j.contains("lora_dropout")) {
+    if (!j["lora_dropout"].is_number())
+      fail("{}: lora_dropout {}: expected a number", where, j["lora_dropout"].dump());
+    c.dropout = j["lora_dropout"].get<float>();
+  }
+  if (!targets.is_array()) fail("{}: target_modules {}: expected a list", where, targets.dump());
+  for (const auto& t : targets) {
+    if (!t.is_string()) fail("{}: target_modules: {} is not a string", where, t.dump());
+    c.target_modules.push_back(t.get<std::string>());
+  }
+  const nlohmann::json& sum = need("base_model_checksum");
+  unsigned v = 0;
+  if (!sum.is_string() || std::sscanf(sum.get<std::string>().c_str(), "crc32c:%8x", &v) != 1)
+    fail("{}: base_model_checksum {}: expected \"crc32c:\" and 8 hex digits", where, sum.dump());
+  *base_checksum = v;
+  return c;
+}
+
+}  // namespace
+
+void apply_adapter(LoadedModel& m, const std::string& model_path,
+                   const std::string& adapter_path) {
+  OpenOptions open;
+  open.verify_checksums = default_verify_checksums();
+  const ModelFile file = ModelFile::open(adapter_path, open);
+  const ModelContents& c = file.contents();
+  const auto it = c.metadata.find(kAdapterConfigKey);
+  if (it == c.metadata.end())
+    fail("--adapter {}: a model file, not a LoRA adapter (no '{}' record; adapters are written "
+         "by `bertrt finetune --lora-r R ... -o FILE`)",
+         adapter_path, kAdapterConfigKey);
+  const nlohmann::json j = nlohmann::json::parse(it->second, nullptr, false);
+  if (!j.is_object()) fail("--adapter {}: the '{}' record is not a JSON object", adapter_path,
+                           kAdapterConfigKey);
+  uint32_t want = 0;
+  const LoraConfig lora = read_lora_config(adapter_path, j, &want);
+  BertModel& model = *m.model;
+  const BertConfig &a = c.config, &b = model.config();
+  if (a.hidden_size != b.hidden_size || a.num_hidden_layers != b.num_hidden_layers ||
+      a.intermediate_size != b.intermediate_size || a.num_attention_heads != b.num_attention_heads ||
+      a.vocab_size != b.vocab_size)
+    fail("--adapter {} was trained on a base of hidden_size {}, {} layers, {} heads, "
+         "intermediate_size {}, vocab_size {}; --model {} has {}, {}, {}, {}, {}",
+         adapter_path, a.hidden_size, a.num_hidden_layers, a.num_attention_heads,
+         a.intermediate_size, a.vocab_size, model_path, b.hidden_size, b.num_hidden_layers,
+         b.num_attention_heads, b.intermediate_size, b.vocab_size);
+  lora_sites(b, lora, adapter_path);  // r, alpha, dropout, targets: valid on this base
+  const uint32_t have = adapter_base_checksum(model);
+  if (have != want)
+    fail("--adapter {} was trained on another base: it expects base weights {}, --model {} has "
+         "{} (an adapter only applies to the exact base it was trained on)",
+         adapter_path, checksum_text(want), model_path, checksum_text(have));
+  // The adapter's head and adapters, then its tensors: every one must be in the new layout with
+  // its shape, and every adapter or head tensor of the layout must come from the file.
+  HeadsConfig heads = c.heads;
+  heads.validate();
+  heads.kind = heads.resolved_kind();
+  if (heads.mlm || heads.nsp || heads.embedding || heads.kind == HeadKind::kNone)
+    fail("--adapter {}: expected a task head (classification, regression, tagging or question "
+         "answering) beside the adapters",
+         adapter_path);
+  const ParamLayout layout = bert_param_layout(b, heads, &lora);
+  const auto adapter_tensor = [](const std::string& name) {
+    return name.find(".lora_A.") != std::string::npos ||
+           name.find(".lora_B.") != std::string::npos || head_tensor(name);
+  };
+  for (const TensorRecord& t : c.tensors) {
+    const ParamInfo* p = layout.find(t.name);
+    if (!p || !adapter_tensor(t.name))
+      fail("--adapter {}: tensor '{}' is neither an adapter of its target_modules nor the task "
+           "head's",
+           adapter_path, t.name);
+    if (p->shape != t.shape)
+      fail("--adapter {}: tensor '{}' has shape [{}], expected [{}]", adapter_path, t.name,
+           fmt::join(t.shape, ", "), fmt::join(p->shape, ", "));
+  }
+  for (const ParamInfo& p : layout.params())
+    if (adapter_tensor(p.name) && !file.find(p.name))
+      fail("--adapter {}: tensor '{}' is missing", adapter_path, p.name);
+  model.set_heads(c.heads, 0);
+  model.attach_lora(lora, 0, adapter_path);
+  float* params = model.params();
+  for (const TensorRecord& t : c.tensors)
+    tensor_to_f32(t, params + model.layout().at(t.name).offset);
+  for (const char* key : {"task", "finetune_task", "finetune_steps"}) {
+    const auto kv = c.metadata.find(key);
+    if (kv != c.metadata.end())
+      m.metadata[key] = kv->second;
+    else
+      m.metadata.erase(key);
+  }
+  m.metadata["adapter"] = adapter_path;
+}
+
+}  // namespace bertrt
