@@ -50,7 +50,7 @@ struct LayerDims {
   float dropout = 0.0f;
   uint64_t attn_seed = 0, ffn_seed = 0;
   ProbsDropout att_drop = {};  // attention_probs_dropout_prob, this layer's seed
-  int N() const { return att.B * att.T; }
+  int N() const { return att.N(); }
   int C() const { return att.C(); }
 };
 
