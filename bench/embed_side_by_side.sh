@@ -6,7 +6,7 @@
 #
 # usage: bench/embed_side_by_side.sh [BUILD_DIR] [OUT_DIR]    (from the project's root; build/ default)
 # env:   PARAGRAPHS=200 QUESTIONS=200 (the texts), ROUNDS=3, THREADS=2 (every runtime), BATCH=32,
-#        MAX_BATCH_TOKENS=16384, BERTRT_DATA (default ../shared/data: the vocab and SQuAD)
+#        MAX_BATCH_TOKENS=2048, BERTRT_DATA (default ../shared/data: the vocab and SQuAD)
 # Needs: Debian python3-numpy python3-onnx, nodejs + npm (onnxruntime-node is installed into
 # OUT_DIR/ort on first use). Everything it writes goes to OUT_DIR (default /tmp/bertrt-embed-sbs).
 #
@@ -20,8 +20,10 @@
 #   bertrt fp32, int8     `bertrt embed --output` (int8: `bertrt quantize` PTQ calibrated on 256
 #                         other SQuAD texts), padded (--no-packing: BATCH a forward, longest first)
 #                         and packed (MAX_BATCH_TOKENS tokens a forward, no padding). Its time is the
-#                         wall time of embedding every text less that of embedding one, so process
-#                         start and model loading are left out and its tokenizing is counted.
+#                         wall (and CPU) time of embedding every text less that of embedding one, so
+#                         process start and model loading are left out and its tokenizing is counted.
+# Each row has its wall time and its CPU time (user + system): on a machine other jobs keep busy,
+# wall times follow the load, and CPU time with THREADS=1 is the fairer figure.
 # Then: the ratios bertrt packed / ORT sorted (below 1: bertrt takes less time), the packed-batch
 # gain, and the embeddings' agreement (cosine of ORT fp32 and bertrt fp32; int8 against fp32).
 set -u -o pipefail
@@ -30,7 +32,7 @@ ROOT=$(cd "$HERE/.." && pwd)
 # shellcheck source-path=SCRIPTDIR
 . "$HERE/lib_checks.sh"
 USAGE="usage: $0 [BUILD_DIR] [OUT_DIR]   (defaults: build, /tmp/bertrt-embed-sbs)
-  env: PARAGRAPHS=200 QUESTIONS=200 ROUNDS=3 THREADS=2 BATCH=32 MAX_BATCH_TOKENS=16384 BERTRT_DATA=../shared/data
+  env: PARAGRAPHS=200 QUESTIONS=200 ROUNDS=3 THREADS=2 BATCH=32 MAX_BATCH_TOKENS=2048 BERTRT_DATA=../shared/data
 example: ROUNDS=1 PARAGRAPHS=50 QUESTIONS=50 $0 build /tmp/esbs"
 need_args 0 "$@"
 [ $# -le 2 ] || usage
@@ -41,7 +43,7 @@ OUT=${2:-${TMPDIR:-/tmp}/bertrt-embed-sbs}
 B=$BUILD/bertrt CV=$BUILD/bertrt-convert PY=/usr/bin/python3 PEERS=$HERE/peers
 DATA=${BERTRT_DATA:-$ROOT/../shared/data}
 PARAGRAPHS=${PARAGRAPHS:-200} QUESTIONS=${QUESTIONS:-200} ROUNDS=${ROUNDS:-3} THREADS=${THREADS:-2}
-BATCH=${BATCH:-32} MAX_BATCH_TOKENS=${MAX_BATCH_TOKENS:-16384}
+BATCH=${BATCH:-32} MAX_BATCH_TOKENS=${MAX_BATCH_TOKENS:-2048}
 for f in "$B" "$CV"; do
   [[ -f $f && -x $f ]] || check_fail "BUILD_DIR $BUILD: no ${f##*/} in it (cmake --build $BUILD)"
 done
@@ -101,24 +103,22 @@ $B tokenize --model $OUT/m.brt --json <$OUT/texts.txt >$OUT/ids.jsonl || exit 1
 # --- interleaved rounds --------------------------------------------------------------------------
 RAW=$OUT/raw.jsonl
 : >"$RAW"
-now() { date +%s.%N; }
-row() { # row WHO SECONDS PADDED_TOKENS
-  [ -n "$2" ] && echo "{\"who\":\"$1\",\"s\":$2,\"padded\":${3:-0}}" >>"$RAW"
+row() { # row WHO SECONDS CPU_SECONDS PADDED_TOKENS
+  [ -n "$2" ] && [ -n "$3" ] && echo "{\"who\":\"$1\",\"s\":$2,\"cpu\":$3,\"padded\":${4:-0}}" >>"$RAW"
 }
-bertrt_row() { # bertrt_row WHO MODEL OUT.npy ARGS...: wall(all texts) − wall(one text)
+bertrt_row() { # bertrt_row WHO MODEL OUT.npy ARGS...: (all texts) − (one text), wall and CPU
   local who=$1 model=$2 npy=$3; shift 3
-  local t0 t1 t2
-  t0=$(now)
-  BERTRT_NUM_THREADS=$THREADS $B embed --model $model --input $OUT/one.txt --output $OUT/one.npy "$@" 2>/dev/null || return
-  t1=$(now)
-  BERTRT_NUM_THREADS=$THREADS $B embed --model $model --input $OUT/texts.txt --output $npy "$@" 2>/dev/null || return
-  t2=$(now)
-  row $who "$($PY -c "print(max(0.0, ($t2 - $t1) - ($t1 - $t0)))")"
+  BERTRT_NUM_THREADS=$THREADS /usr/bin/time -f "%e %U %S" -o $OUT/one.time $B embed --model $model --input $OUT/one.txt --output $OUT/one.npy "$@" 2>/dev/null || return
+  BERTRT_NUM_THREADS=$THREADS /usr/bin/time -f "%e %U %S" -o $OUT/all.time $B embed --model $model --input $OUT/texts.txt --output $npy "$@" 2>/dev/null || return
+  read -r w1 u1 s1 <$OUT/one.time
+  read -r w2 u2 s2 <$OUT/all.time
+  row $who "$($PY -c "print(max(0.0, $w2 - $w1))")" "$($PY -c "print(max(0.0, $u2 + $s2 - $u1 - $s1))")"
 }
 ort_row() { # ort_row WHO MODEL ORDER
   local j
   j=$(node $ORT/ort_embed.js --model $2 --ids $OUT/ids.jsonl --batch $BATCH --order $3 --threads $THREADS --out $OUT/$1.f32 2>/dev/null) || return
-  row $1 "$(echo "$j" | sed -n 's/.*"seconds":\([0-9.eE+-]*\).*/\1/p')" "$(echo "$j" | sed -n 's/.*"padded_tokens":\([0-9]*\).*/\1/p')"
+  row $1 "$(echo "$j" | sed -n 's/.*"seconds":\([0-9.eE+-]*\).*/\1/p')" "$(echo "$j" | sed -n 's/.*"cpu_seconds":\([0-9.eE+-]*\).*/\1/p')" \
+    "$(echo "$j" | sed -n 's/.*"padded_tokens":\([0-9]*\).*/\1/p')"
 }
 for r in $(seq 1 $ROUNDS); do
   ort_row ort-fp32-input $d/fp32.onnx input
@@ -137,10 +137,11 @@ $PY - "$OUT" "$BATCH" "$MAX_BATCH_TOKENS" "$ROUNDS" <<'EOF'
 import collections, json, os, sys
 import numpy as np
 out, batch, budget, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-best, padded = collections.defaultdict(lambda: float("inf")), {}
+best, cpu, padded = collections.defaultdict(lambda: float("inf")), collections.defaultdict(lambda: float("inf")), {}
 for line in open(f"{out}/raw.jsonl"):
     r = json.loads(line)
     best[r["who"]] = min(best[r["who"]], r["s"])
+    cpu[r["who"]] = min(cpu[r["who"]], r["cpu"])
     if r["padded"]:
         padded[r["who"]] = r["padded"]
 lens = [min(len(json.loads(l)["input_ids"]), 256) for l in open(f"{out}/ids.jsonl")]
@@ -150,8 +151,8 @@ padded.setdefault("bertrt-fp32-padded", sum(max(srt[i:i + batch]) * len(srt[i:i 
 padded["bertrt-int8-padded"] = padded["bertrt-fp32-padded"]
 padded["bertrt-fp32-packed"] = padded["bertrt-int8-packed"] = tokens
 print(f"\n{n} texts, {tokens} tokens (mean {tokens / n:.0f}, longest {max(lens)}; max_seq_length 256), best of {rounds} rounds\n")
-print("| runtime | precision | batches | tokens run | seconds | embeddings/s |")
-print("|---|---|---|---|---|---|")
+print("| runtime | precision | batches | tokens run | seconds | CPU seconds | embeddings/s |")
+print("|---|---|---|---|---|---|---|")
 names = {"input": f"{batch} a batch, input order, padded", "sorted": f"{batch} a batch, longest first, padded",
          "padded": f"{batch} a batch, longest first, padded", "packed": f"{budget} tokens a batch, packed"}
 for prec in ("fp32", "int8"):
@@ -160,14 +161,15 @@ for prec in ("fp32", "int8"):
             continue
         rt, _, how = who.split("-")
         s = best[who]
-        print(f"| {'ONNX Runtime' if rt == 'ort' else 'bertrt'} | {prec} | {names[how]} | {padded.get(who, 0)} | {s:.2f} | {n / s:.1f} |")
-def ratio(a, b):
-    return f"{best[a] / best[b]:.2f}×" if a in best and b in best else "–"
-print()
+        print(f"| {'ONNX Runtime' if rt == 'ort' else 'bertrt'} | {prec} | {names[how]} | {padded.get(who, 0)} | {s:.2f} | {cpu[who]:.2f} | {n / s:.1f} |")
+def ratio(t, a, b):
+    return f"{t[a] / t[b]:.2f}×" if a in t and b in t else "–"
+print("\nRatios of time, wall (CPU):")
 for prec, goal in (("fp32", 0.9), ("int8", 0.8)):
-    print(f"- {prec}: bertrt packed / ORT sorted {ratio(f'bertrt-{prec}-packed', f'ort-{prec}-sorted')} "
-          f"(goal ≤ {goal}×), / ORT input order {ratio(f'bertrt-{prec}-packed', f'ort-{prec}-input')}; "
-          f"bertrt packed / padded {ratio(f'bertrt-{prec}-packed', f'bertrt-{prec}-padded')}")
+    p, os_, oi, pd = f"bertrt-{prec}-packed", f"ort-{prec}-sorted", f"ort-{prec}-input", f"bertrt-{prec}-padded"
+    print(f"- {prec}: bertrt packed / ORT sorted {ratio(best, p, os_)} ({ratio(cpu, p, os_)}; goal ≤ {goal}×), "
+          f"/ ORT input order {ratio(best, p, oi)} ({ratio(cpu, p, oi)}); "
+          f"bertrt packed / padded {ratio(best, p, pd)} ({ratio(cpu, p, pd)})")
 def load(name):
     p = f"{out}/{name}"
     if name.endswith(".npy"):
@@ -189,5 +191,7 @@ line("bertrt fp32 padded vs packed", "b32p", "b32")
 line("bertrt int8 padded vs packed", "b8p", "b8")
 line("bertrt int8 (PTQ) vs bertrt fp32", "b8", "b32")
 line("ORT int8 (quantize_dynamic) vs ORT fp32", "ort8", "ort32")
-print("\nseconds: best of the rounds; bertrt's exclude process start and model loading, include tokenizing.")
+print("\nseconds: wall, best of the rounds; CPU seconds: user + system of the process over the same work, best of")
+print("the rounds (the figure to compare on a busy machine with THREADS=1). bertrt's exclude process start and")
+print("model loading and include tokenizing.")
 EOF

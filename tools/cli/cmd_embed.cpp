@@ -35,7 +35,7 @@ void add_embed(CLI::App& app) {
   struct Opts {
     std::string model, input, output, prompt_name, pooling;
     std::optional<std::string> prompt;
-    int dimensions = 0, batch_size = 32, max_batch_tokens = 16384;
+    int dimensions = 0, batch_size = 32, max_batch_tokens = 2048;
     bool no_normalize = false, no_packing = false;
     BackendChoice backend;
   };
@@ -72,7 +72,7 @@ void add_embed(CLI::App& app) {
                              "lasttoken"}));
   c->add_option("--max-batch-tokens", o->max_batch_tokens,
                 "tokens a forward: inputs are packed one after another without padding, each "
-                "attending to its own tokens (default 16384)")
+                "attending to its own tokens (default 2048)")
       ->check(at_least(1));
   c->add_flag("--no-packing", o->no_packing,
               "pad instead: --batch-size inputs a forward, longest first, padded to the longest "

@@ -18,7 +18,7 @@ namespace bertrt::cli {
 void add_rerank(CLI::App& app) {
   struct Opts {
     std::string model, query, input;
-    int top_k = 0, batch_size = 32, max_length = 0, max_batch_tokens = 16384;
+    int top_k = 0, batch_size = 32, max_length = 0, max_batch_tokens = 2048;
     bool raw_scores = false, return_text = false, no_packing = false;
     BackendChoice backend;
   };
@@ -44,7 +44,7 @@ void add_rerank(CLI::App& app) {
       ->check(at_least(3));
   c->add_option("--max-batch-tokens", o->max_batch_tokens,
                 "tokens a forward: pairs are packed one after another without padding, each "
-                "attending to its own tokens (default 16384)")
+                "attending to its own tokens (default 2048)")
       ->check(at_least(1));
   c->add_flag("--no-packing", o->no_packing,
               "pad instead: --batch-size pairs a forward, longest first, padded to the longest "

@@ -2,7 +2,8 @@
 // Sentence embeddings with ONNX Runtime (onnxruntime-node, CPU EP) as fastembed computes them: the
 // encoder graph on batches padded to each batch's longest input, then mean pooling over the
 // attention mask and L2 normalization on the host (numpy there, JavaScript here).
-// Prints one JSON line: texts, tokens, the padded tokens the graph ran, seconds, embeddings/s.
+// Prints one JSON line: texts, tokens, the padded tokens the graph ran, seconds (wall), cpu_seconds
+// (user + system of the process over the same span), embeddings/s.
 //
 // Usage: node ort_embed.js --model M.onnx --ids TOKENS.jsonl [--max-length 256] [--batch 32]
 //          [--order input|sorted] [--threads 2] [--out EMB.f32]
@@ -80,7 +81,7 @@ async function main() {
   const plan = batches(seqs.map((s) => s.length), a.batch, a.order);
   await session.run(feeds(seqs, plan[0]).f);  // untimed: the arena
   let H = 0, emb = null, padded = 0;
-  const t0 = process.hrtime.bigint();
+  const t0 = process.hrtime.bigint(), c0 = process.cpuUsage();
   for (const members of plan) {
     const {T, f} = feeds(seqs, members);
     padded += members.length * T;
@@ -100,11 +101,13 @@ async function main() {
     });
   }
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  const cpu = process.cpuUsage(c0);
   if (a.out) fs.writeFileSync(a.out, Buffer.from(emb.buffer, emb.byteOffset, emb.byteLength));
   const tokens = seqs.reduce((x, s) => x + s.length, 0);
   console.log(JSON.stringify({
     peer: 'onnxruntime-node', model: a.model, order: a.order, batch: a.batch, threads: a.threads,
     texts: seqs.length, tokens, padded_tokens: padded, hidden: H, seconds: +seconds.toFixed(4),
+    cpu_seconds: +((cpu.user + cpu.system) / 1e6).toFixed(4),
     embeddings_per_s: +(seqs.length / seconds).toFixed(2),
   }));
 }
