@@ -120,7 +120,7 @@ ort_row() { # ort_row WHO MODEL ORDER
   row $1 "$(echo "$j" | sed -n 's/.*"seconds":\([0-9.eE+-]*\).*/\1/p')" "$(echo "$j" | sed -n 's/.*"cpu_seconds":\([0-9.eE+-]*\).*/\1/p')" \
     "$(echo "$j" | sed -n 's/.*"padded_tokens":\([0-9]*\).*/\1/p')"
 }
-for r in $(seq 1 $ROUNDS); do
+for _ in $(seq 1 "$ROUNDS"); do
   ort_row ort-fp32-input $d/fp32.onnx input
   ort_row ort-fp32-sorted $d/fp32.onnx sorted
   bertrt_row bertrt-fp32-padded $OUT/m.brt $OUT/bertrt-fp32-padded.npy --no-packing --batch-size $BATCH
