@@ -123,4 +123,17 @@ void Backend::attention_forward_inference(float* ctx, float* probs, float* score
                  v + int64_t{b} * T * C, C, HS, 0.0f, ctx + int64_t{b} * T * C, C, HS);
 }
 
+void Backend::attention_forward_varlen(float* ctx, float* probs, float* scores, const float* q,
+                                       const float* k, const float* v, const int32_t* cu_seqlens,
+                                       int S, int NH, int HS, float scale) {
+  const int64_t C = int64_t{NH} * HS;
+  for (int s = 0; s < S; ++s) {
+    const int T = cu_seqlens[s + 1] - cu_seqlens[s];
+    if (T <= 0) continue;
+    const int64_t x = int64_t{cu_seqlens[s]} * C;
+    attention_forward_inference(ctx + x, probs, scores, q + x, k + x, v + x, nullptr, 1, NH, T, HS,
+                                scale);
+  }
+}
+
 }  // namespace bertrt

@@ -205,6 +205,19 @@ class Backend {
   virtual void attention_forward_inference(float* ctx, float* probs, float* scores, const float* q,
                                            const float* k, const float* v, const float* mask,
                                            int B, int NH, int T, int HS, float scale);
+  // Packed (variable-length) attention without a gradient: S sequences lie one after another in
+  // the rows of Q, K, V and ctx [N, NH·HS] (N = cu_seqlens[S]), sequence s in rows
+  // [cu_seqlens[s], cu_seqlens[s+1]), and each attends to its own rows only: no padding, no mask.
+  // cu_seqlens [S+1] is on the host (shape information, as T is). Per sequence the same floats as
+  // attention_forward_inference with B = 1 and no mask, which the default runs through scores and
+  // probs (each NH·Tmax² floats, Tmax the longest sequence); a fusing backend leaves them untouched.
+  virtual void attention_forward_varlen(float* ctx, float* probs, float* scores, const float* q,
+                                        const float* k, const float* v, const int32_t* cu_seqlens,
+                                        int S, int NH, int HS, float scale);
+  // True where packed batches pay: attention_forward_varlen runs its sequences in one op (cpu) or
+  // is the scalar reference anyway; false where the default would be a chain of small dispatches
+  // per sequence (Vulkan), so callers batch padded sequences there instead.
+  virtual bool packed_attention() const { return true; }
   // A Linear without a gradient (inference), with its epilogue:
   //   out [M, N] = gelu(X·Wᵀ + bias) + residual
   // X [M, K] row stride ldx, W [N, K]; bias [N], residual [M, N] and the GELU are each optional

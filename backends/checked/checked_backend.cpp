@@ -1,5 +1,6 @@
 #include "backends/checked/checked_backend.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -318,6 +319,26 @@ void CheckedBackend::attention_forward_inference(float* ctx, float* probs, float
   CHECK_OPT_F("scores", scores, size_t(B) * NH * T * T);
   record([=] {
     inner_->attention_forward_inference(ctx, probs, scores, q, k, v, mask, B, NH, T, HS, scale);
+  });
+}
+
+void CheckedBackend::attention_forward_varlen(float* ctx, float* probs, float* scores,
+                                              const float* q, const float* k, const float* v,
+                                              const int32_t* cu_seqlens, int S, int NH, int HS,
+                                              float scale) {
+  const char* op = "attention_forward_varlen";
+  std::vector<int32_t> cu(cu_seqlens, cu_seqlens + S + 1);
+  int Tmax = 0;
+  for (int s = 0; s < S; ++s) Tmax = std::max(Tmax, cu[size_t(s) + 1] - cu[size_t(s)]);
+  const size_t n = size_t(cu[size_t(S)]) * NH * HS;
+  CHECK_F("ctx", ctx, n);
+  CHECK_F("q", q, n);
+  CHECK_F("k", k, n);
+  CHECK_F("v", v, n);
+  CHECK_OPT_F("probs", probs, size_t(NH) * Tmax * Tmax);
+  CHECK_OPT_F("scores", scores, size_t(NH) * Tmax * Tmax);
+  record([=] {
+    inner_->attention_forward_varlen(ctx, probs, scores, q, k, v, cu.data(), S, NH, HS, scale);
   });
 }
 

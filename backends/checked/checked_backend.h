@@ -81,6 +81,11 @@ class CheckedBackend : public Backend {
   void attention_forward_inference(float* ctx, float* probs, float* scores, const float* q,
                                    const float* k, const float* v, const float* mask, int B, int NH,
                                    int T, int HS, float scale) override;
+  // The inner backend's own too; cu_seqlens (host) is copied when recorded.
+  void attention_forward_varlen(float* ctx, float* probs, float* scores, const float* q,
+                                const float* k, const float* v, const int32_t* cu_seqlens, int S,
+                                int NH, int HS, float scale) override;
+  bool packed_attention() const override { return inner_->packed_attention(); }
   void softmax_forward(float* probs, const float* scores, const float* mask, int B, int NH, int T,
                        float scale) override;
   void softmax_backward(float* dscores, const float* probs, const float* dprobs, int rows, int T,

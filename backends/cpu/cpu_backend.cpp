@@ -842,6 +842,41 @@ void CpuBackend::attention_forward_inference(float* ctx, float*, float*, const f
   });
 }
 
+void CpuBackend::attention_forward_varlen(float* ctx, float* probs, float* scores, const float* q,
+                                          const float* k, const float* v,
+                                          const int32_t* cu_seqlens, int S, int NH, int HS,
+                                          float scale) {
+  if (!streamed_attention()) {
+    Backend::attention_forward_varlen(ctx, probs, scores, q, k, v, cu_seqlens, S, NH, HS, scale);
+    return;
+  }
+  const int C = NH * HS;
+  const cpu::F32Kernel kern = f32_kernel_;
+  const int rows = 2 * cpu::f32_attention_panel_rows(kern);
+  // first[s]: the first task of sequence s; its NH · blocks tasks follow.
+  std::vector<size_t> first(static_cast<size_t>(S) + 1, 0);
+  for (int s = 0; s < S; ++s) {
+    const int T = cu_seqlens[s + 1] - cu_seqlens[s];
+    first[s + 1] = first[s] + static_cast<size_t>(NH) * ((std::max(T, 0) + rows - 1) / rows);
+  }
+  const size_t scratch = cpu::f32_attention_scratch_floats(kern, HS);
+  pool_.parallel_for(first[S], 1, [&](size_t t0, size_t t1) {
+    thread_local FloatBuffer buf;
+    if (buf.size() < scratch) buf.resize(scratch);
+    for (size_t t = t0; t < t1; ++t) {
+      const int s = static_cast<int>(std::upper_bound(first.begin(), first.end(), t) -
+                                     first.begin()) - 1;
+      const int T = cu_seqlens[s + 1] - cu_seqlens[s];
+      const int blocks = (T + rows - 1) / rows;
+      const size_t i = t - first[s];
+      const int blk = static_cast<int>(i % blocks), h = static_cast<int>(i / blocks);
+      const size_t x = static_cast<size_t>(cu_seqlens[s]) * C + static_cast<size_t>(h) * HS;
+      cpu::f32_attention_rows(kern, ctx + x, C, q + x, k + x, v + x, C, nullptr, T, HS, scale,
+                              blk * rows, std::min(T, (blk + 1) * rows), buf.data());
+    }
+  });
+}
+
 void CpuBackend::softmax_backward(float* dscores, const float* probs, const float* dprobs, int rows,
                                   int T, float scale) {
   pool_.parallel_for(rows, row_grain(T), [&](size_t r0, size_t r1) {

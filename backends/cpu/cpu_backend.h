@@ -140,6 +140,13 @@ class CpuBackend : public ReferenceBackend {
                                    const float* k, const float* v, const float* mask, int B, int NH,
                                    int T, int HS, float scale) override;
 
+  // Streamed as attention_forward_inference: one pool task per (sequence, head, block of query
+  // rows) over all sequences at once, each reading only its own keys (the same floats as one
+  // sequence alone); BERTRT_ATTENTION=gemm takes the default.
+  void attention_forward_varlen(float* ctx, float* probs, float* scores, const float* q,
+                                const float* k, const float* v, const int32_t* cu_seqlens, int S,
+                                int NH, int HS, float scale) override;
+
   // Fused where the Linear runs on OpenBLAS or bertrt's kernel: each pool task finishes its block
   // of out (bias, GELU, residual) right after its GEMM, while the block is in cache, in one
   // fork-join instead of up to four; XNNPACK's calls take the default.

@@ -38,6 +38,9 @@ class VulkanBackend : public Backend {
   ~VulkanBackend() override;
   const char* name() const override { return "vulkan"; }
   bool supports(Op op) const override;
+  // attention_forward_varlen is the default's chain of dispatches per sequence here: padded
+  // batches run fewer, larger dispatches.
+  bool packed_attention() const override { return false; }
   const vk::DeviceInfo& device_info() const;
   // Ops that ran on the cpu fallback so far (names), for tests and the notice.
   const std::set<std::string>& fallbacks() const { return fallbacks_; }

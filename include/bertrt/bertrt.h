@@ -196,7 +196,9 @@ typedef struct bertrt_embed_options {
   const char* prompt;      /* this text before each text instead ("" for none); NULL: prompt_name */
   const char* pooling;     /* a model without an embedding head: "cls", "mean", "max",
                               "mean_sqrt_len_tokens", "weightedmean", "lasttoken"; NULL: the head */
-  int32_t batch_size;      /* sequences a forward (default 32) */
+  int32_t batch_size;      /* sequences a forward where batches are padded (the Vulkan backend;
+                              default 32); elsewhere texts are packed without padding, 2048
+                              tokens a forward, as `bertrt embed` packs them */
 } bertrt_embed_options;
 
 BERTRT_API void bertrt_embed_options_init(bertrt_embed_options* options);

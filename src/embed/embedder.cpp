@@ -20,34 +20,107 @@ struct Encoded {
   int prompt_length = 0;
 };
 
-// Runs `order`'s inputs through the encoder in batches of `batch_size`, padded to each batch's
-// longest, and hands each batch's last_hidden_state [B, T, H], its mask and its members to `use`.
+// How inputs are grouped into forwards (EmbedOptions / RerankOptions).
+struct Batching {
+  int batch_size = 32;
+  int max_batch_tokens = 0;  // > 0: packed batches of at most this many tokens
+};
+
+// One forward's outputs, as the callers read them: B sequences padded to T, their mask [B, T]
+// and their indices in the input. hidden(be) is last_hidden_state [B, T, H] in be's memory (a
+// packed batch's rows laid out padded, the padding rows zero: the mask leaves them out).
+class Batch {
+ public:
+  Batch(BertModel& model, int B, int T, const int32_t* mask, const size_t* members,
+        const std::vector<int32_t>* cu_seqlens, DeviceArray<float>& padded)
+      : B(B), T(T), mask(mask), members(members), model_(model), cu_(cu_seqlens),
+        padded_(padded) {}
+  const float* hidden(Backend& be) const {
+    const float* h = model_.last_hidden_state(be);
+    if (!cu_) return h;
+    const size_t H = size_t(model_.config().hidden_size), n = size_t(B) * T * H;
+    float* p = padded_.ensure(be, n);
+    be.fill(p, 0.0f, n);
+    for (int b = 0; b < B; ++b) {
+      const size_t first = size_t((*cu_)[size_t(b)]), last = size_t((*cu_)[size_t(b) + 1]);
+      be.copy(p + size_t(b) * T * H, h + first * H, (last - first) * H * sizeof(float));
+    }
+    return p;
+  }
+  const int B, T;
+  const int32_t* const mask;
+  const size_t* const members;
+
+ private:
+  BertModel& model_;
+  const std::vector<int32_t>* cu_;
+  DeviceArray<float>& padded_;
+};
+
+// Runs the inputs through the encoder and hands each forward's Batch to `use`. Padded: batches
+// of batch_size, longest first (sentence-transformers' order: a batch pads little), each padded
+// to its longest. Packed (max_batch_tokens > 0): input order, as many sequences as fit in
+// max_batch_tokens (a longer one alone), one after another without padding; the same outputs up
+// to float rounding, without the padding's work.
 template <typename Use>
-void run_batches(BertModel& model, Backend& be, const std::vector<Encoded>& in, int batch_size,
-                 Use use) {
-  // Longest first, so that a batch pads little; ties keep input order.
+void run_batches(BertModel& model, Backend& be, const std::vector<Encoded>& in,
+                 const Batching& how, Use use) {
   std::vector<size_t> order(in.size());
   std::iota(order.begin(), order.end(), size_t(0));
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return in[a].ids.size() > in[b].ids.size(); });
+  const bool packed = how.max_batch_tokens > 0;
+  if (!packed)  // ties keep input order
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return in[a].ids.size() > in[b].ids.size(); });
   const int32_t pad = model.config().pad_token_id;
-  std::vector<int32_t> ids, types, mask;
-  for (size_t start = 0; start < order.size(); start += size_t(batch_size)) {
-    const size_t end = std::min(order.size(), start + size_t(batch_size));
-    const int B = int(end - start);
-    const int T = int(in[order[start]].ids.size());
-    ids.assign(size_t(B) * T, pad);
-    types.assign(size_t(B) * T, 0);
-    mask.assign(size_t(B) * T, 0);
-    for (int b = 0; b < B; ++b) {
-      const Encoded& e = in[order[start + b]];
-      std::copy(e.ids.begin(), e.ids.end(), ids.begin() + size_t(b) * T);
-      std::copy(e.types.begin(), e.types.end(), types.begin() + size_t(b) * T);
-      std::fill_n(mask.begin() + size_t(b) * T, e.ids.size(), 1);
+  std::vector<int32_t> ids, types, mask, cu;
+  DeviceArray<float> padded;
+  for (size_t start = 0, end = 0; start < order.size(); start = end) {
+    end = start + 1;
+    if (packed) {
+      size_t tokens = in[order[start]].ids.size();
+      while (end < order.size() &&
+             tokens + in[order[end]].ids.size() <= size_t(how.max_batch_tokens))
+        tokens += in[order[end++]].ids.size();
+    } else {
+      end = std::min(order.size(), start + size_t(how.batch_size));
     }
-    model.forward(be, EncoderInputs{B, T, ids.data(), types.data(), mask.data()}, Targets{}, false);
-    use(B, T, mask.data(), &order[start]);
+    const int B = int(end - start);
+    int T = 0;
+    for (size_t i = start; i < end; ++i) T = std::max(T, int(in[order[i]].ids.size()));
+    mask.assign(size_t(B) * T, 0);
+    for (int b = 0; b < B; ++b)
+      std::fill_n(mask.begin() + size_t(b) * T, in[order[start + b]].ids.size(), 1);
+    if (packed) {
+      ids.clear(), types.clear(), cu.assign(1, 0);
+      for (size_t i = start; i < end; ++i) {
+        const Encoded& e = in[order[i]];
+        ids.insert(ids.end(), e.ids.begin(), e.ids.end());
+        types.insert(types.end(), e.types.begin(), e.types.end());
+        cu.push_back(int32_t(ids.size()));
+      }
+      EncoderInputs x{B, T, ids.data(), types.data(), nullptr};
+      x.cu_seqlens = cu.data();
+      model.forward(be, x, Targets{}, false);
+    } else {
+      ids.assign(size_t(B) * T, pad);
+      types.assign(size_t(B) * T, 0);
+      for (int b = 0; b < B; ++b) {
+        const Encoded& e = in[order[start + b]];
+        std::copy(e.ids.begin(), e.ids.end(), ids.begin() + size_t(b) * T);
+        std::copy(e.types.begin(), e.types.end(), types.begin() + size_t(b) * T);
+      }
+      model.forward(be, EncoderInputs{B, T, ids.data(), types.data(), mask.data()}, Targets{},
+                    false);
+    }
+    use(Batch(model, B, T, mask.data(), &order[start], packed ? &cu : nullptr, padded));
   }
+}
+
+// Packed batches where the options ask for them and the backend runs them as one op.
+Batching batching(Backend& be, int batch_size, int max_batch_tokens, bool packing) {
+  if (batch_size < 1) fail("--batch-size {} must be at least 1", batch_size);
+  if (max_batch_tokens < 1) fail("--max-batch-tokens {} must be at least 1", max_batch_tokens);
+  return Batching{batch_size, packing && be.packed_attention() ? max_batch_tokens : 0};
 }
 
 void check_utf8(const std::string& text, size_t index, const char* what) {
@@ -100,7 +173,8 @@ std::vector<float> embed_texts(BertModel& model, const Tokenizer& tokenizer, Bac
   const EmbeddingConfig head = embedding_head(model, options);
   const int H = model.config().hidden_size;
   const int D = head.dim(H), out_dim = embedding_dim(model, options);
-  if (options.batch_size < 1) fail("--batch-size {} must be at least 1", options.batch_size);
+  const Batching how =
+      batching(be, options.batch_size, options.max_batch_tokens, options.packing);
   std::string prompt;
   if (options.prompt) {
     prompt = *options.prompt;
@@ -153,12 +227,13 @@ std::vector<float> embed_texts(BertModel& model, const Tokenizer& tokenizer, Bac
   DeviceArray<float> finished;
   std::vector<int32_t> prompt_len;
   std::vector<float> host;
-  run_batches(model, be, in, options.batch_size, [&](int B, int T, const int32_t* mask,
-                                                     const size_t* members) {
+  run_batches(model, be, in, how, [&](const Batch& batch) {
+    const int B = batch.B, T = batch.T;
+    const size_t* members = batch.members;
     prompt_len.assign(size_t(B), prompt_length);
     const float* x = embedding_head_forward(be, head, model.layout(), model.params(be),
-                                            model.last_hidden_state(be), mask, prompt_len.data(),
-                                            B, T, H, acts);
+                                            batch.hidden(be), batch.mask, prompt_len.data(), B,
+                                            T, H, acts);
     const float* e = x;
     if (options.normalize || out_dim < D) {
       float* f = finished.ensure(be, size_t(B) * out_dim);
@@ -195,7 +270,8 @@ std::vector<float> rerank_scores(BertModel& model, const Tokenizer& tokenizer, B
          "CrossEncoder or a BertForSequenceClassification with num_labels 1)",
          model.source().empty() ? "the model " : model.source() + " ",
          head_kind_name(model.heads().resolved_kind()));
-  if (options.batch_size < 1) fail("--batch-size {} must be at least 1", options.batch_size);
+  const Batching how =
+      batching(be, options.batch_size, options.max_batch_tokens, options.packing);
   check_utf8(query, 0, "query");
   const int max_len = options.max_length > 0 ? options.max_length
                                              : model.config().max_position_embeddings;
@@ -216,14 +292,13 @@ std::vector<float> rerank_scores(BertModel& model, const Tokenizer& tokenizer, B
     in[i] = Encoded{std::move(full.input_ids), std::move(full.token_type_ids), 0};
   }
   std::vector<float> scores(passages.size());
-  run_batches(model, be, in, options.batch_size,
-              [&](int B, int, const int32_t*, const size_t* members) {
-                const std::vector<float>& logits = model.logits();  // [B] (regression)
-                for (int b = 0; b < B; ++b) {
-                  const float z = logits[size_t(b)];
-                  scores[members[b]] = options.raw_scores ? z : 1.0f / (1.0f + std::exp(-z));
-                }
-              });
+  run_batches(model, be, in, how, [&](const Batch& batch) {
+    const std::vector<float>& logits = model.logits();  // [B] (regression)
+    for (int b = 0; b < batch.B; ++b) {
+      const float z = logits[size_t(b)];
+      scores[batch.members[b]] = options.raw_scores ? z : 1.0f / (1.0f + std::exp(-z));
+    }
+  });
   if (stats) *stats = st;
   return scores;
 }

@@ -10,7 +10,11 @@ namespace bertrt {
 
 struct AttentionDims {
   int B, T, NH, HS;  // batch, seq_len, num_attention_heads, head size (C = NH·HS)
+  // A packed inference batch (encoder.h EncoderInputs): B sequences, [B + 1] row offsets on the
+  // host, T the longest; nullptr: B padded sequences of T.
+  const int32_t* cu_seqlens = nullptr;
   int C() const { return NH * HS; }
+  int N() const { return cu_seqlens ? cu_seqlens[B] : B * T; }  // rows of Q, K, V, ctx
 };
 
 // Dropout on the probabilities (HF BertSelfAttention: ctx = dropout(probs)·V): p 0 = none; the

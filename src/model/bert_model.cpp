@@ -205,6 +205,17 @@ ForwardResult BertModel::forward(Backend& be, const EncoderInputs& in, const Tar
     quant_->begin_forward(training);
   }
   check_encoder_inputs(config_, in);
+  if (in.packed()) {
+    // The heads that read a row per sequence (the pooler's) run on a packed batch; those that
+    // read [B, T] positions, and training, take padded batches.
+    if (training || t.mlm_positions || t.num_masked || t.nsp_labels || t.labels || t.scores ||
+        t.token_labels || t.start_positions || t.end_positions)
+      fail("a packed batch is for inference without targets");
+    if (heads_.kind == HeadKind::kTokenClassification ||
+        heads_.kind == HeadKind::kQuestionAnswering)
+      fail("a packed batch cannot run a {} head (its outputs are [B, T]): pad the batch",
+           head_kind_name(heads_.kind));
+  }
   // Labels the cross-entropy would read past its row: the data readers map labels, so a label
   // ≥ K is a bug upstream, reported before anything runs.
   auto check_labels = [](const int32_t* labels, int rows, int K) {
@@ -226,7 +237,10 @@ ForwardResult BertModel::forward(Backend& be, const EncoderInputs& in, const Tar
   if (training && lora_ && lora_->dropout > 0.0f && !be.supports(Op::kDropout))
     fail("LoRA dropout {}: the {} backend has no dropout op; train with lora_dropout 0 on it",
          lora_->dropout, be.name());
-  acts_.resize(be, config_, B, T, training, plan_);
+  if (in.packed())
+    acts_.resize_packed(be, config_, B, T, in.rows());
+  else
+    acts_.resize(be, config_, B, T, training, plan_);
   batch_.upload(be, in, t, acts_.mask_add);
   encoder_forward(be, config_, w_, acts_, batch_.inputs, batch_.position_ids, q);
   hidden_fresh_ = pooled_fresh_ = prediction_fresh_ = false;
@@ -509,7 +523,7 @@ static const float* host_copy(Backend* be, const float* dev, size_t n, std::vect
 }
 
 const float* BertModel::last_hidden_state() const {
-  return host_copy(be_, acts_.hidden, size_t(acts_.B()) * acts_.T() * config_.hidden_size,
+  return host_copy(be_, acts_.hidden, size_t(acts_.rows()) * config_.hidden_size,
                    hidden_host_, hidden_fresh_);
 }
 
@@ -529,7 +543,7 @@ const float* BertModel::prediction_logits() const {
 const float* BertModel::mlm_logits_all(Backend& be) {
   if (!heads_.mlm) fail("this model has no MLM head (cls.predictions.*)");
   if (&be != be_) fail("mlm_logits_all() on backend '{}': the forward ran on another", be.name());
-  const int N = acts_.B() * acts_.T();
+  const int N = acts_.rows();
   std::vector<int32_t> rows(static_cast<size_t>(N));
   std::iota(rows.begin(), rows.end(), 0);
   int32_t* positions = all_positions_.ensure(be, rows.size());

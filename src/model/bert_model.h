@@ -84,7 +84,9 @@ class BertModel {
   void set_heads(const HeadsConfig& heads, uint64_t seed);
 
   // Runs the encoder and the heads: MLM only with positions, the others always (their loss only
-  // with targets). training=true keeps what backward() needs.
+  // with targets). training=true keeps what backward() needs. A packed batch (encoder.h) runs
+  // inference only, without targets, and not with a token classification or QA head; its
+  // outputs equal the padded batch's up to float rounding.
   ForwardResult forward(Backend& be, const EncoderInputs& in, const Targets& t, bool training);
   // After forward(training=true): accumulates ∂loss/∂params into grads().
   void backward(Backend& be);
@@ -107,6 +109,8 @@ class BertModel {
   const Dropout& dropout() const { return acts_.dropout; }
 
   // Outputs of the last forward, on the host (the first three downloaded on first call).
+  // last_hidden_state: [B, T, C]; after a packed forward (EncoderInputs::cu_seqlens) [N, C], the
+  // sequences' rows one after another.
   const float* last_hidden_state() const;                                            // [B, T, C]
   // The same in `be`'s memory, where ops read it (no download); its gradient buffer after a
   // training forward. Both throw bertrt::Error when the last forward ran on another backend.

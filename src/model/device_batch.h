@@ -15,7 +15,8 @@ namespace bertrt {
 class DeviceBatch {
  public:
   // Uploads `in` and `t` (host) to `be`, and the additive attention mask into mask_add [B·T]
-  // (backend memory; 0 keep, −10000 drop as in google-research/bert modeling.py). Span positions
+  // (backend memory; 0 keep, −10000 drop as in google-research/bert modeling.py; none for a
+  // packed batch, EncoderInputs::cu_seqlens, whose positions restart per sequence). Span positions
   // are clamped as Hugging Face does (span_head.h). Checks nothing: the caller validated `in`.
   void upload(Backend& be, const EncoderInputs& in, const Targets& t, float* mask_add);
 
@@ -28,7 +29,7 @@ class DeviceBatch {
   Targets host;
 
  private:
-  std::vector<int32_t> ints_;
+  std::vector<int32_t> ints_, cu_;  // cu_: a packed batch's cu_seqlens (host; inputs points here)
   std::vector<float> floats_;
   DeviceArray<int32_t> dev_ints_;
   DeviceArray<float> dev_floats_;

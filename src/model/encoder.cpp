@@ -14,9 +14,10 @@ namespace bertrt {
 namespace {
 
 // Layer l's dims, with its dropout seeds when a training forward drops.
-LayerDims layer_dims(const BertConfig& c, int B, int T, const EncoderActs& a, int l) {
-  LayerDims d{AttentionDims{B, T, c.num_attention_heads, c.head_dim()}, c.intermediate_size,
-              c.layer_norm_eps, c.gelu()};
+LayerDims layer_dims(const BertConfig& c, int B, int T, const EncoderActs& a, int l,
+                     const int32_t* cu_seqlens = nullptr) {
+  LayerDims d{AttentionDims{B, T, c.num_attention_heads, c.head_dim(), cu_seqlens},
+              c.intermediate_size, c.layer_norm_eps, c.gelu()};
   if (a.training() && a.dropout.any()) {
     const Dropout& p = a.dropout;
     d.dropout = p.prob;
@@ -59,10 +60,13 @@ void take_work(LayerActs& L, Carver& cv, size_t N, size_t C, size_t I, size_t P,
 }
 
 // One pass with base == nullptr counts the floats, the second carves the buffer.
+// packed_rows > 0: a packed inference batch of that many rows, attention scratch for one
+// sequence of T.
 void carve(EncoderActs& a, Carver& cv, const BertConfig& c, int B, int T, bool training,
-           const BackwardPlan& plan) {
-  const size_t N = size_t(B) * T, C = c.hidden_size, I = c.intermediate_size;
-  const size_t P = size_t(B) * c.num_attention_heads * T * T;
+           const BackwardPlan& plan, int packed_rows = 0) {
+  const size_t N = packed_rows > 0 ? size_t(packed_rows) : size_t(B) * T;
+  const size_t C = c.hidden_size, I = c.intermediate_size;
+  const size_t P = size_t(packed_rows > 0 ? 1 : B) * c.num_attention_heads * T * T;
   const size_t r = size_t(a.lora.r);
   a.layers.assign(c.num_hidden_layers, LayerActs{});
   // Layers below keep_from have no backward (inference, or frozen): one shared set of work
@@ -127,12 +131,26 @@ void EncoderActs::resize(Backend& be, const BertConfig& c, int B, int T, bool tr
       (plan.embeddings && plan.first_layer != 0))
     fail("backward plan: first layer {} of {} layers, embeddings {}: the embeddings backward "
          "needs every layer's backward", plan.first_layer, c.num_hidden_layers, plan.embeddings);
-  if (B == B_ && T == T_ && training == training_ && plan == plan_ && C_ == size_t(c.hidden_size) &&
+  if (B == B_ && T == T_ && !packed_ && training == training_ && plan == plan_ &&
+      C_ == size_t(c.hidden_size) && L_ == size_t(c.num_hidden_layers) &&
+      I_ == size_t(c.intermediate_size) && lora_r_ == lora.r &&
+      lora_drop_ == (lora.dropout > 0.0f) && buf_.backend() == &be)
+    return;
+  allocate(be, c, B, T, training, plan, 0);
+}
+
+void EncoderActs::resize_packed(Backend& be, const BertConfig& c, int B, int T, int rows) {
+  if (B == B_ && T == T_ && rows == N_ && packed_ && C_ == size_t(c.hidden_size) &&
       L_ == size_t(c.num_hidden_layers) && I_ == size_t(c.intermediate_size) &&
       lora_r_ == lora.r && lora_drop_ == (lora.dropout > 0.0f) && buf_.backend() == &be)
     return;
+  allocate(be, c, B, T, false, BackwardPlan{}, rows);
+}
+
+void EncoderActs::allocate(Backend& be, const BertConfig& c, int B, int T, bool training,
+                           const BackwardPlan& plan, int packed_rows) {
   Carver count(nullptr);
-  carve(*this, count, c, B, T, training, plan);
+  carve(*this, count, c, B, T, training, plan, packed_rows);
   // Grow only: fine-tuning batches change T every step (dynamic padding). Every activation is
   // written before it is read, so the buffer needs no clearing.
   // In host memory a new block grows by half at least: eval sorts examples by length, so T grew
@@ -144,8 +162,10 @@ void EncoderActs::resize(Backend& be, const BertConfig& c, int B, int T, bool tr
   if (want > buf_.capacity() && be.accepts_host_pointers())
     want = std::max(want, buf_.capacity() + buf_.capacity() / 2);
   Carver cv(buf_.ensure(be, want));
-  carve(*this, cv, c, B, T, training, plan);
+  carve(*this, cv, c, B, T, training, plan, packed_rows);
   B_ = B, T_ = T, training_ = training, plan_ = plan;
+  packed_ = packed_rows > 0;
+  N_ = packed_ ? packed_rows : B * T;
   C_ = c.hidden_size, L_ = c.num_hidden_layers, I_ = c.intermediate_size;
   lora_r_ = lora.r, lora_drop_ = lora.dropout > 0.0f;
 }
@@ -154,7 +174,16 @@ void check_encoder_inputs(const BertConfig& c, const EncoderInputs& in) {
   if (in.T > c.max_position_embeddings)
     fail("sequence length {} exceeds max_position_embeddings {}", in.T,
          c.max_position_embeddings);
-  const size_t N = size_t(in.B) * in.T;
+  if (in.packed()) {
+    if (in.attention_mask) fail("a packed batch takes no attention_mask");
+    for (int b = 0; b < in.B; ++b) {
+      const int len = in.cu_seqlens[b + 1] - in.cu_seqlens[b];
+      if (len < 1 || len > in.T)
+        fail("packed batch: sequence {} has {} rows, outside [1, T = {}]", b, len, in.T);
+    }
+    if (in.cu_seqlens[0] != 0) fail("packed batch: cu_seqlens[0] = {}, not 0", in.cu_seqlens[0]);
+  }
+  const size_t N = size_t(in.rows());
   for (size_t i = 0; i < N; ++i) {
     if (in.input_ids[i] < 0 || in.input_ids[i] >= c.vocab_size)
       fail("input_ids[{}] = {} is outside the vocabulary [0, {})", i, in.input_ids[i],
@@ -167,7 +196,8 @@ void check_encoder_inputs(const BertConfig& c, const EncoderInputs& in) {
 
 void encoder_forward(Backend& be, const BertConfig& c, const BertParams& w, EncoderActs& a,
                      const EncoderInputs& in, const int32_t* position_ids, BertQuant* q) {
-  const int B = in.B, T = in.T, C = c.hidden_size, N = B * T;
+  const int B = in.B, T = in.T, C = c.hidden_size, N = in.rows();
+  if (in.packed() && a.training()) fail("a packed batch is for inference only");
   embeddings_forward(be, a.emb, in.input_ids, position_ids, in.token_type_ids, w.word_emb,
                      w.pos_emb, w.type_emb, w.emb_ln_w, w.emb_ln_b, N, C, c.layer_norm_eps,
                      q ? &q->emb : nullptr);
@@ -175,17 +205,24 @@ void encoder_forward(Backend& be, const BertConfig& c, const BertParams& w, Enco
   const float* x = a.emb.out;
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     encoder_layer_forward(be, a.layers[l], a.scores, x, a.mask_add, w.layers[l],
-                          layer_dims(c, B, T, a, l), q ? &q->layers[size_t(l)] : nullptr);
+                          layer_dims(c, B, T, a, l, in.cu_seqlens),
+                          q ? &q->layers[size_t(l)] : nullptr);
     x = a.layers[l].out;
   }
   a.hidden = x;
-  // Pooler: dense + tanh on the [CLS] row of each sequence (rows T·C apart).
-  linear_forward(be, a.pooled_pre, x, w.pooler_w, w.pooler_b, B, C, C, T * C,
+  // Pooler: dense + tanh on the [CLS] row of each sequence (rows T·C apart; packed, gathered).
+  const float* cls = x;
+  int cls_stride = T * C;
+  if (in.packed()) {
+    be.gather_rows(a.pooled, x, in.first_rows, B, C);
+    cls = a.pooled, cls_stride = C;
+  }
+  linear_forward(be, a.pooled_pre, cls, w.pooler_w, w.pooler_b, B, C, C, cls_stride,
                  q ? q->pooler : nullptr);
   if (w.pooler_lora) {
     const LayerDims d = layer_dims(c, B, T, a, 0);  // the adapters' r, scaling, dropout
-    lora_forward(be, a.pooled_pre, a.pooler_lora_u, a.layers[0].lora_xd, x, w.pooler_lora.A,
-                 w.pooler_lora.B, B, C, C, a.lora.r, a.lora.scaling, T * C, d.lora.dropout,
+    lora_forward(be, a.pooled_pre, a.pooler_lora_u, a.layers[0].lora_xd, cls, w.pooler_lora.A,
+                 w.pooler_lora.B, B, C, C, a.lora.r, a.lora.scaling, cls_stride, d.lora.dropout,
                  pooler_lora_seed(c, a));
   }
   be.tanh_forward(a.pooled, a.pooled_pre, size_t(B) * C);

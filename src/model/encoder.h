@@ -18,11 +18,21 @@ class BertQuant;
 // On the host when the caller hands a batch to BertModel; encoder_forward/backward get the same
 // struct pointing into backend memory (model/device_batch.h), with attention_mask unused (the
 // additive mask is EncoderActs::mask_add) and token_type_ids always set.
+//
+// Packed (cu_seqlens set; inference only): B sequences of different lengths one after another,
+// with no padding. Sequence b is rows [cu_seqlens[b], cu_seqlens[b+1]) of input_ids and
+// token_type_ids [N] (N = cu_seqlens[B]), each row attends within its own sequence, and T is the
+// longest sequence. attention_mask must be nullptr. cu_seqlens stays on the host; first_rows
+// (cu_seqlens[0..B), the [CLS] rows the pooler reads) is set in backend memory by DeviceBatch.
 struct EncoderInputs {
   int B = 0, T = 0;
   const int32_t* input_ids = nullptr;       // [B, T]
   const int32_t* token_type_ids = nullptr;  // [B, T]; nullptr = all 0
   const int32_t* attention_mask = nullptr;  // [B, T] 1 keep / 0 pad; nullptr = all 1
+  const int32_t* cu_seqlens = nullptr;      // [B + 1] packed; nullptr = padded [B, T]
+  const int32_t* first_rows = nullptr;      // [B] packed, backend memory (DeviceBatch)
+  bool packed() const { return cu_seqlens != nullptr; }
+  int rows() const { return cu_seqlens ? cu_seqlens[B] : B * T; }  // N
 };
 
 // Dropout of training forwards. prob: hidden_dropout_prob, at HF's three sites in the encoder (the
@@ -70,14 +80,18 @@ class EncoderActs {
   // Carves the activations out of one block of `be`'s memory.
   void resize(Backend& be, const BertConfig& c, int B, int T, bool training,
               const BackwardPlan& plan = {});
+  // Inference on a packed batch (EncoderInputs::cu_seqlens): B sequences in `rows` rows, the
+  // longest T; the attention scratch is one sequence's [NH, T, T].
+  void resize_packed(Backend& be, const BertConfig& c, int B, int T, int rows);
   int B() const { return B_; }
   int T() const { return T_; }
+  int rows() const { return N_; }  // B·T, or the packed batch's rows
   bool training() const { return training_; }
   const BackwardPlan& plan() const { return plan_; }
 
   EmbeddingActs emb;
   std::vector<LayerActs> layers;
-  float* scores = nullptr;       // [B, NH, T, T] scratch
+  float* scores = nullptr;       // [B, NH, T, T] scratch ([NH, T, T] packed)
   float* mask_add = nullptr;     // [B, T] 0 or −10000 (google-research/bert modeling.py)
   float* pooled_pre = nullptr;   // [B, C] before tanh
   float* pooled = nullptr;       // [B, C] pooler_output
@@ -92,12 +106,14 @@ class EncoderActs {
   float* pooler_lora_u = nullptr;  // [B, r]
 
  private:
-  int B_ = 0, T_ = 0;
-  bool training_ = false;
+  int B_ = 0, T_ = 0, N_ = 0;
+  bool training_ = false, packed_ = false;
   BackwardPlan plan_;
   size_t C_ = 0, L_ = 0, I_ = 0;
   int lora_r_ = 0;
   bool lora_drop_ = false;
+  void allocate(Backend& be, const BertConfig& c, int B, int T, bool training,
+                const BackwardPlan& plan, int packed_rows);
   DeviceArray<float> buf_;
 };
 

@@ -56,7 +56,10 @@ void encoder_layer_forward(Backend& be, const LayerActs& a, float* scores, const
   }
   const LoraParams qkv_lora[3] = {w.query_lora, w.key_lora, w.value_lora};
   for (int i = 0; i < 3; ++i) lora_add(be, qkv_lora[i], a, d, kLoraQuery + i, qkv_out[i], inp, C, C);
-  if (a.inference && d.att_drop.p == 0.0f)
+  if (d.att.cu_seqlens)  // packed: inference only (encoder_forward refuses training)
+    be.attention_forward_varlen(a.ctx, a.probs, scores, a.q, a.k, a.v, d.att.cu_seqlens, d.att.B,
+                                d.att.NH, d.att.HS, 1.0f / std::sqrt(float(d.att.HS)));
+  else if (a.inference && d.att_drop.p == 0.0f)
     be.attention_forward_inference(a.ctx, a.probs, scores, a.q, a.k, a.v, mask_add, d.att.B,
                                    d.att.NH, d.att.T, d.att.HS, 1.0f / std::sqrt(float(d.att.HS)));
   else

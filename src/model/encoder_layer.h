@@ -72,7 +72,7 @@ struct LayerDims {
   // Linear's seed (LoraLinear order).
   LoraRun lora = {};
   uint64_t lora_seed[6] = {};
-  int N() const { return att.B * att.T; }
+  int N() const { return att.N(); }
   int C() const { return att.C(); }
 };
 

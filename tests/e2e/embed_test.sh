@@ -38,6 +38,18 @@ import numpy as np, sys
 e = np.load('$T/e.npy')
 sys.exit(0 if e.shape == (2, 5) and e.dtype == np.float32 and abs(np.linalg.norm(e, axis=1) - 1).max() < 1e-6 else 1)
 " && ok || bad "e.npy is not a float32 [2, 5] matrix of unit rows"
+# Packed (the default, here 5 tokens a forward: several forwards) and padded batches: the same
+# embeddings up to float rounding (tests/unit/packed_batch_test.cpp bounds it at 1e-5).
+printf 'the cat sat on the mat\n\na dog\nthe big red dog and the small blue cat\nit\n' > "$T/mix.txt"
+expect_ok "embed packed" "$BIN" embed --model "$T/emb.brt" --input "$T/mix.txt" --max-batch-tokens 5 --output "$T/packed.npy"
+expect_ok "embed padded" "$BIN" embed --model "$T/emb.brt" --input "$T/mix.txt" --no-packing --batch-size 2 --output "$T/padded.npy"
+/usr/bin/python3 -c "
+import numpy as np, sys
+a, b = np.load('$T/packed.npy'), np.load('$T/padded.npy')
+sys.exit(0 if a.shape == b.shape == (5, 12) and abs(a - b).max() <= 1e-5 else 1)
+" && ok || bad "packed and padded embeddings differ"
+"$BIN" embed --model "$T/emb.brt" --input "$T/in.txt" --max-batch-tokens 0 >/dev/null 2>&1
+[ $? -eq 2 ] && ok || bad "--max-batch-tokens 0 is a usage error (exit 2)"
 expect_error "dimensions above the width" "$T/x.npy" "--dimensions 13 is outside \[1, 12\]" -- \
   "$BIN" embed --model "$T/emb.brt" --input "$T/in.txt" --dimensions 13 --output "$T/x.npy"
 printf 'fine\n\xff\xfe\n' > "$T/bad.txt"

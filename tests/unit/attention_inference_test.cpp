@@ -5,7 +5,8 @@
 // - the scalar reference against a float64 softmax within a bound derived from its roundings;
 // - the cpu backend (streamed by default) against ReferenceBackend, for 1 and 2 threads alike, and
 //   its BERTRT_ATTENTION=gemm path against the training forward's unfused ops bit for bit (the same
-//   sgemm calls and softmax rows); an unknown BERTRT_ATTENTION value is an error naming it.
+//   sgemm calls and softmax rows); an unknown BERTRT_ATTENTION value is an error naming it;
+// - packed sequences (attention_forward_varlen) against each sequence alone.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -209,6 +210,60 @@ TEST(AttentionInference, CpuBackendAgainstTheReferenceAndTheUnfusedOps) {
     }
   }
   RecordProperty("cases", n_cases);
+}
+
+// Packed attention (attention_forward_varlen): each sequence of the packed rows gives, bit for
+// bit, what attention_forward_inference gives it alone (B = 1, no mask) on the same backend, for
+// the cpu backend's streamed and gemm paths with 1, 2 and 3 threads, the scalar reference and the
+// checked backend; the cpu result matches the reference within the bound of the test above.
+TEST(AttentionInference, PackedSequencesEqualEachSequenceAlone) {
+  const int NH = 3, HS = 17, C = NH * HS;
+  // Odd lengths around the panels (16/32 rows) and the 64-key blocks, a single-token sequence.
+  const std::vector<int32_t> lens = {5, 1, 33, 64, 70, 17, 2};
+  std::vector<int32_t> cu = {0};
+  for (int32_t t : lens) cu.push_back(cu.back() + t);
+  const int S = int(lens.size()), N = cu.back(), Tmax = 70;
+  const auto q = test::randn(size_t(N) * C, 901), k = test::randn(size_t(N) * C, 902),
+             v = test::randn(size_t(N) * C, 903);
+  const float scale = 1.0f / std::sqrt(float(HS));
+  std::vector<float> probs(size_t(NH) * Tmax * Tmax), scores(probs.size());
+  auto alone = [&](Backend& be) {
+    std::vector<float> out(size_t(N) * C, -7.0f);
+    for (int s = 0; s < S; ++s) {
+      const size_t x = size_t(cu[size_t(s)]) * C;
+      be.attention_forward_inference(out.data() + x, probs.data(), scores.data(), q.data() + x,
+                                     k.data() + x, v.data() + x, nullptr, 1, NH, lens[size_t(s)],
+                                     HS, scale);
+    }
+    return out;
+  };
+  auto packed = [&](Backend& be) {
+    std::vector<float> out(size_t(N) * C, -8.0f);
+    be.attention_forward_varlen(out.data(), probs.data(), scores.data(), q.data(), k.data(),
+                                v.data(), cu.data(), S, NH, HS, scale);
+    return out;
+  };
+  auto same = [&](const std::vector<float>& a, const std::vector<float>& b) {
+    return std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  };
+  ReferenceBackend ref;
+  const std::vector<float> want = alone(ref);
+  EXPECT_TRUE(same(want, packed(ref)));
+  std::vector<double> tol(want.size(), 1e-5 * (1 + std::sqrt(double(Tmax))));
+  for (bool streamed : {true, false}) {
+    std::vector<float> first;
+    for (int threads : {1, 2, 3}) {
+      CpuBackend cpu(threads);
+      cpu.set_streamed_attention(streamed);
+      const std::vector<float> got = packed(cpu);
+      EXPECT_TRUE(same(alone(cpu), got)) << "streamed " << streamed << ", threads " << threads;
+      if (first.empty()) first = got;
+      EXPECT_TRUE(same(first, got)) << "streamed " << streamed << ", threads " << threads;
+      EXPECT_TRUE(test::all_close(want, got, tol)) << "streamed " << streamed;
+    }
+  }
+  EXPECT_TRUE(ref.packed_attention());
+  EXPECT_TRUE(CpuBackend(1).packed_attention());
 }
 
 TEST(AttentionInference, PathChoiceByEnvironment) {

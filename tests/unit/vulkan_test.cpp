@@ -303,6 +303,32 @@ TEST_F(Vulkan, SoftmaxForwardWithinTheFloatBoundAndItsEdges) {
   }
 }
 
+// Packed attention: Backend's default (one attention per sequence, on offsets into the packed
+// rows) on device memory; supports the packed batches, though packed_attention() steers callers
+// to padded ones (one chain of dispatches per sequence). Against the scalar reference: the same
+// bound as the gemm and softmax cases, a convex combination of V rows (|v| ≲ 4).
+TEST_F(Vulkan, PackedAttentionRunsEachSequenceWithinTheFloatBound) {
+  EXPECT_FALSE(be_->packed_attention());
+  ReferenceBackend ref;
+  const int NH = 2, HS = 9, C = NH * HS;
+  const std::vector<int32_t> cu = {0, 3, 4, 21, 38};
+  const int S = 4, N = cu.back(), Tmax = 17;
+  const auto q = randn(size_t(N) * C, 51), k = randn(size_t(N) * C, 52), v = randn(size_t(N) * C, 53);
+  DeviceArray<float> dq, dk, dv, dctx, dp, ds;
+  put(dq, q), put(dk, k), put(dv, v);
+  dctx.ensure(*be_, size_t(N) * C);
+  dp.ensure(*be_, size_t(NH) * Tmax * Tmax);
+  ds.ensure(*be_, size_t(NH) * Tmax * Tmax);
+  const float scale = 1.0f / std::sqrt(float(HS));
+  be_->attention_forward_varlen(dctx.data(), dp.data(), ds.data(), dq.data(), dk.data(), dv.data(),
+                                cu.data(), S, NH, HS, scale);
+  std::vector<float> want(size_t(N) * C), probs(size_t(NH) * Tmax * Tmax), scores(probs.size());
+  ref.attention_forward_varlen(want.data(), probs.data(), scores.data(), q.data(), k.data(),
+                               v.data(), cu.data(), S, NH, HS, scale);
+  std::vector<double> tol(want.size(), 1e-5 * (1 + std::sqrt(double(Tmax))));
+  EXPECT_TRUE(test::all_close(want, get(dctx, want.size()), tol));
+}
+
 // AdamW: the cpu backend's float operations in its order (precise: no contraction); only sqrt
 // and the divisions may differ (Vulkan allows 2.5 ulp for division, lavapipe rounds correctly):
 // a few eps of |p| and of the step, as ops_test bounds cpu vs reference.

@@ -24,8 +24,8 @@ void add_embed(CLI::App& app) {
   struct Opts {
     std::string model, input, output, prompt_name, pooling, precision = "float32", calibration;
     std::optional<std::string> prompt;
-    int dimensions = 0, batch_size = 32;
-    bool no_normalize = false;
+    int dimensions = 0, batch_size = 32, max_batch_tokens = 2048;
+    bool no_normalize = false, no_packing = false;
     BackendChoice backend;
   };
   auto o = std::make_shared<Opts>();
@@ -65,7 +65,15 @@ void add_embed(CLI::App& app) {
                 "weightedmean or lasttoken")
       ->check(CLI::IsMember({"cls", "mean", "max", "mean_sqrt_len_tokens", "weightedmean",
                              "lasttoken"}));
-  c->add_option("--batch-size", o->batch_size, "sequences a forward (default 32)")
+  c->add_option("--max-batch-tokens", o->max_batch_tokens,
+                "tokens a forward: inputs are packed one after another without padding, each "
+                "attending to its own tokens (default 2048)")
+      ->check(at_least(1));
+  c->add_flag("--no-packing", o->no_packing,
+              "pad instead: --batch-size inputs a forward, longest first, padded to the longest "
+              "(what the vulkan backend does anyway)");
+  c->add_option("--batch-size", o->batch_size,
+                "inputs a forward with --no-packing or on the vulkan backend (default 32)")
       ->check(at_least(1));
   c->add_option("--precision", o->precision,
                 "float32 (default), int8, uint8, binary or ubinary (sentence-transformers' "
@@ -99,6 +107,8 @@ void add_embed(CLI::App& app) {
     opts.prompt_name = o->prompt_name;
     opts.pooling = o->pooling;
     opts.batch_size = o->batch_size;
+    opts.packing = !o->no_packing;
+    opts.max_batch_tokens = o->max_batch_tokens;
     const int dim = embedding_dim(*m.model, opts);  // a bad --dimensions fails before any input
 
     std::optional<QuantizationRanges> ranges;

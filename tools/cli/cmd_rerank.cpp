@@ -18,8 +18,8 @@ namespace bertrt::cli {
 void add_rerank(CLI::App& app) {
   struct Opts {
     std::string model, query, input;
-    int top_k = 0, batch_size = 32, max_length = 0;
-    bool raw_scores = false, return_text = false;
+    int top_k = 0, batch_size = 32, max_length = 0, max_batch_tokens = 2048;
+    bool raw_scores = false, return_text = false, no_packing = false;
     BackendChoice backend;
   };
   auto o = std::make_shared<Opts>();
@@ -42,7 +42,16 @@ void add_rerank(CLI::App& app) {
                 "tokens a (query, passage) pair keeps, longest first (default: the tokenizer's "
                 "model_max_length, as CrossEncoder; at most max_position_embeddings)")
       ->check(at_least(3));
-  c->add_option("--batch-size", o->batch_size, "pairs a forward (default 32)")->check(at_least(1));
+  c->add_option("--max-batch-tokens", o->max_batch_tokens,
+                "tokens a forward: pairs are packed one after another without padding, each "
+                "attending to its own tokens (default 2048)")
+      ->check(at_least(1));
+  c->add_flag("--no-packing", o->no_packing,
+              "pad instead: --batch-size pairs a forward, longest first, padded to the longest "
+              "(what the vulkan backend does anyway)");
+  c->add_option("--batch-size", o->batch_size,
+                "pairs a forward with --no-packing or on the vulkan backend (default 32)")
+      ->check(at_least(1));
   o->backend.add_to(c);
   c->callback([o] {
     check_input_file("--model", o->model);
@@ -63,6 +72,8 @@ void add_rerank(CLI::App& app) {
                                         : tokenizer_max_length(
                                               m.metadata, m.model->config().max_position_embeddings);
     opts.batch_size = o->batch_size;
+    opts.packing = !o->no_packing;
+    opts.max_batch_tokens = o->max_batch_tokens;
     EmbedStats st;
     const std::vector<float> scores =
         rerank_scores(*m.model, *m.tokenizer, *be, o->query, passages, opts, &st);
