@@ -72,13 +72,14 @@ ret_finetune ret.brt
 "$B" embed --model ret.brt --input texts/corpus.txt --output c.npy 2>/dev/null
 if [ "$INT8" = 1 ]; then
   # PTQ of each fine-tuned model on 512 training texts; QAT from the same start, same steps.
-  cut -f8,9 "$DATA/glue/STS-B/train.tsv" | tail -n +2 | tr '\t' '\n' | head -n 512 > sts_cal.txt
+  tail -n +2 "$DATA/glue/STS-B/train.tsv" | cut -f8,9 | tr '\t' '\n' > sts_train.txt
+  head -n 512 sts_train.txt > sts_cal.txt
   "$B" quantize --model sts.brt --calibration sts_cal.txt -o sts_ptq.brt >/dev/null
   sts_finetune sts_qat.brt --qat int8
   head -n 512 texts/corpus.txt > ret_cal.txt
   "$B" quantize --model ret.brt --calibration ret_cal.txt -o ret_ptq.brt >/dev/null
   ret_finetune ret_qat.brt --qat int8
-  cut -f8,9 "$DATA/glue/STS-B/dev.tsv" | tail -n +2 | tr '\t' '\n' > sts_dev.txt
+  tail -n +2 "$DATA/glue/STS-B/dev.tsv" | cut -f8,9 | tr '\t' '\n' > sts_dev.txt
   "$B" embed --model sts.brt --input sts_dev.txt --output sts_dev.npy 2>/dev/null
   for m in sts_ptq sts_qat ret_ptq ret_qat; do
     case $m in sts*) "$B" eval --model $m.brt --task sts --data "$DATA/glue/STS-B/dev.tsv" --json > $m.json
