@@ -85,6 +85,16 @@ std::string metrics_line(const EmbeddingMetrics& m) {
 
 }  // namespace
 
+OptimOptions pair_run_optim(const EmbeddingFinetuneRun& r, size_t rows) {
+  const int64_t per_epoch = int64_t((rows + size_t(r.batch_size) - 1) / size_t(r.batch_size));
+  OptimOptions opt;
+  opt.learning_rate = r.lr;
+  opt.total_steps = r.max_steps > 0 ? r.max_steps : per_epoch * r.epochs;
+  opt.warmup_steps = int64_t(std::ceil(double(r.warmup_ratio) * double(opt.total_steps)));
+  opt.weight_decay = r.weight_decay;
+  return opt;
+}
+
 void add_embedding_finetune_flags(CLI::App* c, EmbeddingFinetuneFlags& f) {
   const std::string g = "Sentence embeddings (--task sentence-embedding)";
   f.options = {
@@ -205,13 +215,8 @@ void run_embedding_finetune(const EmbeddingFinetuneRun& r, const EmbeddingFinetu
       r.dev_articles.empty() ? ArticleRange{} : parse_article_range(r.dev_articles, "--dev-articles");
 
   auto be = r.backend->make();
-  const int64_t per_epoch = int64_t((train.rows.size() + size_t(r.batch_size) - 1) / size_t(r.batch_size));
-  const int64_t total = r.max_steps > 0 ? r.max_steps : per_epoch * r.epochs;
-  OptimOptions opt;
-  opt.learning_rate = r.lr;
-  opt.total_steps = total;
-  opt.warmup_steps = int64_t(std::ceil(double(r.warmup_ratio) * double(total)));
-  opt.weight_decay = r.weight_decay;
+  const OptimOptions opt = pair_run_optim(r, train.rows.size());
+  const int64_t total = opt.total_steps;
   Trainer trainer(model, *be, opt);
   trainer.set_dropout(r.hidden_dropout, r.seed, r.attention_dropout);
 

@@ -11,6 +11,7 @@
 #include "common.h"
 #include "io/model_io.h"
 #include "qat_flags.h"
+#include "train/update_rule.h"
 
 namespace bertrt::cli {
 
@@ -36,6 +37,9 @@ struct EmbeddingFinetuneRun {
   const BackendChoice* backend = nullptr;
   const QatOptions* qat = nullptr;  // --qat int8: fake-quant training, -o the int8 model
 };
+
+// The optimizer of a run over `rows` training rows: --max-steps, else --epochs of batches.
+OptimOptions pair_run_optim(const EmbeddingFinetuneRun& run, size_t rows);
 
 // Runs the fine-tuning: checks, the data, the steps with a progress bar, the dev metrics (an STS
 // TSV: cosine_spearman; SQuAD JSON: retrieval) before and after, and -o written atomically.

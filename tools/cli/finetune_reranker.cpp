@@ -50,13 +50,8 @@ void run_reranker_finetune(const EmbeddingFinetuneRun& r) {
   if (!r.dev.empty()) dev = read_rerank_file(r.dev, dev_articles, r.seed + 1, 9);
 
   auto be = r.backend->make();
-  const int64_t per_epoch = int64_t((train.rows.size() + size_t(r.batch_size) - 1) / size_t(r.batch_size));
-  const int64_t total = r.max_steps > 0 ? r.max_steps : per_epoch * r.epochs;
-  OptimOptions opt;
-  opt.learning_rate = r.lr;
-  opt.total_steps = total;
-  opt.warmup_steps = int64_t(std::ceil(double(r.warmup_ratio) * double(total)));
-  opt.weight_decay = r.weight_decay;
+  const OptimOptions opt = pair_run_optim(r, train.rows.size());
+  const int64_t total = opt.total_steps;
   Trainer trainer(model, *be, opt);
   trainer.set_dropout(r.hidden_dropout, r.seed, r.attention_dropout);
 
