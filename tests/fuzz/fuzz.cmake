@@ -13,7 +13,7 @@ set(FUZZ_PARSER_SOURCES
   src/core/utf8.cpp src/heads/embedding_config.cpp src/embed/embedding_index.cpp
   src/io/model_file_read.cpp src/io/tensor_record.cpp src/io/config_check.cpp src/io/safetensors.cpp
   src/io/segment_scan.cpp
-  src/model/config.cpp src/model/params.cpp
+  src/model/config.cpp src/model/params.cpp src/model/lora_sites.cpp
   src/tokenizer/basic_tokenizer.cpp src/tokenizer/encode.cpp src/tokenizer/offsets.cpp
   src/tokenizer/tokenizer.cpp src/tokenizer/unicode_text.cpp src/tokenizer/vocab.cpp
   src/tokenizer/wordpiece.cpp
