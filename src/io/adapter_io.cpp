@@ -14,21 +14,56 @@
 
 namespace bertrt {
 
+namespace {
+
+// The int8 weights of an int8 model's base, by tensor name: its Linears' and (int8 embeddings)
+// its tables.
+std::map<std::string, Int8WeightView> int8_base_weights(const BertModel& model) {
+  std::map<std::string, Int8WeightView> w;
+  const BertQuant* q = model.quant();
+  if (!q || q->mode() != QuantMode::kInt8) return w;
+  for (const LinearSite& s : linear_sites(model.config(), model.heads())) {
+    if (s.weight.rfind("bert.", 0) != 0 || s.name == "cls.predictions.decoder") continue;
+    const auto it = q->linears().find(s.name);
+    if (it != q->linears().end() && it->second.mode == QuantMode::kInt8)
+      w[s.weight] = it->second.w8;
+  }
+  if (q->emb.int8) {
+    w["bert.embeddings.word_embeddings.weight"] = q->emb.word.w8.view();
+    w["bert.embeddings.position_embeddings.weight"] = q->emb.pos.w8.view();
+    w["bert.embeddings.token_type_embeddings.weight"] = q->emb.type.w8.view();
+  }
+  return w;
+}
+
+}  // namespace
+
 uint32_t adapter_base_checksum(const BertModel& model) {
   uint32_t crc = 0;
+  const std::map<std::string, Int8WeightView> int8 = int8_base_weights(model);
   for (const ParamInfo& p : model.layout().params()) {
     if (p.name.rfind("bert.", 0) != 0) continue;
+    crc = crc32c::extend(crc, p.name.data(), p.name.size() + 1);  // the terminating NUL too
+    crc = crc32c::extend(crc, p.shape.data(), p.shape.size() * sizeof(int64_t));
+    if (const auto it = int8.find(p.name); it != int8.end()) {  // its integers, then the scales
+      const Int8WeightView& w = it->second;
+      crc = crc32c::extend(crc, w.q, size_t(w.rows) * w.cols);
+      crc = crc32c::extend(crc, w.scale, size_t(w.rows) * sizeof(float));
+      continue;
+    }
     if (!model.holds_fp32(p.name))
       fail("{}: an int8 model holds no fp32 copy of {}: LoRA adapters need a float base",
            model.source().empty() ? "the model" : model.source(), p.name);
-    crc = crc32c::extend(crc, p.name.data(), p.name.size() + 1);  // the terminating NUL too
-    crc = crc32c::extend(crc, p.shape.data(), p.shape.size() * sizeof(int64_t));
     crc = crc32c::extend(crc, model.params() + p.offset, p.numel * sizeof(float));
   }
   return crc;
 }
 
 std::string checksum_text(uint32_t crc) { return fmt::format("crc32c:{:08x}", crc); }
+
+const char* adapter_base_dtype(const BertModel& model) {
+  return model.quant_mode() == QuantMode::kInt8 ? "int8" : "float32";
+}
 
 namespace {
 
@@ -79,6 +114,7 @@ void save_adapter(const std::string& path, const BertModel& model, const Tokeniz
       {"base_model_name_or_path", base_name},
       {"base_model_checksum", checksum_text(base_checksum)}};
   metadata[kAdapterConfigKey] = cfg.dump();
+  metadata[kAdapterBaseDtypeKey] = adapter_base_dtype(model);
   ModelContents c;
   c.config = model.config();
   c.heads = model.heads();
@@ -176,6 +212,16 @@ void apply_adapter(LoadedModel& m, const std::string& model_path,
          b.num_attention_heads, b.intermediate_size, b.vocab_size);
   lora_sites(b, lora, adapter_path);  // r, alpha, dropout, targets: valid on this base
   const uint32_t have = adapter_base_checksum(model);
+  const auto dt = c.metadata.find(kAdapterBaseDtypeKey);
+  const std::string want_dtype = dt == c.metadata.end() ? "float32" : dt->second;
+  const std::string have_dtype = adapter_base_dtype(model);
+  if (have != want && want_dtype != have_dtype)
+    fail("--adapter {} was trained on {} base ({}); --model {} is {} model ({}): an adapter "
+         "only applies to the exact base it was trained on ({})",
+         adapter_path, want_dtype == "int8" ? "an int8" : "a " + want_dtype, checksum_text(want),
+         model_path, have_dtype == "int8" ? "an int8" : "a " + have_dtype, checksum_text(have),
+         want_dtype == "int8" ? "give the int8 model it was trained on"
+                              : "give its float base, or train an adapter over the int8 model");
   if (have != want)
     fail("--adapter {} was trained on another base: it expects base weights {}, --model {} has "
          "{} (an adapter only applies to the exact base it was trained on)",
@@ -207,8 +253,13 @@ void apply_adapter(LoadedModel& m, const std::string& model_path,
   for (const ParamInfo& p : layout.params())
     if (adapter_tensor(p.name) && !file.find(p.name))
       fail("--adapter {}: tensor '{}' is missing", adapter_path, p.name);
-  model.set_heads(c.heads, 0);
-  model.attach_lora(lora, 0, adapter_path);
+  if (model.quant_mode() == QuantMode::kInt8) {  // an int8 model takes heads once adapters sit on it
+    model.attach_lora(lora, 0, adapter_path);
+    model.set_heads(c.heads, 0);
+  } else {
+    model.set_heads(c.heads, 0);
+    model.attach_lora(lora, 0, adapter_path);
+  }
   float* params = model.params();
   for (const TensorRecord& t : c.tensors)
     tensor_to_f32(t, params + model.layout().at(t.name).offset);

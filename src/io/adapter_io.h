@@ -19,12 +19,20 @@ namespace bertrt {
 // The metadata key of the adapter record; a file with it is an adapter, not a model.
 constexpr const char* kAdapterConfigKey = "adapter_config";
 
-// CRC-32C over the name, shape and fp32 values of every base tensor an adapter sits on (the
-// bert.* tensors: embeddings, encoder, pooler), in layout order: the same for a base file and a
-// fine-tuned copy of it whose head changed, different for any other weights. Throws
-// bertrt::Error for an int8 model (no fp32 weights to fingerprint).
+// The metadata key (outside the PEFT record) that says which base the adapter was trained on:
+// "float32" or "int8" (absent: float32).
+constexpr const char* kAdapterBaseDtypeKey = "adapter_base_dtype";
+
+// CRC-32C over the name, shape and values of every base tensor an adapter sits on (the bert.*
+// tensors: embeddings, encoder, pooler), in layout order: the same for a base file and a
+// fine-tuned copy of it whose head changed, different for any other weights. The values are the
+// fp32 ones; of an int8 model (model/lora_int8.h), each int8 weight's integers then its per-row
+// fp32 scales, and the fp32 values of the rest (LayerNorms, biases, float tables), so an adapter
+// trained over an int8 model names that int8 model, not its float source. Throws bertrt::Error
+// for a model that holds neither for a tensor.
 uint32_t adapter_base_checksum(const BertModel& model);
 std::string checksum_text(uint32_t crc);  // "crc32c:0123abcd"
+const char* adapter_base_dtype(const BertModel& model);  // "int8" or "float32"
 
 // Writes the adapters and head of `model` (which carries adapters) atomically; `base_checksum`
 // is the base's, taken before training (training changes only the adapters and the head, so it

@@ -131,7 +131,7 @@ static bool task_param(const std::string& name) {
 }
 
 void BertModel::set_heads(const HeadsConfig& new_heads, uint64_t seed) {
-  if (quant_mode() == QuantMode::kInt8)
+  if (quant_mode() == QuantMode::kInt8 && !lora_)  // adapters over it: an fp32 head (lora_int8.h)
     fail("this is an int8 inference model (written by `finetune --qat int8` or `bertrt quantize`): "
          "it cannot be trained or given new heads; fine-tune its float or fake-quant source "
          "instead");
@@ -164,8 +164,15 @@ void BertModel::relayout(const HeadsConfig& new_heads, uint64_t seed) {
       from.push_back(size_t(std::find(heads_.labels.begin(), heads_.labels.end(), label) -
                             heads_.labels.begin()));
   std::mt19937_64 rng(seed);
+  // Weights an int8 model holds only in int8 (adapters over an int8 base) keep their zero slots,
+  // untouched: their pages take no memory.
+  std::vector<std::string> int8_only;
   for (const ParamInfo& p : layout.params()) {
     const ParamInfo* old = layout_.find(p.name);
+    if (old && old->shape == p.shape && !holds_fp32(p.name)) {
+      int8_only.push_back(p.name);
+      continue;
+    }
     if (old && old->shape == p.shape && (same_kind || !task_param(p.name))) {
       if (!from.empty() && p.name.rfind("classifier.", 0) == 0 &&
           size_t(p.shape[0]) == from.size()) {
@@ -182,10 +189,11 @@ void BertModel::relayout(const HeadsConfig& new_heads, uint64_t seed) {
   heads_ = heads;
   layout_ = std::move(layout);
   params_ = std::move(params);
-  int8_only_.clear();
+  int8_only_ = std::move(int8_only);
   grads_.clear();
   w_at_ = dw_at_ = nullptr;
   if (quant_) quant_->bind(config_, heads_);
+  if (lora_ && quant_mode() == QuantMode::kInt8) float_task_head();
 }
 
 // Where the heads leave their loss sums and argmax rows (HeadReadout): slots 0 MLM, 1 NSP, 2–3
@@ -198,7 +206,8 @@ size_t task_rows(int B, int T) { return std::max(size_t(B) * T, 2 * size_t(B)); 
 ForwardResult BertModel::forward(Backend& be, const EncoderInputs& in, const Targets& t,
                                  bool training) {
   if (quant_) {
-    if (training && quant_->mode() != QuantMode::kFakeQuant)
+    if (training && quant_->mode() != QuantMode::kFakeQuant &&
+        !(lora_ && quant_->mode() == QuantMode::kInt8))  // adapters over an int8 base train
       fail("training a {} model: an int8 model is for inference only (written by `finetune --qat "
            "int8` or `bertrt quantize`); fine-tune its float or fake-quant source instead",
            quant_mode_name(quant_->mode()));
@@ -562,14 +571,18 @@ bool BertModel::is_base_param(const std::string& name) const {
 
 void BertModel::attach_lora(const LoraConfig& lora, uint64_t seed, const std::string& where) {
   if (lora_) fail("{}: the model already carries LoRA adapters", where);
-  if (quant_ || !int8_only_.empty())
-    fail("{}: LoRA over a quantized ({}) model is not supported; attach it to the float model",
+  // Over an int8 model (lora_int8.h) the base stays int8 and the head becomes fp32; a model in
+  // QAT or calibration is still being quantized.
+  if ((quant_ && quant_mode() != QuantMode::kInt8) || (!quant_ && !int8_only_.empty()))
+    fail("{}: LoRA over a {} model is not supported; attach it to the float model or to the "
+         "int8 model it becomes",
          where, quant_mode_name(quant_mode()));
   if (heads_.mlm || heads_.nsp || heads_.embedding)
     fail("{}: LoRA adapters train a task head (sequence or token classification, regression, "
          "question answering); this model carries pre-training or embedding heads",
          where);
   lora_sites(config_, lora, where);  // the errors name `where`, before anything changes
+  if (quant_mode() == QuantMode::kInt8) float_task_head();  // its fp32 values, before relayout
   lora_ = lora;
   relayout(heads_, seed);
   // Every layer's backward runs (dX down to the lowest adapter), the embeddings' does not.
@@ -578,6 +591,11 @@ void BertModel::attach_lora(const LoraConfig& lora, uint64_t seed, const std::st
 
 void BertModel::merge_lora() {
   if (!lora_) fail("merge: the model carries no LoRA adapters");
+  if (quant_mode() == QuantMode::kInt8)
+    fail("merge: {} is an int8 model; an adapter over an int8 base runs unmerged beside its int8 "
+         "Linears (--adapter), or merge an adapter trained on the float base, then quantize "
+         "(docs/explanation/lora.md)",
+         source_.empty() ? "the base" : source_);
   float* p = params_.host();
   for (const LoraSite& s : lora_sites(config_, *lora_, "LoRA"))
     lora_merge(p + layout_.at(s.name + ".weight").offset, p + layout_.at(s.a()).offset,

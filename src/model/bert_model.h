@@ -137,7 +137,9 @@ class BertModel {
   // frozen: backward() computes no gradient of the encoder's, embeddings' or pooler's weights,
   // only the adapters' and the task head's (and dX through every frozen Linear). Throws
   // bertrt::Error (prefixed by `where`) for a bad config (lora_sites), an adapter already
-  // attached, or a quantized model.
+  // attached, or a model in QAT or calibration. Over an int8 model (model/lora_int8.h) the base
+  // stays int8: its Linears run the int8 kernels forward and give dX only backward; the task head
+  // becomes fp32 (set_heads then takes task heads, as on a float model).
   void attach_lora(const LoraConfig& lora, uint64_t seed, const std::string& where = "LoRA");
   const LoraConfig* lora() const { return lora_ ? &*lora_ : nullptr; }
   // A tensor of the base (frozen while adapters train): not an adapter's, not the task head's.
@@ -203,6 +205,9 @@ class BertModel {
 
   // New layout for `heads` and lora_, keeping the tensors present in both (set_heads).
   void relayout(const HeadsConfig& heads, uint64_t seed);
+  // Adapters over an int8 model (lora_int8.h): the task head's Linear runs and trains in fp32, its
+  // int8 weight (if any) dequantized into params().
+  void float_task_head();
   std::vector<std::string> int8_only_;  // weights without fp32 values (set_int8_only)
 
   void bind(Backend& be);  // params (and grads, if any) on `be`, the views rebound

@@ -64,6 +64,7 @@ void BertQuant::bind(const BertConfig& config, const HeadsConfig& heads) {
     }
   }
   linears_ = std::move(kept);
+  for (auto& [name, q] : linears_) q.backward = &backward_scratch;
   auto opt = [&](const std::string& name) -> QuantLinear* {
     auto it = linears_.find(name);
     return it == linears_.end() ? nullptr : &it->second;

@@ -90,6 +90,8 @@ class BertQuant {
   QuantLinear *pooler = nullptr, *mlm_dense = nullptr, *mlm_decoder = nullptr, *nsp = nullptr,
               *cls = nullptr, *qa = nullptr;
   EmbeddingQuant emb;
+  // Adapters over an int8 base: the dequantized weight of one Linear at a time (lora_int8.h).
+  Int8BackwardScratch backward_scratch;
 
  private:
   QuantMode mode_;

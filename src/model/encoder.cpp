@@ -258,9 +258,12 @@ void encoder_backward(Backend& be, const BertConfig& c, const BertParams& dw, En
     // again on their kept input, with the same ops on the same values (so the same bits, and
     // the kept output is written over with what it holds).
     if (plan.recompute && l != c.num_hidden_layers - 1) {
-      // A second forward would update the QAT observers twice a step.
-      if (q) fail("activation recomputation (--recompute) is not supported with QAT");
-      encoder_layer_forward(be, a.layers[l], a.scores, inp, a.mask_add, w.layers[l], d);
+      // A second forward would update the QAT observers twice a step; an int8 base (adapters
+      // over it) has no observers and recomputes on its int8 kernels.
+      if (q && q->mode() != QuantMode::kInt8)
+        fail("activation recomputation (--recompute) is not supported with QAT");
+      encoder_layer_forward(be, a.layers[l], a.scores, inp, a.mask_add, w.layers[l], d,
+                            q ? &q->layers[size_t(l)] : nullptr);
     }
     be.fill(dinp, 0.0f, NC);
     encoder_layer_backward(be, dinp, dw.layers[l], a.scratch, dout, inp, a.layers[l], w.layers[l],

@@ -79,8 +79,10 @@ void encoder_layer_forward(Backend& be, const LayerActs& a, float* scores, const
     lora_add(be, w.attn_out_lora, a, d, kLoraAttnOut, a.res1, a.ctx, C, C);
     if (d.dropout > 0.0f) be.dropout(a.res1, NC, d.dropout, d.attn_seed);
   }
-  // At inference nothing reads the fp32 intermediate: int8 layers keep it quantized.
-  const bool int8_ffn = a.no_backward && int8_ffn_applies(Q.inter, Q.out, C, I);
+  // At inference nothing reads the fp32 intermediate: int8 layers keep it quantized (unless an
+  // adapter adds to the feed-forward's Linears: they run one by one).
+  const bool int8_ffn = a.no_backward && !w.inter_lora && !w.out_lora &&
+                        int8_ffn_applies(Q.inter, Q.out, C, I);
   uint8_t* ln1_q = int8_ffn ? int8_ffn_input(be, *Q.inter, N, C) : nullptr;
   be.skip_layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, ln1_q, a.res1,
                             in_gemm(Q.attn_out) ? nullptr : inp, w.attn_ln_w, w.attn_ln_b, N, C,

@@ -1,5 +1,6 @@
 #include "model/linear.h"
 
+#include "model/lora_int8.h"
 #include "quant/quant_linear.h"
 
 namespace bertrt {
@@ -34,6 +35,10 @@ void linear_forward_inference(Backend& be, float* out, float* pre, const float* 
 void linear_backward(Backend& be, float* dinp, float* dweight, float* dbias, const float* dout,
                      const float* inp, const float* weight, int rows, int in_f, int out_f,
                      int lda, int ldd, QuantLinear* q) {
+  if (q && q->mode == QuantMode::kInt8) {  // a frozen int8 base under adapters: dX only
+    int8_linear_backward(be, *q, dinp, dweight, dbias, dout, rows, in_f, out_f, ldd);
+    return;
+  }
   if (q && q->mode != QuantMode::kFloat) {
     quant_linear_backward(be, *q, dinp, dweight, dbias, dout, rows, in_f, out_f, ldd);
     return;

@@ -28,7 +28,7 @@ void linear_forward_inference(Backend& be, float* out, float* pre, const float* 
 // dinp += dout · weight (skipped when dinp is nullptr); dweight += doutᵀ · inp; dbias += Σ dout.
 // ldd is the row stride of dinp and lda of inp (0 = in_f). A fake-quant `q` back-propagates
 // through what its forward kept (fq(inp), fq(weight)) with the straight-through masks; an int8
-// one throws bertrt::Error (inference only).
+// one computes dinp only (model/lora_int8.h) and throws bertrt::Error for dweight or dbias.
 void linear_backward(Backend& be, float* dinp, float* dweight, float* dbias, const float* dout,
                      const float* inp, const float* weight, int rows, int in_f, int out_f,
                      int lda = 0, int ldd = 0, QuantLinear* q = nullptr);

@@ -7,7 +7,8 @@
 //               from a moving-average observer, the weight scales from the current W
 //               (fake_quant.h); the backward is the straight-through estimator on both;
 //   kInt8       deployment: out = linear_u8s8(quantize_u8(x), Wq) + b (int8_weight.h), the same
-//               integers as kFakeQuant; inference only (the backward throws).
+//               integers as kFakeQuant; no weight gradient (the backward of a frozen int8
+//               Linear, dX only, is model/lora_int8.h's, for adapters over an int8 base).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,16 @@ namespace bertrt {
 
 enum class QuantMode { kFloat, kCalibrate, kFakeQuant, kInt8 };
 const char* quant_mode_name(QuantMode mode);  // "float", "calibrate", "fake-quant", "int8"
+
+// The input gradient of frozen kInt8 Linears (model/lora_int8.h, adapters over an int8 base): the
+// dequantized weight of the Linear in hand [out, in] and the row ids that dequantize it, one set
+// for all of a model's Linears (BertQuant owns it).
+struct Int8BackwardScratch {
+  DeviceArray<float> weight;
+  DeviceArray<int32_t> rows;
+  int row_ids = 0;  // rows holds 0 .. row_ids − 1, uploaded to ids_on
+  const Backend* ids_on = nullptr;
+};
 
 struct QuantLinear {
   QuantMode mode = QuantMode::kFloat;
@@ -46,6 +57,7 @@ struct QuantLinear {
   DeviceArray<uint8_t> xmask, wmask;            // STE masks of xq and wq
   DeviceArray<uint8_t> xu8;                     // kInt8: the quantized input
   DeviceArray<float> ranges;                    // min/max read back for the observers
+  Int8BackwardScratch* backward = nullptr;      // kInt8 backward (lora_int8.h): the model's
 
   // Ends calibration: the observer gets the recorded min/max, frozen. Throws bertrt::Error when
   // no calibration batch reached this Linear.

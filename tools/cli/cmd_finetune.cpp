@@ -350,8 +350,10 @@ void add_finetune(CLI::App& app) {
         throw UsageError(e.what());
       }
     }
-    if (model.quant_mode() == QuantMode::kInt8)  // before the notes and the data: set_heads says it
-      model.set_heads(model.heads(), o->seed);
+    // Adapters over an int8 model train (model/lora_int8.h); anything else on one is refused
+    // before the notes and the data: set_heads says it.
+    const bool int8_base = model.quant_mode() == QuantMode::kInt8;
+    if (int8_base && !o->lora.enabled()) model.set_heads(model.heads(), o->seed);
     // The task's default length, where the model takes fewer positions (a small converted
     // checkpoint): its max_position_embeddings, as run_glue.py caps it, with a note.
     if (o->max_seq_length == 0 && task.max_seq_length > model.config().max_position_embeddings) {
@@ -392,19 +394,22 @@ void add_finetune(CLI::App& app) {
       fmt::print("dev {}: {}\n", o->dev, dev->summary());
     }
     std::fflush(stdout);
+    uint32_t base_checksum = 0;
+    if (o->lora.enabled()) base_checksum = adapter_base_checksum(model);
+    // Over an int8 base the adapters come first: they give the model its fp32 head.
+    if (o->lora.enabled() && int8_base)
+      model.attach_lora(o->lora.config(), o->seed, o->lora.where());
     model.set_heads(task.heads(), o->seed);
     apply_qat(model, o->qat, model_path);
-    uint32_t base_checksum = 0;
     if (o->lora.enabled()) {
-      base_checksum = adapter_base_checksum(model);
-      model.attach_lora(o->lora.config(), o->seed, o->lora.where());
+      if (!int8_base) model.attach_lora(o->lora.config(), o->seed, o->lora.where());
       size_t trainable = 0, adapters = 0;
       for (const ParamInfo& p : model.layout().params())
         if (!model.is_base_param(p.name))
           trainable += p.numel, adapters += p.name.find(".lora_") != std::string::npos;
-      fmt::print("LoRA r {} alpha {}: {} adapted Linears; {} trainable parameters of {} ({:.2f}%)\n",
-                 o->lora.r, o->lora.alpha, adapters / 2, trainable, model.num_params(),
-                 100.0 * double(trainable) / double(model.num_params()));
+      fmt::print("LoRA r {} alpha {}: {} adapted Linears{}; {} trainable parameters of {} ({:.2f}%)\n",
+                 o->lora.r, o->lora.alpha, adapters / 2, int8_base ? " over the int8 base" : "",
+                 trainable, model.num_params(), 100.0 * double(trainable) / double(model.num_params()));
     }
     auto be = o->backend.make();
 
