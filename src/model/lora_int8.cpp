@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "model/bert_model.h"
 #include "quant/quant_linear.h"
 
@@ -37,6 +38,11 @@ void int8_linear_backward(Backend& be, QuantLinear& q, float* dinp, float* dweig
   const Int8WeightView v = q.dev8.on(be, q.w8);
   be.fill(w, 0.0f, n);
   be.embedding_forward_s8(w, s.rows.data(), v.q, v.scale, out_f, in_f, out_f);
+  // Where the backend runs its own packed copy of the integers (Int8WeightMirror), those in the
+  // file's mapping were given back after packing and reading them here mapped them in again:
+  // give them back again, so the base stays resident once (they return from the page cache).
+  if (q.w8.q_in_file && v.packed && be.accepts_host_pointers())
+    MappedFile::release_pages(q.w8.q, n);
   be.gemm(false, false, rows, in_f, out_f, 1.0f, dout, out_f, w, in_f, 1.0f, dinp, ldd);
 }
 
