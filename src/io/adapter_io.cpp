@@ -42,7 +42,8 @@ uint32_t adapter_base_checksum(const BertModel& model) {
   uint32_t crc = 0;
   const std::map<std::string, Int8WeightView> int8 = int8_base_weights(model);
   for (const ParamInfo& p : model.layout().params()) {
-    if (p.name.rfind("bert.", 0) != 0) continue;
+    // Adapters (bert.*.lora_A/B) are not the base: the same sum before and after attaching them.
+    if (p.name.rfind("bert.", 0) != 0 || !model.is_base_param(p.name)) continue;
     crc = crc32c::extend(crc, p.name.data(), p.name.size() + 1);  // the terminating NUL too
     crc = crc32c::extend(crc, p.shape.data(), p.shape.size() * sizeof(int64_t));
     if (const auto it = int8.find(p.name); it != int8.end()) {  // its integers, then the scales
