@@ -254,13 +254,11 @@ void apply_adapter(LoadedModel& m, const std::string& model_path,
   for (const ParamInfo& p : layout.params())
     if (adapter_tensor(p.name) && !file.find(p.name))
       fail("--adapter {}: tensor '{}' is missing", adapter_path, p.name);
-  if (model.quant_mode() == QuantMode::kInt8) {  // an int8 model takes heads once adapters sit on it
-    model.attach_lora(lora, 0, adapter_path);
+  if (model.quant_mode() == QuantMode::kInt8)
+    model.set_heads_over_int8(c.heads, 0);  // an fp32 head (model/lora_int8.h)
+  else
     model.set_heads(c.heads, 0);
-  } else {
-    model.set_heads(c.heads, 0);
-    model.attach_lora(lora, 0, adapter_path);
-  }
+  model.attach_lora(lora, 0, adapter_path);
   float* params = model.params();
   for (const TensorRecord& t : c.tensors)
     tensor_to_f32(t, params + model.layout().at(t.name).offset);

@@ -82,6 +82,10 @@ class BertModel {
   // initialised as in init_weights, dropped heads are removed. Throws bertrt::Error when
   // heads.validate() fails.
   void set_heads(const HeadsConfig& heads, uint64_t seed);
+  // The same on an int8 model that adapters will train over (model/lora_int8.h): `heads` is one
+  // task head (no MLM, NSP or embedding head), and it runs in fp32 (a kept int8 head is
+  // dequantized); the base stays int8. Throws bertrt::Error for another model or other heads.
+  void set_heads_over_int8(const HeadsConfig& heads, uint64_t seed);
 
   // Runs the encoder and the heads: MLM only with positions, the others always (their loss only
   // with targets). training=true keeps what backward() needs. A packed batch (encoder.h) runs

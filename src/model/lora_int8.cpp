@@ -76,3 +76,21 @@ void BertModel::float_task_head() {
 }
 
 }  // namespace bertrt
+
+namespace bertrt {
+
+void BertModel::set_heads_over_int8(const HeadsConfig& new_heads, uint64_t seed) {
+  if (quant_mode() != QuantMode::kInt8)
+    fail("set_heads_over_int8 on a {} model", quant_mode_name(quant_mode()));
+  new_heads.validate();
+  if (new_heads.mlm || new_heads.nsp || new_heads.embedding ||
+      new_heads.resolved_kind() == HeadKind::kNone)
+    fail("{}over an int8 base, LoRA adapters train a task head (sequence or token "
+         "classification, regression, question answering), not pre-training or embedding heads",
+         source_.empty() ? "" : source_ + ": ");
+  float_task_head();  // a kept head keeps its (dequantized) values
+  relayout(new_heads, seed);
+  float_task_head();  // a new one starts fp32
+}
+
+}  // namespace bertrt

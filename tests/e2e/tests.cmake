@@ -74,3 +74,6 @@ set_tests_properties(search_e2e PROPERTIES TIMEOUT 120 LABELS e2e)
 # (tests/e2e/lora_test.sh).
 add_test(NAME lora_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/lora_test.sh $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
 set_tests_properties(lora_e2e PROPERTIES TIMEOUT 300 LABELS e2e)
+# LoRA over an int8 base (tests/e2e/lora_int8_test.sh).
+add_test(NAME lora_int8_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/lora_int8_test.sh $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
+set_tests_properties(lora_int8_e2e PROPERTIES TIMEOUT 300 LABELS e2e)

@@ -396,13 +396,13 @@ void add_finetune(CLI::App& app) {
     std::fflush(stdout);
     uint32_t base_checksum = 0;
     if (o->lora.enabled()) base_checksum = adapter_base_checksum(model);
-    // Over an int8 base the adapters come first: they give the model its fp32 head.
     if (o->lora.enabled() && int8_base)
-      model.attach_lora(o->lora.config(), o->seed, o->lora.where());
-    model.set_heads(task.heads(), o->seed);
+      model.set_heads_over_int8(task.heads(), o->seed);  // an fp32 head (model/lora_int8.h)
+    else
+      model.set_heads(task.heads(), o->seed);
     apply_qat(model, o->qat, model_path);
     if (o->lora.enabled()) {
-      if (!int8_base) model.attach_lora(o->lora.config(), o->seed, o->lora.where());
+      model.attach_lora(o->lora.config(), o->seed, o->lora.where());
       size_t trainable = 0, adapters = 0;
       for (const ParamInfo& p : model.layout().params())
         if (!model.is_base_param(p.name))
