@@ -49,8 +49,6 @@ std::map<std::string, std::string> finetuned_metadata(std::map<std::string, std:
 
 void prepare_finetune_quant(BertModel& model, bool qat, const QatConfig& config,
                             const std::string& model_path, std::string* note) {
-  if (model.quant_mode() == QuantMode::kInt8 && model.lora() && !qat)
-    return;  // adapters over an int8 base: the base stays int8 (model/lora_int8.h)
   if (model.quant_mode() == QuantMode::kInt8)
     fail("{}: an int8 model is for inference only; fine-tune its float or fake-quant source",
          model_path);

@@ -396,11 +396,12 @@ void add_finetune(CLI::App& app) {
     std::fflush(stdout);
     uint32_t base_checksum = 0;
     if (o->lora.enabled()) base_checksum = adapter_base_checksum(model);
-    if (o->lora.enabled() && int8_base)
-      model.set_heads_over_int8(task.heads(), o->seed);  // an fp32 head (model/lora_int8.h)
-    else
+    if (o->lora.enabled() && int8_base) {
+      model.set_heads_over_int8(task.heads(), o->seed);  // an fp32 head; the base stays int8
+    } else {
       model.set_heads(task.heads(), o->seed);
-    apply_qat(model, o->qat, model_path);
+      apply_qat(model, o->qat, model_path);
+    }
     if (o->lora.enabled()) {
       model.attach_lora(o->lora.config(), o->seed, o->lora.where());
       size_t trainable = 0, adapters = 0;
