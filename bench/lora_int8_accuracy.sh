@@ -38,7 +38,7 @@ quantize() {  # MODEL OUT: PTQ calibrated on 512 training sentences
     --calibration-examples 512 --max-seq-length 64 -o "$2" > /dev/null
 }
 acc() { "$BIN" eval "$@" --data "$DEV" --max-seq-length 64 --json |
-          /usr/bin/python3 -c 'import json, sys; print(f"{json.load(sys.stdin)[\"accuracy\"]:.4f}")'; }
+          /usr/bin/python3 -c 'import json, sys; print("%.4f" % json.load(sys.stdin)["accuracy"])'; }
 # The int8 base: PTQ needs a task head to calibrate through; a pre-trained base gets one from a
 # single step at a learning rate of zero (its encoder unchanged, its head freshly initialised).
 "$BIN" finetune --model "$BASE" --task sst2 --train "$T/train.tsv" --max-steps 1 \
