@@ -6,8 +6,9 @@
 # LoRA r=8, alpha 16 on query,value and on every Linear (query,key,value,dense), each at lr 1e-3
 # and 3e-3 (LoRA trains fewer, smaller-scaled weights and usually wants a larger rate: Hu et al.
 # 2021 use 4e-4–5e-4 for RoBERTa-base where full fine-tuning uses 1e-5–3e-5).
-# Prints a table (mean over the seeds and each seed) and the adapter's and the model's file sizes;
-# RESULTS=FILE also writes every run as JSON lines.
+# Prints a table (mean over the seeds and each seed) and the adapter's and the model's file sizes.
+# RESULTS=FILE keeps every run as a JSON line there, and a run already in it is not run again (an
+# interrupted benchmark resumes). METHODS="full 1e-3|LoRA q,v 3e-3" picks rows by name.
 # Usage: bench/lora_accuracy.sh BERTRT DATA_DIR PRETRAINED.brt [SEEDS]   (SEEDS default "1 2 3")
 set -euo pipefail
 [ $# -ge 3 ] || { echo "usage: bench/lora_accuracy.sh BERTRT DATA_DIR PRETRAINED.brt [SEEDS]" >&2; exit 2; }
@@ -17,7 +18,7 @@ BIN=$1 DATA=$2 PRE=$3 SEEDS=${4:-1 2 3}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 RESULTS=${RESULTS:-$T/results.jsonl}
-: > "$RESULTS"
+touch "$RESULTS"
 
 head -n 2001 "$DATA/glue/SST-2/train.tsv" > "$T/sst2-2k.tsv"  # the header and 2,000 sentences
 "$BIN" init --preset tiny --seed 1 --vocab "$DATA/vocab/bert-base-uncased-vocab.txt" -o "$T/random.brt" >/dev/null
@@ -27,18 +28,25 @@ declare -A TRAIN=([sst2]="$T/sst2-2k.tsv" [mrpc]="$DATA/glue/MRPC/train.tsv")
 declare -A DEV=([sst2]="$DATA/glue/SST-2/dev.tsv" [mrpc]="$DATA/glue/MRPC/dev.tsv")
 declare -A METRIC=([sst2]=accuracy [mrpc]=f1)
 # name|finetune flags
-METHODS=("full 1e-3|--learning-rate 1e-3"
+ALL_METHODS=("full 1e-3|--learning-rate 1e-3"
          "LoRA q,v 1e-3|--learning-rate 1e-3 --lora-r 8 --lora-alpha 16 --lora-target query,value"
          "LoRA q,v 3e-3|--learning-rate 3e-3 --lora-r 8 --lora-alpha 16 --lora-target query,value"
          "LoRA all 1e-3|--learning-rate 1e-3 --lora-r 8 --lora-alpha 16 --lora-target query,key,value,dense"
          "LoRA all 3e-3|--learning-rate 3e-3 --lora-r 8 --lora-alpha 16 --lora-target query,key,value,dense")
+METHODS_SEL=()
+for m in "${ALL_METHODS[@]}"; do
+  if [ -z "${METHODS:-}" ] || [[ "|${METHODS}|" == *"|${m%%|*}|"* ]]; then METHODS_SEL+=("$m"); fi
+done
+((${#METHODS_SEL[@]})) || { echo "lora_accuracy: METHODS=$METHODS names no method" >&2; exit 2; }
 
 for start in pre-trained random; do
   base=$PRE; [ "$start" = random ] && base=$T/random.brt
   for task in sst2 mrpc; do
-    for m in "${METHODS[@]}"; do
+    for m in "${METHODS_SEL[@]}"; do
       name=${m%%|*}; read -r -a flags <<< "${m#*|}"
       for seed in $SEEDS; do
+        grep -qF "\"start\": \"$start\", \"task\": \"$task\", \"method\": \"$name\", \"seed\": $seed," "$RESULTS" &&
+          continue  # already run
         out=$T/out.brt; eval_args=(--model "$out")
         if [[ $name == LoRA* ]]; then eval_args=(--model "$base" --adapter "$out"); fi
         "$BIN" finetune --model "$base" --task "$task" --train "${TRAIN[$task]}" "${COMMON[@]}" \
