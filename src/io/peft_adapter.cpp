@@ -115,7 +115,8 @@ LoraConfig lora_of(const std::string& cfg, const json& j, const BertConfig& base
   if (!j["lora_alpha"].is_number())
     fail("{}: lora_alpha {}: expected a number", cfg, j["lora_alpha"].dump());
   const int64_t r = j["r"].get<int64_t>();
-  if (r < 1 || r > (1 << 20)) fail("{}: r {}: expected ≥ 1", cfg, r);
+  if (r < 1) fail("{}: r {}: expected ≥ 1", cfg, r);
+  if (r > (1 << 20)) fail("{}: r {}: wider than any layer", cfg, r);
   c.r = static_cast<int>(r);
   c.alpha = j["lora_alpha"].get<float>();
   if (set(j, "lora_dropout")) {
