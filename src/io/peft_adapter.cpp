@@ -155,13 +155,14 @@ AdapterContents read_peft_adapter(const std::string& dir, const BertConfig& base
 
   const HeadKind kind = head_of_task(cfg, j);
   const std::string head = kind == HeadKind::kQuestionAnswering ? "qa_outputs" : "classifier";
-  // PEFT adds the head to modules_to_save itself ("classifier", "score" for SEQ_CLS); anything
-  // else would be a module trained in full that bertrt does not carry.
+  // PEFT adds the head to modules_to_save itself ("classifier" and "score" for SEQ_CLS and
+  // TOKEN_CLS, "qa_outputs" for QUESTION_ANS); anything else would be a module trained in full
+  // that bertrt does not carry.
   if (set(j, "modules_to_save")) {
     if (!j["modules_to_save"].is_array())
       fail("{}: modules_to_save {}: expected a list", cfg, j["modules_to_save"].dump());
     for (const json& m : j["modules_to_save"])
-      if (!(m == head || (kind == HeadKind::kSequenceClassification && m == "score")))
+      if (!(m == head || (kind != HeadKind::kQuestionAnswering && m == "score")))
         fail("{}: modules_to_save: {} is not supported (only the task head, '{}', is trained in "
              "full beside the adapters)",
              cfg, m.dump(), head);

@@ -165,6 +165,18 @@ TEST(ConvertPeft, RegexTargetsMatchInFull) {
             std::string::npos) << e;
 }
 
+TEST(ConvertPeft, ModulesToSaveAsPeftWritesThem) {
+  Fixture f;
+  // PeftModelForSequenceClassification extends the config's list with "classifier" and "score",
+  // once per construction: a folder saved after loading one holds them twice.
+  const std::string d = f.edited("score", [](json& j) {
+    j["modules_to_save"] = {"classifier", "score", "classifier", "score"};
+  });
+  EXPECT_EQ(f.logits_with(d), f.want);
+  const std::string n = f.edited("null", [](json& j) { j["modules_to_save"] = nullptr; });
+  EXPECT_EQ(f.logits_with(n), f.want);
+}
+
 TEST(ConvertPeft, FailedExportLeavesNoFolder) {
   Fixture f;
   // A model, not an adapter.
