@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -11,6 +12,7 @@
 #include "core/crc32c.h"
 #include "core/error.h"
 #include "io/model_file.h"
+#include "io/peft_adapter.h"
 
 namespace bertrt {
 
@@ -103,9 +105,6 @@ void save_adapter(const std::string& path, const BertModel& model, const Tokeniz
   write_model_file(path, c);
 }
 
-namespace {
-
-// The adapter record of `path`, checked against what bertrt implements.
 LoraConfig read_lora_config(const std::string& path, const nlohmann::json& j,
                             uint32_t* base_checksum) {
   const std::string where = fmt::format("{}: adapter_config", path);
@@ -146,10 +145,66 @@ LoraConfig read_lora_config(const std::string& path, const nlohmann::json& j,
   return c;
 }
 
+namespace {
+
+// Attaches an adapter read from `adapter_path` (its file or PEFT folder) to m's model: its head
+// replaces the base's, its adapters are attached and their tensors copied. Every check runs
+// before the model changes.
+void attach_adapter(LoadedModel& m, const std::string& adapter_path, const AdapterContents& a) {
+  BertModel& model = *m.model;
+  const BertConfig& b = model.config();
+  const LoraConfig& lora = a.lora;
+  // The adapter's head and adapters, then its tensors: every one must be in the new layout with
+  // its shape, and every adapter or head tensor of the layout must come from the file.
+  HeadsConfig heads = a.heads;
+  heads.validate();
+  heads.kind = heads.resolved_kind();
+  if (heads.mlm || heads.nsp || heads.embedding || heads.kind == HeadKind::kNone)
+    fail("--adapter {}: expected a task head (classification, regression, tagging or question "
+         "answering) beside the adapters",
+         adapter_path);
+  const ParamLayout layout = bert_param_layout(b, heads, &lora);
+  const auto adapter_tensor = [](const std::string& name) {
+    return name.find(".lora_A.") != std::string::npos ||
+           name.find(".lora_B.") != std::string::npos || head_tensor(name);
+  };
+  std::set<std::string> names;
+  for (const TensorRecord& t : a.tensors) {
+    const ParamInfo* p = layout.find(t.name);
+    if (!p || !adapter_tensor(t.name))
+      fail("--adapter {}: tensor '{}' is neither an adapter of its target_modules nor the task "
+           "head's",
+           adapter_path, t.name);
+    if (p->shape != t.shape)
+      fail("--adapter {}: tensor '{}' has shape [{}], expected [{}]", adapter_path, t.name,
+           fmt::join(t.shape, ", "), fmt::join(p->shape, ", "));
+    names.insert(t.name);
+  }
+  for (const ParamInfo& p : layout.params())
+    if (adapter_tensor(p.name) && !names.count(p.name))
+      fail("--adapter {}: tensor '{}' is missing", adapter_path, p.name);
+  model.set_heads(a.heads, 0);
+  model.attach_lora(lora, 0, adapter_path);
+  float* params = model.params();
+  for (const TensorRecord& t : a.tensors)
+    tensor_to_f32(t, params + model.layout().at(t.name).offset);
+  for (const char* key : {"task", "finetune_task", "finetune_steps"}) {
+    const auto kv = a.metadata.find(key);
+    if (kv != a.metadata.end())
+      m.metadata[key] = kv->second;
+    else
+      m.metadata.erase(key);
+  }
+  m.metadata["adapter"] = adapter_path;
+}
+
 }  // namespace
 
 void apply_adapter(LoadedModel& m, const std::string& model_path,
                    const std::string& adapter_path) {
+  // A folder is a Hugging Face PEFT adapter (io/peft_adapter.h), checked against the base by shape.
+  if (is_peft_folder(adapter_path))
+    return attach_adapter(m, adapter_path, read_peft_adapter(adapter_path, m.model->config()));
   OpenOptions open;
   open.verify_checksums = default_verify_checksums();
   const ModelFile file = ModelFile::open(adapter_path, open);
@@ -163,63 +218,28 @@ void apply_adapter(LoadedModel& m, const std::string& model_path,
   if (!j.is_object()) fail("--adapter {}: the '{}' record is not a JSON object", adapter_path,
                            kAdapterConfigKey);
   uint32_t want = 0;
-  const LoraConfig lora = read_lora_config(adapter_path, j, &want);
+  AdapterContents a;
+  a.lora = read_lora_config(adapter_path, j, &want);
   BertModel& model = *m.model;
-  const BertConfig &a = c.config, &b = model.config();
-  if (a.hidden_size != b.hidden_size || a.num_hidden_layers != b.num_hidden_layers ||
-      a.intermediate_size != b.intermediate_size || a.num_attention_heads != b.num_attention_heads ||
-      a.vocab_size != b.vocab_size)
+  const BertConfig &ac = c.config, &b = model.config();
+  if (ac.hidden_size != b.hidden_size || ac.num_hidden_layers != b.num_hidden_layers ||
+      ac.intermediate_size != b.intermediate_size || ac.num_attention_heads != b.num_attention_heads ||
+      ac.vocab_size != b.vocab_size)
     fail("--adapter {} was trained on a base of hidden_size {}, {} layers, {} heads, "
          "intermediate_size {}, vocab_size {}; --model {} has {}, {}, {}, {}, {}",
-         adapter_path, a.hidden_size, a.num_hidden_layers, a.num_attention_heads,
-         a.intermediate_size, a.vocab_size, model_path, b.hidden_size, b.num_hidden_layers,
+         adapter_path, ac.hidden_size, ac.num_hidden_layers, ac.num_attention_heads,
+         ac.intermediate_size, ac.vocab_size, model_path, b.hidden_size, b.num_hidden_layers,
          b.num_attention_heads, b.intermediate_size, b.vocab_size);
-  lora_sites(b, lora, adapter_path);  // r, alpha, dropout, targets: valid on this base
+  lora_sites(b, a.lora, adapter_path);  // r, alpha, dropout, targets: valid on this base
   const uint32_t have = adapter_base_checksum(model);
   if (have != want)
     fail("--adapter {} was trained on another base: it expects base weights {}, --model {} has "
          "{} (an adapter only applies to the exact base it was trained on)",
          adapter_path, checksum_text(want), model_path, checksum_text(have));
-  // The adapter's head and adapters, then its tensors: every one must be in the new layout with
-  // its shape, and every adapter or head tensor of the layout must come from the file.
-  HeadsConfig heads = c.heads;
-  heads.validate();
-  heads.kind = heads.resolved_kind();
-  if (heads.mlm || heads.nsp || heads.embedding || heads.kind == HeadKind::kNone)
-    fail("--adapter {}: expected a task head (classification, regression, tagging or question "
-         "answering) beside the adapters",
-         adapter_path);
-  const ParamLayout layout = bert_param_layout(b, heads, &lora);
-  const auto adapter_tensor = [](const std::string& name) {
-    return name.find(".lora_A.") != std::string::npos ||
-           name.find(".lora_B.") != std::string::npos || head_tensor(name);
-  };
-  for (const TensorRecord& t : c.tensors) {
-    const ParamInfo* p = layout.find(t.name);
-    if (!p || !adapter_tensor(t.name))
-      fail("--adapter {}: tensor '{}' is neither an adapter of its target_modules nor the task "
-           "head's",
-           adapter_path, t.name);
-    if (p->shape != t.shape)
-      fail("--adapter {}: tensor '{}' has shape [{}], expected [{}]", adapter_path, t.name,
-           fmt::join(t.shape, ", "), fmt::join(p->shape, ", "));
-  }
-  for (const ParamInfo& p : layout.params())
-    if (adapter_tensor(p.name) && !file.find(p.name))
-      fail("--adapter {}: tensor '{}' is missing", adapter_path, p.name);
-  model.set_heads(c.heads, 0);
-  model.attach_lora(lora, 0, adapter_path);
-  float* params = model.params();
-  for (const TensorRecord& t : c.tensors)
-    tensor_to_f32(t, params + model.layout().at(t.name).offset);
-  for (const char* key : {"task", "finetune_task", "finetune_steps"}) {
-    const auto kv = c.metadata.find(key);
-    if (kv != c.metadata.end())
-      m.metadata[key] = kv->second;
-    else
-      m.metadata.erase(key);
-  }
-  m.metadata["adapter"] = adapter_path;
+  a.heads = c.heads;
+  a.tensors = c.tensors;  // views of `file`'s mapping, alive until attached
+  a.metadata = c.metadata;
+  attach_adapter(m, adapter_path, a);
 }
 
 }  // namespace bertrt

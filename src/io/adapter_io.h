@@ -11,6 +11,8 @@
 #include <map>
 #include <string>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "io/model_io.h"
 #include "model/lora.h"
 
@@ -33,7 +35,13 @@ void save_adapter(const std::string& path, const BertModel& model, const Tokeniz
                   uint32_t base_checksum, std::map<std::string, std::string> metadata,
                   const std::string& base_name = "");
 
-// Opens an adapter file and attaches it to m's model (the base loaded from `model_path`): the
+// The adapter record `j` of `path` (its kAdapterConfigKey metadata), checked against what bertrt
+// implements; *base_checksum receives its base_model_checksum.
+LoraConfig read_lora_config(const std::string& path, const nlohmann::json& j,
+                            uint32_t* base_checksum);
+
+// Opens an adapter file (or a Hugging Face PEFT folder: io/peft_adapter.h, checked by shape, as
+// it carries no checksum of its base) and attaches it to m's model (the base loaded from `model_path`): the
 // adapter's head replaces the base's, its adapters are attached and their tensors copied. m's
 // metadata takes the adapter's task record (`task`, `finetune_task`), so eval and predict read
 // the adapter's task. Throws bertrt::Error, naming the files and what was expected, before

@@ -74,3 +74,9 @@ set_tests_properties(search_e2e PROPERTIES TIMEOUT 120 LABELS e2e)
 # (tests/e2e/lora_test.sh).
 add_test(NAME lora_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/lora_test.sh $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
 set_tests_properties(lora_e2e PROPERTIES TIMEOUT 300 LABELS e2e)
+# PEFT folders through the CLI: --to peft, --adapter FOLDER, refusals (tests/e2e/peft_test.sh).
+if(TARGET bertrt_convert_cli)
+  add_test(NAME peft_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/peft_test.sh $<TARGET_FILE:bertrt_cli>
+           $<TARGET_FILE:bertrt_convert_cli> ${E2E_DATA})
+  set_tests_properties(peft_e2e PROPERTIES TIMEOUT 300 LABELS e2e)
+endif()

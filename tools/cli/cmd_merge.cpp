@@ -6,6 +6,7 @@
 #include "common.h"
 #include "core/error.h"
 #include "io/model_io.h"
+#include "io/peft_adapter.h"
 #include "lora_flags.h"
 
 namespace bertrt::cli {
@@ -23,13 +24,15 @@ void add_merge(CLI::App& app) {
       "The adapter is refused on any base but the one it was trained on (its checksum).");
   c->add_option("--model", o->model, "the base model (.brt) the adapter was trained on")
       ->required();
-  c->add_option("--adapter", o->adapter, "LoRA adapter file (written by `finetune --lora-r`)")
+  c->add_option("--adapter", o->adapter,
+                "LoRA adapter file (written by `finetune --lora-r`), or a Hugging Face PEFT "
+                "folder (checked against the base by shape)")
       ->required();
   c->add_option("-o,--output", o->out, "merged fp32 model (.brt), written atomically")->required();
   c->callback([o] {
     check_output_path("-o", o->out);
     check_input_file("--model", o->model);
-    check_input_file("--adapter", o->adapter);
+    if (!is_peft_folder(o->adapter)) check_input_file("--adapter", o->adapter);
     check_distinct_files({{"-o", o->out}}, {{"--model", o->model}, {"--adapter", o->adapter}});
     LoadedModel m = load_model(o->model);
     apply_adapter_flag(m, o->model, o->adapter);

@@ -7,6 +7,7 @@
 
 #include "common.h"
 #include "io/adapter_io.h"
+#include "io/peft_adapter.h"
 
 namespace bertrt::cli {
 
@@ -66,13 +67,14 @@ void check_lora_options(const LoraOptions& o) {
 
 void add_adapter_flag(CLI::App* cmd, std::string& adapter) {
   cmd->add_option("--adapter", adapter,
-                  "LoRA adapter file (written by `finetune --lora-r`) to run over --model, its "
-                  "base: the adapter's head and task replace the model's");
+                  "LoRA adapter to run over --model, its base: a file written by `finetune "
+                  "--lora-r`, or a Hugging Face PEFT folder (adapter_config.json + "
+                  "adapter_model.safetensors); the adapter's head and task replace the model's");
 }
 
 void apply_adapter_flag(LoadedModel& m, const std::string& model_path, const std::string& adapter) {
   if (adapter.empty()) return;
-  check_input_file("--adapter", adapter);
+  if (!is_peft_folder(adapter)) check_input_file("--adapter", adapter);
   apply_adapter(m, model_path, adapter);
 }
 
