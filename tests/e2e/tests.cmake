@@ -74,3 +74,7 @@ set_tests_properties(search_e2e PROPERTIES TIMEOUT 120 LABELS e2e)
 # (tests/e2e/lora_test.sh).
 add_test(NAME lora_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/lora_test.sh $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
 set_tests_properties(lora_e2e PROPERTIES TIMEOUT 300 LABELS e2e)
+# Adapters over a shared base: --adapter on forward and embed against the merged model, refusals
+# (tests/e2e/lora_adapters_test.sh).
+add_test(NAME lora_adapters_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/lora_adapters_test.sh $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
+set_tests_properties(lora_adapters_e2e PROPERTIES TIMEOUT 300 LABELS e2e)
