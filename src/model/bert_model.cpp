@@ -145,9 +145,10 @@ void BertModel::set_heads(const HeadsConfig& new_heads, uint64_t seed) {
     new_heads.embedding->validate(config_.hidden_size, config_.max_position_embeddings);
   if (adapter_)
     fail("new heads while an inference adapter ({}) is set: detach it first", adapter_->source);
-  if (lora_ && (new_heads.mlm || new_heads.nsp || new_heads.embedding))
-    fail("LoRA adapters train a task head; pre-training and embedding heads are not supported "
-         "with them");
+  if (lora_ && (new_heads.mlm || new_heads.nsp ||
+                (new_heads.embedding && !new_heads.embedding->dense.empty())))
+    fail("LoRA adapters train a task head or a sentence-embedding head without Dense modules; "
+         "pre-training heads and Dense modules are not supported with them");
   relayout(new_heads, seed);
 }
 
@@ -580,10 +581,11 @@ void BertModel::attach_lora(const LoraConfig& lora, uint64_t seed, const std::st
   if (quant_ || !int8_only_.empty())
     fail("{}: LoRA over a quantized ({}) model is not supported; attach it to the float model",
          where, quant_mode_name(quant_mode()));
-  if (heads_.mlm || heads_.nsp || heads_.embedding)
+  if (heads_.mlm || heads_.nsp || (heads_.embedding && !heads_.embedding->dense.empty()))
     fail("{}: LoRA adapters train a task head (sequence or token classification, regression, "
-         "question answering); this model carries pre-training or embedding heads",
-         where);
+         "question answering) or a sentence-embedding head without Dense modules; this model "
+         "carries {}",
+         where, heads_.embedding ? "an embedding head with Dense modules" : "pre-training heads");
   lora_sites(config_, lora, where);  // the errors name `where`, before anything changes
   lora_ = lora;
   relayout(heads_, seed);

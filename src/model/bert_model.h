@@ -138,7 +138,8 @@ class BertModel {
   // frozen: backward() computes no gradient of the encoder's, embeddings' or pooler's weights,
   // only the adapters' and the task head's (and dX through every frozen Linear). Throws
   // bertrt::Error (prefixed by `where`) for a bad config (lora_sites), an adapter already
-  // attached, or a quantized model.
+  // attached, a quantized model, or heads other than a task head or a sentence-embedding head
+  // without Dense modules.
   void attach_lora(const LoraConfig& lora, uint64_t seed, const std::string& where = "LoRA");
   const LoraConfig* lora() const { return lora_ ? &*lora_ : nullptr; }
   // A tensor of the base (frozen while adapters train): not an adapter's, not the task head's.

@@ -23,10 +23,15 @@ LoraAdapter::LoraAdapter(const BertConfig& config, HeadsConfig heads, LoraConfig
     : config_(config), heads_(std::move(heads)), lora_(std::move(lora)) {
   heads_.validate();
   heads_.kind = heads_.resolved_kind();
-  if (heads_.mlm || heads_.nsp || heads_.embedding || heads_.kind == HeadKind::kNone)
+  const bool embedding = heads_.embedding && heads_.embedding->dense.empty() &&
+                         heads_.kind == HeadKind::kNone;
+  if (heads_.mlm || heads_.nsp || (heads_.embedding && !embedding) ||
+      (heads_.kind == HeadKind::kNone && !embedding))
     fail("{}: expected a task head (classification, regression, tagging or question answering) "
-         "beside the adapters",
+         "or a sentence-embedding head without Dense modules beside the adapters",
          where);
+  if (heads_.embedding)
+    heads_.embedding->validate(config.hidden_size, config.max_position_embeddings);
   lora_sites(config_, lora_, where);  // r, alpha, dropout, targets: valid on this base
   layout_ = adapter_layout(config_, heads_, lora_);
   weights_.assign(layout_.total(), 0.0f);

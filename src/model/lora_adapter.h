@@ -22,7 +22,8 @@ class LoraAdapter {
  public:
   // An adapter of `lora` with the head `heads` for a base of `config`: the layout of its tensors
   // (adapter_layout), zero-filled. Throws bertrt::Error (prefixed by `where`) for a bad LoRA
-  // config on this base (lora_sites) or a head that is not a task head.
+  // config on this base (lora_sites) or a head that is neither a task head nor a
+  // sentence-embedding head without Dense modules (pooling and normalization only: no tensors).
   LoraAdapter(const BertConfig& config, HeadsConfig heads, LoraConfig lora,
               const std::string& where);
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # LoRA adapters over a shared base in the CLI: --adapter on forward and embed (as on eval and
-# predict) gives the merged model's outputs, the base file is never written, and an adapter of
-# another base or a model given as the adapter is refused before any output.
+# predict) gives the merged model's outputs, the base file is never written; finetune --task
+# sentence-embedding --lora-r writes an adapter that embed, eval --task sts and merge run; an
+# adapter of another base or a model given as the adapter is refused before any output.
 # Usage: lora_adapters_test.sh BERTRT_BINARY DATA_DIR
 set -uo pipefail
 source "$(dirname "$0")/harness.sh"
@@ -60,6 +61,35 @@ for x, y in zip(a, m):
 assert max(abs(p - q) for p, q in zip(a[0], base[0])) > 1e-4, "the adapter changed nothing"
 EOF
 cmp -s "$T/base.brt" "$T/base_copy.brt" && ok || bad "running adapters changed the base file"
+
+# --- sentence-embedding LoRA: finetune writes an adapter with the embedding head's settings ----------
+printf 'anchor\tpositive\nthe cat\tthe cat sat on the mat\na dog\ta dog is big\nred dog\tthe red dog ran\nbig mat\tthe mat is big\n' > "$T/pairs.tsv"
+expect_ok "finetune sentence-embedding --lora-r" "$BIN" finetune --task sentence-embedding --model "$T/base.brt" \
+  --pooling mean --train "$T/pairs.tsv" --max-steps 3 --batch-size 2 --learning-rate 1e-2 --lora-r 4 \
+  --lora-target query,value -o "$T/emb.lora.brt"
+grep -q "adapted Linears" "$T/stderr" && ok || bad "no LoRA summary: $(cat "$T/stderr")"
+[ "$(stat -c %s "$T/emb.lora.brt")" -lt "$(( $(stat -c %s "$T/base.brt") / 2 ))" ] && ok || bad "embedding adapter not small"
+cmp -s "$T/base.brt" "$T/base_copy.brt" && ok || bad "finetune sentence-embedding --lora-r changed its base"
+# The adapter carries the mean pooling: embed needs no --pooling, and gives the merged model's.
+expect_ok "embed --adapter (embedding adapter)" "$BIN" embed --model "$T/base.brt" --adapter "$T/emb.lora.brt" --input "$T/text.txt"
+cp "$T/stdout" "$T/emb_lora.jsonl"
+expect_ok "merge the embedding adapter" "$BIN" merge --model "$T/base.brt" --adapter "$T/emb.lora.brt" -o "$T/emb_merged.brt"
+expect_ok "embed merged embedding model" "$BIN" embed --model "$T/emb_merged.brt" --input "$T/text.txt"
+cp "$T/stdout" "$T/emb_lora_merged.jsonl"
+/usr/bin/python3 - "$T" <<'EOF2' && ok || bad "embedding adapter outputs"
+import json, sys
+t = sys.argv[1]
+read = lambda n: [json.loads(l)["embedding"] for l in open(f"{t}/{n}.jsonl")]
+a, m, base = read("emb_lora"), read("emb_lora_merged"), read("emb_base")
+for x, y in zip(a, m):
+    assert max(abs(p - q) for p, q in zip(x, y)) < 1e-5, "adapter and merged embeddings differ"
+assert max(abs(p - q) for p, q in zip(a[0], base[0])) > 1e-4, "the adapter changed nothing"
+EOF2
+expect_ok "eval sts --adapter" "$BIN" eval --model "$T/base.brt" --adapter "$T/emb.lora.brt" --task sts \
+  --data "$DATA/glue/STS-B/dev.tsv" --json
+grep -q '"cosine_spearman":' "$T/stdout" && ok || bad "eval sts --adapter: $(cat "$T/stdout")"
+expect_error "reranker --lora-r" "$T/x.brt" "--lora-r with --task reranker is not supported yet" -- \
+  "$BIN" finetune --task reranker --model "$T/base.brt" --train "$T/pairs.tsv" --lora-r 4 -o "$T/x.brt"
 
 # --- bad input -------------------------------------------------------------------------------------
 expect_ok "init another base" "$BIN" init --preset tiny --vocab "$VOCAB" --seed 4 -o "$T/other.brt"
