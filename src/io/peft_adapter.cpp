@@ -151,6 +151,7 @@ AdapterContents read_peft_adapter(const std::string& dir, const BertConfig& base
   const json j = read_json(cfg);
   AdapterContents a;
   a.lora = lora_of(cfg, j, base);
+  a.config = base;  // checked by shape below: the folder records no config of its own
   const std::vector<LoraSite> sites = lora_sites(base, a.lora, cfg);  // r ≤ width, targets exist
 
   const HeadKind kind = head_of_task(cfg, j);

@@ -11,27 +11,16 @@
 // checked against the base by shape, not by weights. docs/how-to/lora.md has the workflow.
 #pragma once
 
-#include <deque>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "io/adapter_contents.h"
 #include "io/model_file.h"
 #include "model/config.h"
 #include "model/lora.h"
 
 namespace bertrt {
-
-// An adapter read from its file or folder, not yet attached: what apply_adapter needs.
-struct AdapterContents {
-  LoraConfig lora;
-  HeadsConfig heads;  // the task head it carries (PEFT's modules_to_save)
-  // bertrt's tensor names (bert.encoder.layer.0.attention.self.query.lora_A.weight,
-  // classifier.weight); f32, pointing into `storage`.
-  std::vector<TensorRecord> tensors;
-  std::map<std::string, std::string> metadata;  // the task record, where the source has one
-  std::deque<std::vector<float>> storage;
-};
 
 // The names PEFT saves under: "base_model.model." + the Hugging Face module path.
 constexpr const char* kPeftPrefix = "base_model.model.";

@@ -80,3 +80,7 @@ if(TARGET bertrt_convert_cli)
            $<TARGET_FILE:bertrt_convert_cli> ${E2E_DATA})
   set_tests_properties(peft_e2e PROPERTIES TIMEOUT 300 LABELS e2e)
 endif()
+# Adapters over a shared base: --adapter on forward and embed against the merged model, refusals
+# (tests/e2e/lora_adapters_test.sh).
+add_test(NAME lora_adapters_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/lora_adapters_test.sh $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
+set_tests_properties(lora_adapters_e2e PROPERTIES TIMEOUT 300 LABELS e2e)

@@ -99,7 +99,10 @@ TEST_P(PeftReference, LogitsMergedLogitsAndGradientsMatchPeft) {
   const std::string variant = GetParam();
   const nlohmann::json& want = c.j["variants"][variant];
   LoadedModel m = load_model(c.dir.file("base.brt"));
-  apply_adapter(m, c.dir.file("base.brt"), c.dir.file("case/" + variant));
+  // Copied into the model's own arena as trainable parameters (as `bertrt merge` does), so that
+  // the step below has gradients: a model running an adapter in place only infers.
+  copy_adapter(m, *load_adapter(c.dir.file("case/" + variant), *m.model,
+                                adapter_base_checksum(*m.model), c.dir.file("base.brt")));
   BertModel& model = *m.model;
   ASSERT_NE(model.lora(), nullptr);
 

@@ -5,6 +5,7 @@
 
 #include "common.h"
 #include "core/error.h"
+#include "io/adapter_io.h"
 #include "io/model_io.h"
 #include "io/peft_adapter.h"
 #include "lora_flags.h"
@@ -35,7 +36,8 @@ void add_merge(CLI::App& app) {
     if (!is_peft_folder(o->adapter)) check_input_file("--adapter", o->adapter);
     check_distinct_files({{"-o", o->out}}, {{"--model", o->model}, {"--adapter", o->adapter}});
     LoadedModel m = load_model(o->model);
-    apply_adapter_flag(m, o->model, o->adapter);
+    // Copied into the model's own arena (the merge writes W + s·B·A), not run in place.
+    copy_adapter(m, *load_adapter(o->adapter, *m.model, adapter_base_checksum(*m.model), o->model));
     m.model->merge_lora();
     auto meta = m.metadata;
     meta.erase("adapter");

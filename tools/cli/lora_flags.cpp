@@ -26,8 +26,9 @@ std::string LoraOptions::where() const {
 void add_lora_flags(CLI::App* cmd, LoraOptions& o) {
   const char* group = "LoRA adapters (docs/how-to/lora.md)";
   cmd->add_option("--lora-r", o.r,
-                  "train LoRA adapters of rank R on a frozen base instead of every weight; -o "
-                  "then writes the adapter file (the adapters and the head), not a model")
+                  "train LoRA adapters of rank R on a frozen base instead of every weight (every "
+                  "task but reranker); -o then writes the adapter file (the adapters and the "
+                  "head), not a model")
       ->check(at_least(1))
       ->group(group);
   o.lora_only.push_back(
@@ -63,6 +64,16 @@ void check_lora_options(const LoraOptions& o) {
       fail_usage("--lora-target '{}': an empty name (expected names like query,value)", o.targets);
   if (o.config().target_modules.empty())
     fail_usage("--lora-target: no names (expected names like query,value)");
+}
+
+std::string lora_summary(const BertModel& model, const LoraOptions& o) {
+  size_t trainable = 0, adapters = 0;
+  for (const ParamInfo& p : model.layout().params())
+    if (!model.is_base_param(p.name))
+      trainable += p.numel, adapters += p.name.find(".lora_") != std::string::npos;
+  return fmt::format("LoRA r {} alpha {}: {} adapted Linears; {} trainable parameters of {} ({:.2f}%)",
+                     o.r, o.alpha, adapters / 2, trainable, model.num_params(),
+                     100.0 * double(trainable) / double(model.num_params()));
 }
 
 void add_adapter_flag(CLI::App* cmd, std::string& adapter) {
