@@ -111,7 +111,7 @@ def main():
     try:
         warm = []
         for p, url in servers:
-            run_wrk(url, script, 4, 2)
+            run_wrk(url, script, max(clients), 3)  # warm-up: the largest batches size the buffers
             warm.append(rss_kib(p.pid))
         for c in clients:
             for (mode, _), (p, url) in zip(modes, servers):

@@ -22,9 +22,10 @@ RUNTIME=(cmake g++ make pkg-config libopenblas-dev libpthreadpool-dev libxnnpack
 # (a CPU Vulkan device) and the Khronos validation layer; pytest for the Python module; ONNX to
 # build the ONNX Runtime peers' graphs (benchmarks); GNU time for peak-RSS figures; clang-14 with
 # libFuzzer for the fuzz targets (scripts/fuzz.sh); lld, which links the test executables faster;
-# python3-requests, the HTTP client of the server's end-to-end test and load script (bench/serve_load.py).
+# python3-requests and curl, the HTTP clients of the server's end-to-end test and docs; wrk, the
+# server's load generator (bench/serve_load.py).
 TESTS=(libgtest-dev python3-torch mesa-vulkan-drivers vulkan-validationlayers python3-pytest
-       python3-onnx time clang-14 libclang-rt-14-dev lld python3-requests)
+       python3-onnx time clang-14 libclang-rt-14-dev lld python3-requests curl wrk)
 PKGS=("${RUNTIME[@]}")
 ((RUNTIME_ONLY)) || PKGS+=("${TESTS[@]}")
 missing=()

@@ -23,7 +23,7 @@ void run_server(std::vector<std::unique_ptr<serve::ServedModel>>&, Backend&, con
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
-#include <sys/resource.h>
+#include <dirent.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -34,6 +34,8 @@ void run_server(std::vector<std::unique_ptr<serve::ServedModel>>&, Backend&, con
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -128,38 +130,48 @@ class SlowClientWatchdog {
 
  private:
   void run() {
-    struct rlimit rl {};
-    getrlimit(RLIMIT_NOFILE, &rl);
-    const int max_fd = int(std::min<rlim_t>(rl.rlim_cur, 65536));
     std::unique_lock<std::mutex> lock(mutex_);
     while (!wake_.wait_for(lock, std::chrono::seconds(1), [&] { return stop_; })) {
       const auto now = Clock::now();
-      for (int fd = 3; fd < max_fd; ++fd) {
+      std::map<int, std::pair<ino_t, Clock::time_point>> still;
+      for (int fd : open_descriptors()) {
         struct stat st {};
-        if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
-          seen_.erase(fd);
-          continue;
-        }
+        if (fd < 3 || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
         int listening = 0;
         socklen_t len = sizeof(listening);
         struct tcp_info info {};
         socklen_t info_len = sizeof(info);
         if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || listening ||
             getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &info_len) != 0 ||
-            info.tcpi_state != 1 /* TCP_ESTABLISHED */) {
-          seen_.erase(fd);
+            info.tcpi_state != 1 /* TCP_ESTABLISHED */)
           continue;
-        }
         auto it = seen_.find(fd);
-        if (it == seen_.end() || it->second.first != st.st_ino)
-          it = seen_.insert_or_assign(fd, std::make_pair(st.st_ino, now)).first;
-        const double age = std::chrono::duration<double>(now - it->second.second).count();
-        if (age > timeout_s_ && info.tcpi_last_data_sent > uint32_t(timeout_s_) * 1000u) {
+        const Clock::time_point first =
+            it == seen_.end() || it->second.first != st.st_ino ? now : it->second.second;
+        const double age = std::chrono::duration<double>(now - first).count();
+        if (age > timeout_s_ && info.tcpi_last_data_sent > uint32_t(timeout_s_) * 1000u)
           shutdown(fd, SHUT_RDWR);
-          seen_.erase(fd);
-        }
+        else
+          still[fd] = {st.st_ino, first};
       }
+      seen_.swap(still);
     }
+  }
+
+  // The process's open descriptors (/proc/self/fd): a scan of what is open, not of every number
+  // up to RLIMIT_NOFILE.
+  static std::vector<int> open_descriptors() {
+    std::vector<int> fds;
+    DIR* dir = opendir("/proc/self/fd");
+    if (!dir) return fds;
+    const int own = dirfd(dir);
+    while (const dirent* e = readdir(dir)) {
+      char* end = nullptr;
+      const long fd = std::strtol(e->d_name, &end, 10);
+      if (*end == '\0' && end != e->d_name && fd != own) fds.push_back(int(fd));
+    }
+    closedir(dir);
+    return fds;
   }
   const int timeout_s_;
   std::thread thread_;
@@ -437,10 +449,9 @@ class Server {
   void info(httplib::Response& res) {
     const ServedModel& m = *models_[0];
     auto model_type = [&](const ServedModel& sm) {
-      if (sm.embedding) {
-        json e = json::object();
-        return json{{"embedding", e}};
-      }
+      if (sm.embedding)  // TEI's EmbeddingModel: {"pooling": "mean"}
+        return json{{"embedding",
+                     {{"pooling", embedding_head(*sm.loaded.model, EmbedOptions{}).pooling.mode_string()}}}};
       json id2label = json::object(), label2id = json::object();
       for (size_t k = 0; k < sm.labels.size(); ++k) {
         id2label[std::to_string(k)] = sm.labels[k];
