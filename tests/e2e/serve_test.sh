@@ -75,6 +75,9 @@ if start_server "$T/main" --model emb="$T/emb.brt" --model ce="$T/ce.brt" --mode
      --model "$T/prompts.brt" --request-timeout 3; then
   grep -q "^bertrt serve: listening on http://127.0.0.1:[0-9]*$" "$T/main.out" && ok || bad "loopback by default: $(cat "$T/main.out")"
   $PY "$SRC/tests/e2e/serve_client.py" main "$SERVER_URL" "$E" && ok || bad "serve_client.py main"
+  # A port in use is an error (no second server sharing it).
+  expect_error "a port in use" "" "--port ${SERVER_URL##*:}: cannot listen there" -- \
+    "$BIN" serve --model "$T/emb.brt" --port "${SERVER_URL##*:}"
   # SIGTERM with requests in flight: each is answered (200) or refused before it was accepted
   # (a connection error), none cut off or garbled; then exit 0.
   $PY - "$SERVER_URL" "$E" "$SERVER_PID" > "$T/term.txt" 2>&1 <<'PYEOF' &

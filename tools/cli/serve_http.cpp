@@ -62,11 +62,13 @@ using serve::JobKind;
 using serve::ServedModel;
 
 // The connection threads: a fixed pool, and a bounded list of accepted connections waiting for
-// one. When the list is full the accepting thread waits, so further clients wait in the kernel's
-// listen backlog: nothing grows without bound.
+// one (a socket each). Past `pending` the accepting thread waits, and further clients wait in the
+// kernel's listen backlog (cpp-httplib's is 5: past it the kernel drops connections, which
+// clients see as resets), so the list is long: a flood is answered 429 by the threads rather
+// than dropped, and nothing grows without bound.
 class ConnectionPool : public httplib::TaskQueue {
  public:
-  explicit ConnectionPool(size_t threads) : capacity_(threads) {
+  ConnectionPool(size_t threads, size_t pending) : capacity_(pending) {
     for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
   }
   void enqueue(std::function<void()> fn) override {
@@ -192,6 +194,9 @@ std::string route_label(const std::string& path) {
 }
 
 thread_local Clock::time_point t_request_start;
+
+// Accepted connections waiting for a connection thread (ConnectionPool).
+constexpr size_t kPendingConnections = 1024;
 
 double json_float(float v) { return float_as_written(v); }
 
@@ -536,7 +541,7 @@ std::atomic<bool> g_listen_returned{false}, g_finished{false}, g_stop_requested{
 void Server::run() {
   httplib::Server svr;
   const size_t threads = connection_threads();
-  svr.new_task_queue = [threads] { return new ConnectionPool(threads); };
+  svr.new_task_queue = [threads] { return new ConnectionPool(threads, kPendingConnections); };
   svr.set_payload_max_length(s_.payload_limit);
   svr.set_read_timeout(5, 0);
   svr.set_write_timeout(5, 0);
@@ -599,11 +604,22 @@ void Server::run() {
                     "text/plain; version=0.0.4");
   });
 
+  // The listening socket: SO_REUSEADDR only (cpp-httplib's default adds SO_REUSEPORT, which lets
+  // a second server bind the same port and take half its connections).
+  int listen_fd = -1;
+  svr.set_socket_options([&listen_fd](int sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listen_fd = sock;
+  });
   const int port = s_.port == 0 ? svr.bind_to_any_port(s_.host)
                                 : (svr.bind_to_port(s_.host, s_.port) ? s_.port : -1);
   if (port < 0)
     fail("--host {} --port {}: cannot listen there ({})", s_.host, s_.port,
          s_.port == 0 ? "no free port" : "in use, or not an address of this machine");
+  // cpp-httplib listens with a backlog of 5: a burst of clients overflows it while the accepting
+  // thread waits for a core, and the kernel drops them. listen() again sets the kernel's maximum.
+  if (listen_fd >= 0) ::listen(listen_fd, SOMAXCONN);
 
   std::thread batcher([this] {
     serve::batching_loop(queue_, be_, s_.max_batch_tokens,
