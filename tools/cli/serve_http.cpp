@@ -504,8 +504,8 @@ class Server {
 
   // Runs a route's handler, turning ApiError (and anything else) into TEI's JSON errors.
   template <typename Fn>
-  httplib::Server::Handler handler(bool openai_errors, Fn fn) {
-    return [this, openai_errors, fn](const httplib::Request& req, httplib::Response& res) {
+  static httplib::Server::Handler handler(bool openai_errors, Fn fn) {
+    return [openai_errors, fn](const httplib::Request& req, httplib::Response& res) {
       try {
         fn(req, res);
       } catch (const ApiError& e) {
