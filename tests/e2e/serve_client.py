@@ -148,6 +148,15 @@ def main_checks():
                                                            [want["probabilities"][k] for k in labels])
             ok = ok and got[0]["label"] == want["label"] and got[0]["score"] >= got[-1]["score"]
     check(ok, f"/predict differs from bertrt predict: {r.text[:300]}")
+    pred_lora = lines("predict_lora.jsonl")
+    r = post("/predict", {"inputs": [[x] for x in sents], "model": "lora"})
+    ok = r.status_code == 200
+    if ok:
+        for got, want in zip(r.json(), pred_lora):
+            scores = {p["label"]: p["score"] for p in got}
+            ok = ok and close([scores[k] for k in sorted(want["probabilities"])],
+                              [want["probabilities"][k] for k in sorted(want["probabilities"])])
+    check(ok, f"/predict of a model with --adapter differs from bertrt predict --adapter: {r.text[:300]}")
     r = post("/predict", {"inputs": sents[0]})
     check(r.status_code == 200 and isinstance(r.json()[0], dict) and r.json()[0]["label"] == pred[0]["label"],
           "/predict of one text: [{score, label}, ...]")
@@ -169,7 +178,7 @@ def main_checks():
     j = r.json() if r.ok else {}
     check(r.status_code == 200 and j.get("model_id") == "emb" and "embedding" in j.get("model_type", {})
           and j.get("max_batch_tokens") == 2048 and j.get("max_client_batch_size") == 32
-          and [m["name"] for m in j.get("models", [])] == ["emb", "ce", "sst2", "prompts"], f"/info: {r.text[:300]}")
+          and [m["name"] for m in j.get("models", [])] == ["emb", "ce", "sst2", "prompts", "lora"], f"/info: {r.text[:300]}")
     check(requests.get(BASE + "/health", timeout=10).status_code == 200, "/health")
 
     # --- many clients at once: each answer equals its own inputs' ---------------------------------

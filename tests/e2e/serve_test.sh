@@ -24,6 +24,8 @@ head -n 120 "$DATA/glue/SST-2/train.tsv" > "$T/train.tsv"
 expect_ok init "$BIN" init --preset tiny --vocab "$VOCAB" --seed 3 -o "$T/base.brt"
 expect_ok "finetune sst2" "$BIN" finetune --model "$T/base.brt" --task sst2 --train "$T/train.tsv" \
   --max-steps 2 --batch-size 8 -o "$T/sst2.brt"
+expect_ok "finetune a LoRA adapter" "$BIN" finetune --model "$T/base.brt" --task sst2 --train "$T/train.tsv" \
+  --max-steps 2 --batch-size 8 --learning-rate 1e-3 --lora-r 4 -o "$T/adapter.brt"
 
 # --- what the CLI answers for the same inputs --------------------------------------------------------
 E=$T/expected
@@ -38,6 +40,8 @@ printf 'a gorgeous , witty movie\nthe worst film of the year\nok\n' > "$E/senten
   && "$BIN" rerank --model "$T/ce.brt" --query 'the cat' --input "$E/passages.txt" > "$E/rerank.jsonl" \
   && "$BIN" rerank --model "$T/ce.brt" --query 'the cat' --input "$E/passages.txt" --raw-scores > "$E/rerank_raw.jsonl" \
   && "$BIN" predict --model "$T/sst2.brt" --input "$E/sentences.txt" --json > "$E/predict.jsonl" \
+  && "$BIN" predict --model "$T/base.brt" --adapter "$T/adapter.brt" --input "$E/sentences.txt" --json \
+     > "$E/predict_lora.jsonl" \
   && ok || bad "the CLI's answers"
 
 # start_server LOG ARGS...: starts `bertrt serve --port 0 ARGS` in the background (SERVER_PID) and
@@ -72,7 +76,8 @@ stop_server() {
 
 # --- routes, concurrency, faults --------------------------------------------------------------------
 if start_server "$T/main" --model emb="$T/emb.brt" --model ce="$T/ce.brt" --model sst2="$T/sst2.brt" \
-     --model "$T/prompts.brt" --request-timeout 3; then
+     --model "$T/prompts.brt" --model lora="$T/base.brt" --adapter lora="$T/adapter.brt" \
+     --request-timeout 3; then
   grep -q "^bertrt serve: listening on http://127.0.0.1:[0-9]*$" "$T/main.out" && ok || bad "loopback by default: $(cat "$T/main.out")"
   $PY "$SRC/tests/e2e/serve_client.py" main "$SERVER_URL" "$E" && ok || bad "serve_client.py main"
   # A port in use is an error (no second server sharing it).
