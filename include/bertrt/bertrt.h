@@ -19,6 +19,10 @@
  *   the heads, fill-mask): the calls that run the network are serialized on the model (one
  *   forward at a time; each forward uses the model's num_threads cpu threads). Tokenization and
  *   queries run concurrently. For parallel forwards, load one model per thread.
+ * - A bertrt_adapter is immutable once loaded: one adapter may run on several models at once,
+ *   each used from its own thread. bertrt_model_set_adapter waits for a running forward of that
+ *   model; the queries that describe the model's head (bertrt_model_heads, _label, _task) change
+ *   with it, so set the adapter where no other thread is asking them at the same moment.
  * - A bertrt_trainer is single-threaded: call it from one thread at a time. While a trainer
  *   exists its model must not be used for inference from other threads, and the trainer must be
  *   freed before its model.
@@ -121,7 +125,7 @@ BERTRT_API bertrt_status bertrt_model_heads(const bertrt_model* model, bertrt_he
 /* The name of class `index` of the fine-tuning head, as `bertrt predict` and Python print it: the
  * model's own label (a converted classifier's id2label, e.g. "POSITIVE") where it has one, else
  * its task's class name ("positive" for sst2), else the stored label ("LABEL_1"). Valid while the
- * model lives, until a trainer is created on it. */
+ * model lives, until a trainer is created on it or its adapter changes. */
 BERTRT_API bertrt_status bertrt_model_label(const bertrt_model* model, int32_t index,
                                             const char** out);
 /* The task the model was fine-tuned for ("sst2", "tsv", "conll2003", "squad"; "" if none). */
@@ -232,6 +236,33 @@ BERTRT_API size_t bertrt_quantized_width(const char* precision, int32_t dim);
 BERTRT_API bertrt_status bertrt_rerank(bertrt_model* model, const char* query,
                                        const char* const* passages, size_t count,
                                        int32_t raw_scores, float* scores, size_t capacity);
+
+/* ---- LoRA adapters --------------------------------------------------------------------------- */
+
+/* A LoRA adapter (written by `bertrt finetune --lora-r`) read for a base model: only its own
+ * tensors (the low-rank A and B of every adapted Linear, and its task head). Any number of
+ * adapters may be loaded over one base, and one adapter may run on several model handles of that
+ * base; the base's weights stay where the model handle maps them, never copied. */
+typedef struct bertrt_adapter bertrt_adapter;
+
+/* Reads the adapter file `path` for `base` (a model handle of the base it was trained on) and
+ * checks it against that base before returning: a model file instead of an adapter, an adapter
+ * trained on another base (its base_model_checksum, or the config's shapes) or a LoRA record
+ * bertrt does not implement fail with BERTRT_E_MODEL naming the file and the key; a missing file
+ * BERTRT_E_IO. The first call on a handle reads every base weight once (the checksum). */
+BERTRT_API bertrt_status bertrt_adapter_load(bertrt_model* base, const char* path,
+                                             bertrt_adapter** out);
+/* Frees the caller's reference: a model that has run the adapter keeps its own until the model
+ * is freed, so freeing an adapter that is set on a model is safe. */
+BERTRT_API void bertrt_adapter_free(bertrt_adapter* adapter);
+/* From the next call on, `model` runs `adapter`: the classify/tag/spans/encode/embed/rerank
+ * calls add its low-rank updates to the base's Linears and run its head, and bertrt_model_heads,
+ * _label and _task describe its head and task. NULL detaches it: the base's own heads again.
+ * Switching copies no weight. BERTRT_E_INVALID_ARGUMENT when the adapter was loaded for another
+ * base; BERTRT_E_STATE while a trainer owns the model (and bertrt_trainer_create refuses a model
+ * that runs an adapter). */
+BERTRT_API bertrt_status bertrt_model_set_adapter(bertrt_model* model,
+                                                  const bertrt_adapter* adapter);
 
 /* ---- on-device fine-tuning ------------------------------------------------------------------- */
 

@@ -124,10 +124,13 @@ def _ptr(a, ctype):
 
 
 class Model:
-    """A loaded .brt model (mapped). backend: cpu | reference | vulkan | checked."""
+    """A loaded .brt model (mapped). backend: cpu | reference | vulkan | checked.
+
+    adapter: a LoRA adapter file (`bertrt finetune --lora-r`) to run over this model, its base
+    (set_adapter); the base's weights stay mapped, never copied."""
 
     def __init__(self, path=None, *, buffer=None, backend="cpu", num_threads=0, device=-1,
-                 verify_checksums=True):
+                 verify_checksums=True, adapter=None):
         self._h = None  # close() and __del__ run on a Model whose __init__ raised
         if (path is None) == (buffer is None):
             raise ValueError("Model: give either a path or buffer=" +
@@ -164,6 +167,17 @@ class Model:
         c = _lib.Config()
         _check(lib.bertrt_model_config(self._h, ctypes.byref(c)))
         self.config = {n: getattr(c, n) for n, _ in _lib.Config._fields_}
+        self.adapter = None
+        self._describe()
+        if adapter is not None:
+            try:
+                self.set_adapter(adapter)
+            except BaseException:
+                self.close()
+                raise
+
+    def _describe(self):
+        """heads, labels and task: the model's, or its adapter's while one is set."""
         h = _lib.Heads()
         _check(lib.bertrt_model_heads(self._h, ctypes.byref(h)))
         self.heads = {"kind": _HEAD_KINDS[h.kind], "num_labels": h.num_labels,
@@ -176,6 +190,22 @@ class Model:
         t = ctypes.c_char_p()
         _check(lib.bertrt_model_task(self._h, ctypes.byref(t)))
         self.task = t.value.decode()
+
+    def load_adapter(self, path):
+        """A LoRA adapter file read for this model's base (an Adapter), to set on this model or
+        on any other Model of the same base file."""
+        return Adapter(self, path)
+
+    def set_adapter(self, adapter):
+        """Runs `adapter` (an Adapter, or the path of an adapter file, read for this model) from
+        the next call on: its low-rank updates over the base's Linears and its head; heads,
+        labels and task become the adapter's. None detaches it. Switching copies no weight."""
+        if adapter is not None and not isinstance(adapter, Adapter):
+            adapter = Adapter(self, adapter)
+        with self._use():
+            _check(lib.bertrt_model_set_adapter(self._h, adapter._h if adapter else None))
+            self.adapter = adapter
+            self._describe()
 
     def close(self):
         """Frees the model once the calls running on other threads have returned."""
@@ -461,6 +491,42 @@ class Model:
 
 
 _PRECISIONS = ("float32", "int8", "uint8", "binary", "ubinary")
+
+
+class Adapter:
+    """A LoRA adapter (`bertrt finetune --lora-r ... -o FILE`) read for the base `model` runs
+    on: checked against it (an adapter of another base is refused), holding only the adapter's
+    own tensors. Set it with Model.set_adapter on `model` or on another Model of the same base;
+    it may run on several at once."""
+
+    def __init__(self, model, path):
+        self._h = None
+        if not isinstance(model, Model):
+            raise TypeError(f"model: expected a bertrt.Model, got {type(model).__name__}")
+        b = _input_file(path, "path")
+        self.path = os.fsdecode(b)
+        h = ctypes.c_void_p()
+        with model._use():
+            _check(lib.bertrt_adapter_load(model._h, b, ctypes.byref(h)))
+        self._h = h
+
+    def close(self):
+        """Frees this reference; Models that run the adapter keep theirs."""
+        if self._h:
+            lib.bertrt_adapter_free(self._h)
+            self._h = None
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return f"bertrt.Adapter({self.path!r})"
 
 
 def _quantize_args(precision, ranges, calibration_embeddings):

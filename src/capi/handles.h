@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,15 @@ struct bertrt_model {
   // threads must not run it at once (bertrt.h "Thread safety").
   std::mutex forward_mutex;
   bool training = false;  // a trainer owns the model (inference still allowed between steps)
+  // adapter_base_checksum of the base, taken at the first adapter call (adapter.cpp): the
+  // weights only change under a trainer, which refuses a model running an adapter.
+  std::optional<uint32_t> base_checksum;
+};
+
+// A LoRA adapter read for a base (io/adapter_io.h): immutable, shared by every model handle that
+// runs it; a model keeps it alive while it runs it, so it may be freed at any time.
+struct bertrt_adapter {
+  std::shared_ptr<const bertrt::LoraAdapter> adapter;
 };
 
 namespace bertrt::capi {
@@ -28,5 +38,8 @@ namespace bertrt::capi {
 // The model of a handle, or BERTRT_E_INVALID_ARGUMENT naming `fn`'s argument.
 bertrt_model& model_arg(bertrt_model* m, const char* fn);
 const bertrt_model& model_arg(const bertrt_model* m, const char* fn);
+// m.task and m.labels from its metadata's task record and its heads (at load, and when an
+// adapter is set or detached).
+void set_task_and_labels(bertrt_model& m, const std::string& path);
 
 }  // namespace bertrt::capi

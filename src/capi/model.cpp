@@ -25,6 +25,24 @@ const bertrt_model& model_arg(const bertrt_model* m, const char* fn) {
   return *m;
 }
 
+void set_task_and_labels(bertrt_model& m, const std::string& path) {
+  // The task record is checked, as the CLI does: a hostile one (labels the head does not have,
+  // negative SQuAD numbers) is refused before it answers anything.
+  const BertModel& model = *m.loaded.model;
+  check_task_record(m.loaded.metadata, model.heads(), model.config(), path);
+  m.task.clear();
+  const auto it = m.loaded.metadata.find("task");
+  if (it != m.loaded.metadata.end()) {
+    try {
+      m.task = parse_task_definition(it->second, m.source).name;
+    } catch (const Error&) {
+      m.task.clear();  // an unknown task record: still usable through the raw heads
+    }
+  }
+  if (m.task.empty()) m.task = model.heads().task;
+  m.labels = prediction_labels(model.heads().labels, m.task);
+}
+
 namespace {
 
 // The default checksum setting is process-wide (model_file.h); a load that asks otherwise sets
@@ -79,20 +97,7 @@ bertrt_model* load(const char* fn, const std::string& path, const std::string& s
   if (auto* cpu_be = dynamic_cast<CpuBackend*>(backend.get())) cpu_be->set_constant_weights(true);
   m->backend = std::move(backend);
   m->source = source;
-  // The task record is checked at load, as the CLI does: a hostile one (labels the head does not
-  // have, negative SQuAD numbers) is refused before it answers anything.
-  const BertModel& model = *m->loaded.model;
-  check_task_record(m->loaded.metadata, model.heads(), model.config(), path);
-  const auto it = m->loaded.metadata.find("task");
-  if (it != m->loaded.metadata.end()) {
-    try {
-      m->task = parse_task_definition(it->second, source).name;
-    } catch (const Error&) {
-      m->task.clear();  // an unknown task record: still usable through the raw heads
-    }
-  }
-  if (m->task.empty()) m->task = model.heads().task;
-  m->labels = prediction_labels(model.heads().labels, m->task);
+  set_task_and_labels(*m, path);
   return m.release();
 }
 

@@ -165,6 +165,11 @@ bertrt_status bertrt_trainer_create(bertrt_model* model, const bertrt_finetune_o
     bertrt_finetune_options_init(&o);
     copy_options(o, *options, fn, "bertrt_finetune_options_init");
     if (m.training) api_fail(BERTRT_E_STATE, "{}: the model already has a trainer", fn);
+    if (m.loaded.model->adapter())
+      api_fail(BERTRT_E_STATE,
+               "{}: the model runs the adapter {}: detach it first (bertrt_model_set_adapter with "
+               "NULL)",
+               fn, m.loaded.model->adapter()->source);
     check_hyper(o);
     std::error_code ec;
     if (!train_path) {

@@ -142,6 +142,29 @@ PoolingConfig pooling_named(const std::string& name) {
   return p;
 }
 
+// The text put before each input (EmbedOptions::prompt); throws for a prompt name the head lacks.
+std::string prompt_text(const EmbeddingConfig& head, const EmbedOptions& options) {
+  std::string prompt;
+  if (options.prompt) {
+    prompt = *options.prompt;
+  } else {
+    const std::string& name =
+        options.prompt_name.empty() ? head.default_prompt_name : options.prompt_name;
+    if (!name.empty()) {
+      const std::string* p = head.prompt(name);
+      if (!p) {
+        std::string names;
+        for (const auto& [n, text] : head.prompts) names += (names.empty() ? "" : ", ") + n;
+        fail("--prompt-name '{}' is not one of the model's prompts ({})", name,
+             names.empty() ? "it has none" : names);
+      }
+      prompt = *p;
+    }
+  }
+  check_utf8(prompt, 0, "--prompt");
+  return prompt;
+}
+
 }  // namespace
 
 EmbeddingConfig embedding_head(const BertModel& model, const EmbedOptions& options) {
@@ -175,24 +198,7 @@ std::vector<float> embed_texts(BertModel& model, const Tokenizer& tokenizer, Bac
   const int D = head.dim(H), out_dim = embedding_dim(model, options);
   const Batching how =
       batching(be, options.batch_size, options.max_batch_tokens, options.packing);
-  std::string prompt;
-  if (options.prompt) {
-    prompt = *options.prompt;
-  } else {
-    const std::string& name =
-        options.prompt_name.empty() ? head.default_prompt_name : options.prompt_name;
-    if (!name.empty()) {
-      const std::string* p = head.prompt(name);
-      if (!p) {
-        std::string names;
-        for (const auto& [n, text] : head.prompts) names += (names.empty() ? "" : ", ") + n;
-        fail("--prompt-name '{}' is not one of the model's prompts ({})", name,
-             names.empty() ? "it has none" : names);
-      }
-      prompt = *p;
-    }
-  }
-  check_utf8(prompt, 0, "--prompt");
+  const std::string prompt = prompt_text(head, options);
   const int max_len = head.max_seq_length > 0 ? head.max_seq_length
                                                 : model.config().max_position_embeddings;
   auto prepare = [&](const std::string& text) {
@@ -252,6 +258,25 @@ std::vector<float> embed_texts(BertModel& model, const Tokenizer& tokenizer, Bac
   return out;
 }
 
+int embed_max_length(const BertModel& model, const EmbedOptions& options) {
+  const EmbeddingConfig head = embedding_head(model, options);
+  return head.max_seq_length > 0 ? head.max_seq_length : model.config().max_position_embeddings;
+}
+
+std::vector<int> embed_token_lengths(const BertModel& model, const Tokenizer& tokenizer,
+                                     const std::vector<std::string>& texts,
+                                     const EmbedOptions& options) {
+  const EmbeddingConfig head = embedding_head(model, options);
+  const std::string prompt = prompt_text(head, options);
+  std::vector<int> out(texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    check_utf8(texts[i], i, "input");
+    const std::string text = prompt + texts[i];
+    out[i] = 2 + int(tokenizer.tokenize(head.do_lower_case ? lower_text(text) : text).size());
+  }
+  return out;
+}
+
 int tokenizer_max_length(const std::map<std::string, std::string>& metadata,
                          int max_position_embeddings) {
   const auto it = metadata.find("tokenizer.model_max_length");
@@ -265,6 +290,16 @@ int tokenizer_max_length(const std::map<std::string, std::string>& metadata,
 std::vector<float> rerank_scores(BertModel& model, const Tokenizer& tokenizer, Backend& be,
                                  const std::string& query, const std::vector<std::string>& passages,
                                  const RerankOptions& options, EmbedStats* stats) {
+  return rerank_pairs(model, tokenizer, be, std::vector<std::string>(passages.size(), query),
+                      passages, options, stats);
+}
+
+std::vector<float> rerank_pairs(BertModel& model, const Tokenizer& tokenizer, Backend& be,
+                                const std::vector<std::string>& queries,
+                                const std::vector<std::string>& passages,
+                                const RerankOptions& options, EmbedStats* stats) {
+  if (queries.size() != passages.size())
+    fail("rerank_pairs: {} queries for {} passages", queries.size(), passages.size());
   if (model.heads().resolved_kind() != HeadKind::kRegression)
     fail("{}has a {} head, not a cross-encoder's one-output classifier (a sentence-transformers "
          "CrossEncoder or a BertForSequenceClassification with num_labels 1)",
@@ -272,7 +307,6 @@ std::vector<float> rerank_scores(BertModel& model, const Tokenizer& tokenizer, B
          head_kind_name(model.heads().resolved_kind()));
   const Batching how =
       batching(be, options.batch_size, options.max_batch_tokens, options.packing);
-  check_utf8(query, 0, "query");
   const int max_len = options.max_length > 0 ? options.max_length
                                              : model.config().max_position_embeddings;
   if (max_len < 3 || max_len > model.config().max_position_embeddings)
@@ -282,11 +316,12 @@ std::vector<float> rerank_scores(BertModel& model, const Tokenizer& tokenizer, B
   st.max_seq_length = max_len;
   std::vector<Encoded> in(passages.size());
   for (size_t i = 0; i < passages.size(); ++i) {
+    check_utf8(queries[i], i, "query");
     check_utf8(passages[i], i, "passage");
-    Encoding full = tokenizer.encode(query, passages[i]);
+    Encoding full = tokenizer.encode(queries[i], passages[i]);
     if (int(full.input_ids.size()) > max_len) {
       ++st.truncated;
-      full = tokenizer.encode(query, passages[i], max_len);
+      full = tokenizer.encode(queries[i], passages[i], max_len);
     }
     st.tokens += full.input_ids.size();
     in[i] = Encoded{std::move(full.input_ids), std::move(full.token_type_ids), 0};

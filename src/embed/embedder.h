@@ -61,6 +61,13 @@ std::vector<float> embed_texts(BertModel& model, const Tokenizer& tokenizer, Bac
                                const std::vector<std::string>& texts, const EmbedOptions& options,
                                EmbedStats* stats = nullptr);
 
+// The tokens each text takes before truncation ([CLS] prompt text [SEP]), and the length past
+// which embed_texts truncates: a server checks its inputs with them before queueing any.
+std::vector<int> embed_token_lengths(const BertModel& model, const Tokenizer& tokenizer,
+                                     const std::vector<std::string>& texts,
+                                     const EmbedOptions& options);
+int embed_max_length(const BertModel& model, const EmbedOptions& options);
+
 struct RerankOptions {
   bool raw_scores = false;  // the logit; otherwise sigmoid(logit), CrossEncoder.predict's default
   // Tokens a pair keeps (longest-first); 0: max_position_embeddings. CrossEncoder truncates at
@@ -83,5 +90,11 @@ int tokenizer_max_length(const std::map<std::string, std::string>& metadata,
 std::vector<float> rerank_scores(BertModel& model, const Tokenizer& tokenizer, Backend& be,
                                  const std::string& query, const std::vector<std::string>& passages,
                                  const RerankOptions& options, EmbedStats* stats = nullptr);
+// The same for pairs of their own queries (queries[i], passages[i]): a server packs the pairs of
+// several requests into one forward.
+std::vector<float> rerank_pairs(BertModel& model, const Tokenizer& tokenizer, Backend& be,
+                                const std::vector<std::string>& queries,
+                                const std::vector<std::string>& passages,
+                                const RerankOptions& options, EmbedStats* stats = nullptr);
 
 }  // namespace bertrt

@@ -1,8 +1,10 @@
 #include "io/adapter_io.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -11,6 +13,7 @@
 #include "core/crc32c.h"
 #include "core/error.h"
 #include "io/model_file.h"
+#include "io/peft_adapter.h"
 
 namespace bertrt {
 
@@ -84,10 +87,6 @@ const char* peft_task_type(HeadKind kind) {
   return "FEATURE_EXTRACTION";
 }
 
-bool head_tensor(const std::string& name) {
-  return name.rfind("classifier.", 0) == 0 || name.rfind("qa_outputs.", 0) == 0;
-}
-
 }  // namespace
 
 void save_adapter(const std::string& path, const BertModel& model, const Tokenizer& tokenizer,
@@ -140,9 +139,6 @@ void save_adapter(const std::string& path, const BertModel& model, const Tokeniz
   write_model_file(path, c);
 }
 
-namespace {
-
-// The adapter record of `path`, checked against what bertrt implements.
 LoraConfig read_lora_config(const std::string& path, const nlohmann::json& j,
                             uint32_t* base_checksum) {
   const std::string where = fmt::format("{}: adapter_config", path);
@@ -183,93 +179,147 @@ LoraConfig read_lora_config(const std::string& path, const nlohmann::json& j,
   return c;
 }
 
-}  // namespace
-
-void apply_adapter(LoadedModel& m, const std::string& model_path,
-                   const std::string& adapter_path) {
-  OpenOptions open;
-  open.verify_checksums = default_verify_checksums();
-  const ModelFile file = ModelFile::open(adapter_path, open);
+AdapterContents read_adapter_file(const ModelFile& file, const std::string& path) {
   const ModelContents& c = file.contents();
   const auto it = c.metadata.find(kAdapterConfigKey);
   if (it == c.metadata.end())
     fail("--adapter {}: a model file, not a LoRA adapter (no '{}' record; adapters are written "
          "by `bertrt finetune --lora-r R ... -o FILE`)",
-         adapter_path, kAdapterConfigKey);
+         path, kAdapterConfigKey);
   const nlohmann::json j = nlohmann::json::parse(it->second, nullptr, false);
-  if (!j.is_object()) fail("--adapter {}: the '{}' record is not a JSON object", adapter_path,
-                           kAdapterConfigKey);
-  uint32_t want = 0;
-  const LoraConfig lora = read_lora_config(adapter_path, j, &want);
-  BertModel& model = *m.model;
-  const BertConfig &a = c.config, &b = model.config();
+  if (!j.is_object())
+    fail("--adapter {}: the '{}' record is not a JSON object", path, kAdapterConfigKey);
+  AdapterContents a;
+  uint32_t checksum = 0;
+  a.lora = read_lora_config(path, j, &checksum);
+  a.base_checksum = checksum;
+  a.config = c.config;
+  a.heads = c.heads;
+  a.tensors = c.tensors;  // views of `file`'s mapping, alive while the caller keeps it
+  if (const auto dt = c.metadata.find(kAdapterBaseDtypeKey); dt != c.metadata.end())
+    a.base_dtype = dt->second;
+  for (const char* key : {"task", "finetune_task", "finetune_steps"}) {
+    const auto kv = c.metadata.find(key);
+    if (kv != c.metadata.end()) a.metadata[key] = kv->second;
+  }
+  return a;
+}
+
+std::shared_ptr<const LoraAdapter> make_adapter(const AdapterContents& c, const std::string& path,
+                                                const BertModel& base, uint32_t base_checksum,
+                                                const std::string& base_path) {
+  const BertConfig &a = c.config, &b = base.config();
   if (a.hidden_size != b.hidden_size || a.num_hidden_layers != b.num_hidden_layers ||
       a.intermediate_size != b.intermediate_size || a.num_attention_heads != b.num_attention_heads ||
       a.vocab_size != b.vocab_size)
     fail("--adapter {} was trained on a base of hidden_size {}, {} layers, {} heads, "
          "intermediate_size {}, vocab_size {}; --model {} has {}, {}, {}, {}, {}",
-         adapter_path, a.hidden_size, a.num_hidden_layers, a.num_attention_heads,
-         a.intermediate_size, a.vocab_size, model_path, b.hidden_size, b.num_hidden_layers,
-         b.num_attention_heads, b.intermediate_size, b.vocab_size);
-  lora_sites(b, lora, adapter_path);  // r, alpha, dropout, targets: valid on this base
-  const uint32_t have = adapter_base_checksum(model);
-  const auto dt = c.metadata.find(kAdapterBaseDtypeKey);
-  const std::string want_dtype = dt == c.metadata.end() ? "float32" : dt->second;
-  const std::string have_dtype = adapter_base_dtype(model);
-  if (have != want && want_dtype != have_dtype)
+         path, a.hidden_size, a.num_hidden_layers, a.num_attention_heads, a.intermediate_size,
+         a.vocab_size, base_path, b.hidden_size, b.num_hidden_layers, b.num_attention_heads,
+         b.intermediate_size, b.vocab_size);
+  lora_sites(b, c.lora, path);  // r, alpha, dropout, targets: valid on this base
+  const std::string have_dtype = adapter_base_dtype(base);
+  if (c.base_checksum && base_checksum != *c.base_checksum && c.base_dtype != have_dtype)
     fail("--adapter {} was trained on {} base ({}); --model {} is {} model ({}): an adapter "
          "only applies to the exact base it was trained on ({})",
-         adapter_path, want_dtype == "int8" ? "an int8" : "a " + want_dtype, checksum_text(want),
-         model_path, have_dtype == "int8" ? "an int8" : "a " + have_dtype, checksum_text(have),
-         want_dtype == "int8" ? "give the int8 model it was trained on"
-                              : "give its float base, or train an adapter over the int8 model");
-  if (have != want)
+         path, c.base_dtype == "int8" ? "an int8" : "a " + c.base_dtype,
+         checksum_text(*c.base_checksum), base_path,
+         have_dtype == "int8" ? "an int8" : "a " + have_dtype, checksum_text(base_checksum),
+         c.base_dtype == "int8" ? "give the int8 model it was trained on"
+                                : "give its float base, or train an adapter over the int8 model");
+  if (c.base_checksum && base_checksum != *c.base_checksum)
     fail("--adapter {} was trained on another base: it expects base weights {}, --model {} has "
          "{} (an adapter only applies to the exact base it was trained on)",
-         adapter_path, checksum_text(want), model_path, checksum_text(have));
-  // The adapter's head and adapters, then its tensors: every one must be in the new layout with
-  // its shape, and every adapter or head tensor of the layout must come from the file.
-  HeadsConfig heads = c.heads;
-  heads.validate();
-  heads.kind = heads.resolved_kind();
-  if (heads.mlm || heads.nsp || heads.embedding || heads.kind == HeadKind::kNone)
-    fail("--adapter {}: expected a task head (classification, regression, tagging or question "
-         "answering) beside the adapters",
-         adapter_path);
-  const ParamLayout layout = bert_param_layout(b, heads, &lora);
-  const auto adapter_tensor = [](const std::string& name) {
-    return name.find(".lora_A.") != std::string::npos ||
-           name.find(".lora_B.") != std::string::npos || head_tensor(name);
-  };
+         path, checksum_text(*c.base_checksum), base_path, checksum_text(base_checksum));
+  auto adapter = std::make_shared<LoraAdapter>(b, c.heads, c.lora, "--adapter " + path);
+  // Every tensor must be in the adapter's layout with its shape, and every tensor of the layout
+  // must come from the file.
+  const ParamLayout& layout = adapter->layout();
+  std::vector<bool> seen(layout.params().size());
   for (const TensorRecord& t : c.tensors) {
     const ParamInfo* p = layout.find(t.name);
-    if (!p || !adapter_tensor(t.name))
+    if (!p)
       fail("--adapter {}: tensor '{}' is neither an adapter of its target_modules nor the task "
            "head's",
-           adapter_path, t.name);
+           path, t.name);
     if (p->shape != t.shape)
-      fail("--adapter {}: tensor '{}' has shape [{}], expected [{}]", adapter_path, t.name,
+      fail("--adapter {}: tensor '{}' has shape [{}], expected [{}]", path, t.name,
            fmt::join(t.shape, ", "), fmt::join(p->shape, ", "));
+    seen[size_t(p - layout.params().data())] = true;
   }
-  for (const ParamInfo& p : layout.params())
-    if (adapter_tensor(p.name) && !file.find(p.name))
-      fail("--adapter {}: tensor '{}' is missing", adapter_path, p.name);
-  if (model.quant_mode() == QuantMode::kInt8)
-    model.set_heads_over_int8(c.heads, 0);  // an fp32 head (model/lora_int8.h)
-  else
-    model.set_heads(c.heads, 0);
-  model.attach_lora(lora, 0, adapter_path);
-  float* params = model.params();
-  for (const TensorRecord& t : c.tensors)
-    tensor_to_f32(t, params + model.layout().at(t.name).offset);
+  for (size_t i = 0; i < seen.size(); ++i)
+    if (!seen[i]) fail("--adapter {}: tensor '{}' is missing", path, layout.params()[i].name);
+  float* w = std::const_pointer_cast<LoraAdapter>(adapter)->weights();
+  for (const TensorRecord& t : c.tensors) tensor_to_f32(t, w + layout.at(t.name).offset);
+  adapter->base_checksum = c.base_checksum.value_or(base_checksum);
+  adapter->source = path;
+  adapter->metadata = c.metadata;
+  return adapter;
+}
+
+std::shared_ptr<const LoraAdapter> load_adapter(const std::string& path, const BertModel& base,
+                                                uint32_t base_checksum,
+                                                const std::string& base_path) {
+  // A folder is a Hugging Face PEFT adapter (io/peft_adapter.h), checked against the base by shape.
+  if (is_peft_folder(path))
+    return make_adapter(read_peft_adapter(path, base.config()), path, base, base_checksum,
+                        base_path);
+  OpenOptions open;
+  open.verify_checksums = default_verify_checksums();
+  const ModelFile file = ModelFile::open(path, open);
+  auto adapter = make_adapter(read_adapter_file(file, path), path, base, base_checksum, base_path);
+  if (file.mapping()) MappedFile::release_pages(file.mapping()->data(), file.mapping()->size());
+  return adapter;
+}
+
+void use_adapter(LoadedModel& m, std::shared_ptr<const LoraAdapter> adapter,
+                 uint32_t base_checksum) {
+  if (adapter && adapter->base_checksum != base_checksum)
+    fail("adapter {} was trained on another base: it expects base weights {}, this model ({}) has "
+         "{}",
+         adapter->source, checksum_text(adapter->base_checksum), m.model->source(),
+         checksum_text(base_checksum));
+  const LoraAdapter* a = adapter.get();
+  m.model->set_adapter(std::move(adapter));
+  // The task record: the adapter's while it runs, the base file's again without one.
+  const std::map<std::string, std::string>& from = a ? a->metadata : m.file.contents().metadata;
   for (const char* key : {"task", "finetune_task", "finetune_steps"}) {
-    const auto kv = c.metadata.find(key);
-    if (kv != c.metadata.end())
+    const auto kv = from.find(key);
+    if (kv != from.end())
       m.metadata[key] = kv->second;
     else
       m.metadata.erase(key);
   }
-  m.metadata["adapter"] = adapter_path;
+  if (a)
+    m.metadata["adapter"] = a->source;
+  else
+    m.metadata.erase("adapter");
+}
+
+void apply_adapter(LoadedModel& m, const std::string& model_path,
+                   const std::string& adapter_path) {
+  const uint32_t checksum = adapter_base_checksum(*m.model);
+  use_adapter(m, load_adapter(adapter_path, *m.model, checksum, model_path), checksum);
+}
+
+void copy_adapter(LoadedModel& m, const LoraAdapter& adapter) {
+  BertModel& model = *m.model;
+  if (model.quant_mode() == QuantMode::kInt8)
+    model.set_heads_over_int8(adapter.heads(), 0);  // an fp32 head (model/lora_int8.h)
+  else
+    model.set_heads(adapter.heads(), 0);
+  model.attach_lora(adapter.lora(), 0, adapter.source);
+  float* params = model.params();
+  for (const ParamInfo& p : adapter.layout().params())
+    std::copy_n(adapter.weights() + p.offset, p.numel, params + model.layout().at(p.name).offset);
+  for (const char* key : {"task", "finetune_task", "finetune_steps"}) {
+    const auto kv = adapter.metadata.find(key);
+    if (kv != adapter.metadata.end())
+      m.metadata[key] = kv->second;
+    else
+      m.metadata.erase(key);
+  }
+  m.metadata["adapter"] = adapter.source;
 }
 
 }  // namespace bertrt

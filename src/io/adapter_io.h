@@ -9,10 +9,16 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "io/model_io.h"
 #include "model/lora.h"
+#include "io/adapter_contents.h"
+#include "model/lora_adapter.h"
 
 namespace bertrt {
 
@@ -41,14 +47,55 @@ void save_adapter(const std::string& path, const BertModel& model, const Tokeniz
                   uint32_t base_checksum, std::map<std::string, std::string> metadata,
                   const std::string& base_name = "");
 
-// Opens an adapter file and attaches it to m's model (the base loaded from `model_path`): the
-// adapter's head replaces the base's, its adapters are attached and their tensors copied. m's
-// metadata takes the adapter's task record (`task`, `finetune_task`), so eval and predict read
-// the adapter's task. Throws bertrt::Error, naming the files and what was expected, before
-// changing the model when: the file is not an adapter (a model), its record is not LoRA as bertrt
-// implements it (peft_type, bias, use_dora, use_rslora, fan_in_fan_out), r/alpha/dropout/targets
-// are invalid, the base's config or checksum differ from the adapter's, or a tensor is missing,
-// unknown or misshaped.
+// The adapter record `j` of `path` (its kAdapterConfigKey metadata), checked against what bertrt
+// implements; *base_checksum receives its base_model_checksum.
+LoraConfig read_lora_config(const std::string& path, const nlohmann::json& j,
+                            uint32_t* base_checksum);
+
+// Reading an adapter and attaching it: the one place where adapters meet a base. A reader (this
+// file's, for bertrt's adapter files; io/peft_adapter.h, for PEFT folders) fills AdapterContents;
+// make_adapter checks it against the base and builds the immutable LoraAdapter that any number of
+// models over that base run.
+
+// Reads bertrt's adapter file `path` (the `file` it opened, kept alive by the caller). Throws
+// bertrt::Error naming the file and the key when it is not an adapter (a model) or its record is
+// not LoRA as bertrt implements it (peft_type, bias, use_dora, use_rslora, fan_in_fan_out), or
+// r/alpha/dropout/target_modules/base_model_checksum are malformed.
+AdapterContents read_adapter_file(const ModelFile& file, const std::string& path);
+
+// The adapter of `contents` (read from `path`) for `base`, whose checksum (adapter_base_checksum)
+// is `base_checksum` and which was loaded from `base_path`: its tensors copied into its own
+// buffer. Throws bertrt::Error, naming both files and what was expected, before anything changes,
+// when the base's config or checksum differ from the adapter's, r/alpha/dropout/targets are
+// invalid on it, the head is not a task head, or a tensor is missing, unknown or misshaped. An
+// adapter without a checksum (a PEFT folder, checked by shape) takes `base_checksum`: it is then
+// bound to this base as a bertrt adapter file is to its own.
+std::shared_ptr<const LoraAdapter> make_adapter(const AdapterContents& contents,
+                                                const std::string& path, const BertModel& base,
+                                                uint32_t base_checksum,
+                                                const std::string& base_path);
+
+// read_adapter_file (or read_peft_adapter, for a folder) + make_adapter for the adapter at `path`;
+// a file's pages are given back once copied.
+std::shared_ptr<const LoraAdapter> load_adapter(const std::string& path, const BertModel& base,
+                                                uint32_t base_checksum,
+                                                const std::string& base_path);
+
+// Runs `adapter` on m's model in place (BertModel::set_adapter: the base is read where it lies,
+// never copied) and gives m's metadata the adapter's task record (`task`, `finetune_task`,
+// `finetune_steps`), so eval and predict read the adapter's task; nullptr detaches it and brings
+// back the base's record. Throws bertrt::Error as set_adapter does, and when the adapter was made
+// for another base (`base_checksum`, m's, against the adapter's).
+void use_adapter(LoadedModel& m, std::shared_ptr<const LoraAdapter> adapter,
+                 uint32_t base_checksum);
+
+// Opens an adapter file or PEFT folder and runs it on m's model (the base loaded from `model_path`) in place:
+// load_adapter + use_adapter (the inference commands' --adapter).
 void apply_adapter(LoadedModel& m, const std::string& model_path, const std::string& adapter_path);
+
+// The adapter copied into m's model instead, as trainable parameters of its own arena
+// (attach_lora, then the tensors): what `bertrt merge` folds into the base. Throws as
+// BertModel::attach_lora does.
+void copy_adapter(LoadedModel& m, const LoraAdapter& adapter);
 
 }  // namespace bertrt

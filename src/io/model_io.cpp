@@ -144,6 +144,10 @@ LoadedModel load_model(const std::string& path, const LoadOptions& options) {
 void save_model(const std::string& path, const BertModel& model, const Tokenizer& tokenizer,
                 std::map<std::string, std::string> metadata,
                 const std::optional<TrainingState>& training_state) {
+  if (model.adapter())
+    fail("{}: the model runs the adapter {} over its base: write the adapter with save_adapter, "
+         "or merge it (bertrt merge) for a plain model",
+         path, model.adapter()->source);
   ModelContents c;
   c.config = model.config();
   c.heads = model.heads();

@@ -63,7 +63,12 @@ static BertParams adapter_grads(BertParams g) {
 
 void BertModel::bind(Backend& be) {
   const float* p = params_.on(be);
-  if (p != w_at_) w_ = bind_params(layout_, config_, const_cast<float*>(p)), w_at_ = p;
+  const float* a =
+      adapter_ ? adapter_dev_.on(be, adapter_->weights(), adapter_->layout().total()) : nullptr;
+  if (p != w_at_ || a != adapter_at_) {
+    w_ = bind_params(layout_, config_, const_cast<float*>(p)), w_at_ = p, adapter_at_ = a;
+    if (adapter_) w_ = bind_adapter(w_, adapter_->layout(), config_, const_cast<float*>(a));
+  }
   if (grads_.empty()) return;
   const float* g = grads_.on(be);
   if (g != dw_at_) {
@@ -138,9 +143,12 @@ void BertModel::set_heads(const HeadsConfig& new_heads, uint64_t seed) {
   new_heads.validate();
   if (new_heads.embedding)
     new_heads.embedding->validate(config_.hidden_size, config_.max_position_embeddings);
-  if (lora_ && (new_heads.mlm || new_heads.nsp || new_heads.embedding))
-    fail("LoRA adapters train a task head; pre-training and embedding heads are not supported "
-         "with them");
+  if (adapter_)
+    fail("new heads while an inference adapter ({}) is set: detach it first", adapter_->source);
+  if (lora_ && (new_heads.mlm || new_heads.nsp ||
+                (new_heads.embedding && !new_heads.embedding->dense.empty())))
+    fail("LoRA adapters train a task head or a sentence-embedding head without Dense modules; "
+         "pre-training heads and Dense modules are not supported with them");
   relayout(new_heads, seed);
 }
 
@@ -239,10 +247,16 @@ ForwardResult BertModel::forward(Backend& be, const EncoderInputs& in, const Tar
   if (heads_.kind == HeadKind::kTokenClassification)
     check_labels(t.token_labels, B * T, heads_.num_labels());
 
+  if (training && adapter_)
+    fail("a training forward with an inference adapter ({}) set: adapters run with set_adapter "
+         "are for inference; train with attach_lora",
+         adapter_->source);
   bind(be);
   be_ = &be;
   BertQuant* q = quant_.get();
-  acts_.lora = lora_ ? LoraRun{lora_->r, lora_->scaling(), lora_->dropout} : LoraRun{};
+  acts_.lora = lora_      ? LoraRun{lora_->r, lora_->scaling(), lora_->dropout}
+               : adapter_ ? LoraRun{adapter_->lora().r, adapter_->lora().scaling(), 0.0f}
+                          : LoraRun{};
   if (training && lora_ && lora_->dropout > 0.0f && !be.supports(Op::kDropout))
     fail("LoRA dropout {}: the {} backend has no dropout op; train with lora_dropout 0 on it",
          lora_->dropout, be.name());
@@ -361,8 +375,10 @@ void BertModel::task_forward(Backend& be, float weight, HeadReadout out) {
             K = heads_.num_labels();
   const Targets& dt = batch_.targets;
   const Targets& ht = batch_.host;
-  QuantLinear* q =
-      quant_ ? (heads_.kind == HeadKind::kQuestionAnswering ? quant_->qa : quant_->cls) : nullptr;
+  // An inference adapter's head is fp32, in its own weights (an int8 base's head is not it).
+  QuantLinear* q = quant_ && !adapter_
+                       ? (heads_.kind == HeadKind::kQuestionAnswering ? quant_->qa : quant_->cls)
+                       : nullptr;
   ran_task_ = head_dropped_ = false;
   switch (heads_.kind) {
     case HeadKind::kNone:
@@ -571,22 +587,60 @@ bool BertModel::is_base_param(const std::string& name) const {
 
 void BertModel::attach_lora(const LoraConfig& lora, uint64_t seed, const std::string& where) {
   if (lora_) fail("{}: the model already carries LoRA adapters", where);
+  if (adapter_)
+    fail("{}: an inference adapter ({}) is set: detach it first", where, adapter_->source);
   // Over an int8 model (lora_int8.h) the base stays int8 and the head becomes fp32; a model in
   // QAT or calibration is still being quantized.
   if ((quant_ && quant_mode() != QuantMode::kInt8) || (!quant_ && !int8_only_.empty()))
     fail("{}: LoRA over a {} model is not supported; attach it to the float model or to the "
          "int8 model it becomes",
          where, quant_mode_name(quant_mode()));
-  if (heads_.mlm || heads_.nsp || heads_.embedding)
+  if (heads_.mlm || heads_.nsp || (heads_.embedding && !heads_.embedding->dense.empty()))
     fail("{}: LoRA adapters train a task head (sequence or token classification, regression, "
-         "question answering); this model carries pre-training or embedding heads",
-         where);
+         "question answering) or a sentence-embedding head without Dense modules; this model "
+         "carries {}",
+         where, heads_.embedding ? "an embedding head with Dense modules" : "pre-training heads");
   lora_sites(config_, lora, where);  // the errors name `where`, before anything changes
   if (quant_mode() == QuantMode::kInt8) float_task_head();  // its fp32 values, before relayout
   lora_ = lora;
   relayout(heads_, seed);
   // Every layer's backward runs (dX down to the lowest adapter), the embeddings' does not.
   plan_.first_layer = 0, plan_.embeddings = false;
+}
+
+void BertModel::set_adapter(std::shared_ptr<const LoraAdapter> adapter) {
+  if (adapter == adapter_) return;
+  if (adapter) {
+    const std::string& where = adapter->source.empty() ? "adapter" : adapter->source;
+    if (lora_)
+      fail("{}: this model carries trained LoRA adapters of its own (attach_lora); an inference "
+           "adapter runs over a plain base",
+           where);
+    // An int8 base runs its int8 kernels and adds the adapters beside them (lora_int8.h); a
+    // model in QAT or calibration is still being quantized.
+    if ((quant_ && quant_mode() != QuantMode::kInt8) || (!quant_ && !int8_only_.empty()))
+      fail("{}: LoRA adapters over a {} base are not supported; run them over the float base or "
+           "the int8 model it becomes",
+           where, quant_mode_name(quant_mode()));
+    const BertConfig &a = adapter->config(), &b = config_;
+    if (a.hidden_size != b.hidden_size || a.num_hidden_layers != b.num_hidden_layers ||
+        a.intermediate_size != b.intermediate_size ||
+        a.num_attention_heads != b.num_attention_heads || a.vocab_size != b.vocab_size)
+      fail("{} was made for a base of hidden_size {}, {} layers, {} heads, intermediate_size {}, "
+           "vocab_size {}; this model has {}, {}, {}, {}, {}",
+           where, a.hidden_size, a.num_hidden_layers, a.num_attention_heads, a.intermediate_size,
+           a.vocab_size, b.hidden_size, b.num_hidden_layers, b.num_attention_heads,
+           b.intermediate_size, b.vocab_size);
+    if (!adapter_) base_heads_ = heads_;
+    heads_ = adapter->heads();
+    if (std::find(adapters_run_.begin(), adapters_run_.end(), adapter) == adapters_run_.end())
+      adapters_run_.push_back(adapter);
+  } else {
+    heads_ = base_heads_;
+  }
+  adapter_ = std::move(adapter);
+  w_at_ = adapter_at_ = nullptr;  // rebound at the next forward
+  logits_.clear(), start_logits_.clear(), end_logits_.clear(), nsp_logits_.clear();
 }
 
 void BertModel::merge_lora() {

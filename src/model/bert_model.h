@@ -22,6 +22,7 @@
 #include "model/bert_quant.h"
 #include "model/device_batch.h"
 #include "model/encoder.h"
+#include "model/lora_adapter.h"
 #include "model/targets.h"
 
 namespace bertrt {
@@ -141,7 +142,8 @@ class BertModel {
   // frozen: backward() computes no gradient of the encoder's, embeddings' or pooler's weights,
   // only the adapters' and the task head's (and dX through every frozen Linear). Throws
   // bertrt::Error (prefixed by `where`) for a bad config (lora_sites), an adapter already
-  // attached, or a model in QAT or calibration. Over an int8 model (model/lora_int8.h) the base
+  // attached, a model in QAT or calibration, or heads other than a task head or a
+  // sentence-embedding head without Dense modules. Over an int8 model (model/lora_int8.h) the base
   // stays int8: its Linears run the int8 kernels forward and give dX only backward; the task head
   // becomes fp32 (set_heads then takes task heads, as on a float model).
   void attach_lora(const LoraConfig& lora, uint64_t seed, const std::string& where = "LoRA");
@@ -151,6 +153,22 @@ class BertModel {
   // W += scaling · B·A for every adapted Linear, then drops the adapters: a plain model with the
   // adapted outputs (bertrt merge). Throws bertrt::Error without adapters.
   void merge_lora();
+
+  // --- Inference adapters over a shared base (model/lora_adapter.h; docs/explanation/lora.md) ---
+  // Runs `adapter` from the next forward on: heads() becomes the adapter's head, every Linear it
+  // adapts adds its low-rank branch, the base's weights are read where they lie (params(): e.g.
+  // the model file's mapping) and the adapter's from its own buffer; nothing is copied, nothing
+  // of the base is written. nullptr detaches it: the base's own heads again. Switching costs no
+  // copy of any weight. The model keeps a reference to every adapter it has run until it is
+  // destroyed: a backend may have packed their weights by address (cpu_backend.h), so no other
+  // tensor may take that address while the backend serves this model. Inference only: a training
+  // forward, set_heads, attach_lora, QAT and calibration throw while one is set. Throws
+  // bertrt::Error when the adapter was made for a base of another config, when the model carries
+  // trained adapters (attach_lora) or is in QAT or calibration. Over an int8 base the encoder
+  // runs its int8 kernels with the adapters' fp32 updates beside them and the adapter's head runs
+  // in fp32 (model/lora_int8.h).
+  void set_adapter(std::shared_ptr<const LoraAdapter> adapter);
+  const LoraAdapter* adapter() const { return adapter_.get(); }
 
   // --- Quantization (model/bert_quant.h; README "Quantization-aware training and int8") ---------
   // QAT: every Linear fake-quantizes its input (own moving-average observer) and its weight (per
@@ -206,6 +224,13 @@ class BertModel {
 
   std::unique_ptr<BertQuant> quant_;  // nullptr: fp32
   std::optional<LoraConfig> lora_;    // attached adapters (their tensors end the layout)
+  // The inference adapter (set_adapter), its weights as `be_` reads them, the base's own heads
+  // while it is set, and every adapter run so far (kept alive: set_adapter).
+  std::shared_ptr<const LoraAdapter> adapter_;
+  ConstMirror<float> adapter_dev_;
+  const float* adapter_at_ = nullptr;
+  HeadsConfig base_heads_;
+  std::vector<std::shared_ptr<const LoraAdapter>> adapters_run_;
 
   // New layout for `heads` and lora_, keeping the tensors present in both (set_heads).
   void relayout(const HeadsConfig& heads, uint64_t seed);

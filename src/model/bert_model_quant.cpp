@@ -10,6 +10,8 @@ namespace bertrt {
 void BertModel::enable_qat(const QatConfig& config) {
   if (quant_mode() == QuantMode::kInt8)
     fail("QAT on an int8 inference model: fine-tune its float or fake-quant source instead");
+  if (adapter_)
+    fail("QAT with an inference adapter ({}) set: detach it first", adapter_->source);
   if (lora_)
     fail("QAT with LoRA adapters is not supported: train the adapters in fp32, or merge them "
          "(bertrt merge) and quantize the merged model");
@@ -29,7 +31,7 @@ void BertModel::enable_qat(const QatConfig& config) {
 void BertModel::begin_calibration(bool int8_embeddings) {
   if (quant_mode() == QuantMode::kInt8)
     fail("calibration of an int8 model: calibrate its float source instead");
-  if (lora_)
+  if (lora_ || adapter_)
     fail("calibration of a model with LoRA adapters: merge them first (bertrt merge)");
   QatConfig c;
   c.int8_embeddings = int8_embeddings;

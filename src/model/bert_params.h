@@ -43,5 +43,9 @@ struct BertParams {
 
 // Points every field at its tensor inside `base` (a buffer of layout.total() floats).
 BertParams bind_params(const ParamLayout& layout, const BertConfig& config, float* base);
+// `w` (a base's views) with its adapters and heads taken from `layout` over `base` instead: the
+// adapters and heads that layout holds, nullptr for those it does not (model/lora_adapter.h).
+BertParams bind_adapter(BertParams w, const ParamLayout& layout, const BertConfig& config,
+                        float* base);
 
 }  // namespace bertrt

@@ -34,6 +34,10 @@ struct LoraConfig {
 // the pooler's dense; `output.dense` the attention output's and the feed-forward output's.
 bool lora_target_matches(const std::string& key, const std::string& target);
 
+// The name of every module of a BERT with a task head, as PEFT walks them (the Hugging Face
+// model's named_modules()): what a regex target_modules is matched against.
+std::vector<std::string> lora_module_names(const BertConfig& config);
+
 // A Linear that carries an adapter: its Hugging Face module name and size.
 struct LoraSite {
   std::string name;  // e.g. bert.encoder.layer.0.attention.self.query

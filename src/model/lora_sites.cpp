@@ -76,6 +76,12 @@ std::vector<Module> bert_modules(const BertConfig& c) {
 
 }  // namespace
 
+std::vector<std::string> lora_module_names(const BertConfig& config) {
+  std::vector<std::string> names;
+  for (Module& m : bert_modules(config)) names.push_back(std::move(m.name));
+  return names;
+}
+
 std::vector<LoraSite> lora_sites(const BertConfig& config, const LoraConfig& lora,
                                  const std::string& where) {
   if (lora.r < 1) fail("{}: LoRA rank r = {}: expected ≥ 1", where, lora.r);

@@ -65,6 +65,13 @@ if(TARGET bertrt_convert_cli)
            $<TARGET_FILE:bertrt_cli> $<TARGET_FILE:bertrt_convert_cli> ${E2E_DATA} ${CMAKE_SOURCE_DIR})
   set_tests_properties(embed_e2e PROPERTIES TIMEOUT 300 LABELS e2e)
 endif()
+# bertrt serve on loopback: answers equal to embed / rerank / predict, faults, API keys, SIGTERM
+# (tests/e2e/serve_test.sh, its HTTP client tests/e2e/serve_client.py).
+if(TARGET bertrt_convert_cli AND BERTRT_SERVE)
+  add_test(NAME serve_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/serve_test.sh
+           $<TARGET_FILE:bertrt_cli> $<TARGET_FILE:bertrt_convert_cli> ${E2E_DATA} ${CMAKE_SOURCE_DIR})
+  set_tests_properties(serve_e2e PROPERTIES TIMEOUT 300 LABELS e2e COST 30)
+endif()
 # bertrt search (index reuse and refusal, hits against brute-force cosine) and embed --precision
 # (tests/e2e/search_test.sh).
 add_test(NAME search_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/search_test.sh
@@ -77,3 +84,13 @@ set_tests_properties(lora_e2e PROPERTIES TIMEOUT 300 LABELS e2e)
 # LoRA over an int8 base (tests/e2e/lora_int8_test.sh).
 add_test(NAME lora_int8_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/lora_int8_test.sh $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
 set_tests_properties(lora_int8_e2e PROPERTIES TIMEOUT 300 LABELS e2e)
+# PEFT folders through the CLI: --to peft, --adapter FOLDER, refusals (tests/e2e/peft_test.sh).
+if(TARGET bertrt_convert_cli)
+  add_test(NAME peft_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/peft_test.sh $<TARGET_FILE:bertrt_cli>
+           $<TARGET_FILE:bertrt_convert_cli> ${E2E_DATA})
+  set_tests_properties(peft_e2e PROPERTIES TIMEOUT 300 LABELS e2e)
+endif()
+# Adapters over a shared base: --adapter on forward and embed against the merged model, refusals
+# (tests/e2e/lora_adapters_test.sh).
+add_test(NAME lora_adapters_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/lora_adapters_test.sh $<TARGET_FILE:bertrt_cli> ${E2E_DATA})
+set_tests_properties(lora_adapters_e2e PROPERTIES TIMEOUT 300 LABELS e2e)

@@ -25,6 +25,7 @@ set(FUZZ_PARSER_SOURCES
   tools/convert/tf_bert_names.cpp
   tools/convert/checkpoint.cpp tools/convert/torch_state_dict.cpp
   tools/cli/forward_input.cpp
+  src/serve/api.cpp
   tests/fuzz/fuzz_util.cpp
   tests/hostile/brt_edit.cpp tests/hostile/brt_mutate.cpp)
 list(TRANSFORM FUZZ_PARSER_SOURCES PREPEND ${CMAKE_SOURCE_DIR}/)

@@ -10,6 +10,7 @@ if(TARGET bertrt_convert)
     ${CMAKE_CURRENT_SOURCE_DIR}/unit)
   target_compile_definitions(fuzz_regression_test PRIVATE
     BERTRT_SOURCE_DIR_DEFAULT="${CMAKE_SOURCE_DIR}" BERTRT_BUILD_DIR_DEFAULT="${CMAKE_BINARY_DIR}")
-  target_link_libraries(fuzz_regression_test PRIVATE bertrt_convert GTest::gtest GTest::gtest_main)
+  target_link_libraries(fuzz_regression_test PRIVATE bertrt_convert bertrt_serve GTest::gtest
+    GTest::gtest_main)
   gtest_discover_tests(fuzz_regression_test PROPERTIES ENVIRONMENT "${TEST_ENV}" DISCOVERY_TIMEOUT 60)
 endif()

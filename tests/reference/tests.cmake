@@ -20,3 +20,13 @@ if(TARGET bertrt_convert_cli AND TARGET bertrt_shared AND NOT CMAKE_CROSSCOMPILI
   set_tests_properties(sentence_transformers_reference PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
                        LABELS e2e)
 endif()
+# LoRA adapters through Hugging Face PEFT itself, where peft and transformers are installed
+# (BERTRT_PEFT_PYTHONPATH: their site folder and st_upstream.py's stand-in, docs/explanation/
+# testing.md); skipped (77) elsewhere. The checked-in values run always: peft_reference_test.
+if(TARGET bertrt_convert_cli AND NOT CMAKE_CROSSCOMPILING AND NOT CMAKE_CXX_FLAGS MATCHES "-fsanitize")
+  add_test(NAME peft_round_trip
+    COMMAND ${CMAKE_COMMAND} -E env HF_HUB_OFFLINE=1 /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/reference/peft_reference.py --round-trip
+            --cli $<TARGET_FILE:bertrt_cli> --convert $<TARGET_FILE:bertrt_convert_cli>
+            --work ${REF_DIR}/peft_round_trip)
+  set_tests_properties(peft_round_trip PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS e2e)
+endif()

@@ -73,12 +73,21 @@ TEST(LinearInference, FusedEqualsTheOpsItReplacesOnEveryProviderAndKernel) {
   ReferenceBackend ref;
   int cases = 0;
   auto bes = backends();
+  int shape_index = 0;
   for (const Shape& s : kShapes) {
     const size_t MN = size_t(s.M) * s.N;
     const uint32_t seed = 7 + s.M * 3 + s.N * 5 + s.K;
     const auto x = test::randn(size_t(s.M) * s.K, seed), w = test::randn(size_t(s.N) * s.K, seed + 1);
     const auto bias = test::randn(s.N, seed + 2), residual = test::randn(MN, seed + 3);
-    for (int mask = 0; mask < 12; ++mask) {
+    std::vector<double> abs_xw(MN, 0.0);  // Σ_k |x·w|, for the tolerance below
+    for (int m = 0; m < s.M; ++m)
+      for (int n = 0; n < s.N; ++n)
+        for (int k = 0; k < s.K; ++k)
+          abs_xw[size_t(m) * s.N + n] += std::fabs(double(x[size_t(m) * s.K + k]) * w[size_t(n) * s.K + k]);
+    // A sparse run (an emulator, a sanitizer) takes every third epilogue, starting at a different
+    // one for each shape: every epilogue still meets every kernel, on some of the shapes.
+    const int first = test::sparse() ? shape_index++ % 3 : 0, stride = test::sparse() ? 3 : 1;
+    for (int mask = first; mask < 12; mask += stride) {
       const Epilogue e{(mask & 1) != 0, (mask & 2) != 0,
                        mask < 4 ? std::nullopt : std::optional<Gelu>(mask < 8 ? Gelu::kErf : Gelu::kTanh)};
       const float* b = e.bias ? bias.data() : nullptr;
@@ -93,10 +102,8 @@ TEST(LinearInference, FusedEqualsTheOpsItReplacesOnEveryProviderAndKernel) {
       std::vector<double> tol(MN);
       for (int m = 0; m < s.M; ++m)
         for (int n = 0; n < s.N; ++n) {
-          double abs_sum = b ? std::fabs(b[n]) : 0.0;
-          for (int k = 0; k < s.K; ++k)
-            abs_sum += std::fabs(double(x[size_t(m) * s.K + k]) * w[size_t(n) * s.K + k]);
           const size_t i = size_t(m) * s.N + n;
+          const double abs_sum = abs_xw[i] + (b ? std::fabs(b[n]) : 0.0);
           tol[i] = 2 * 1.13 * (s.K + 1) * 0x1p-24 * abs_sum + 4 * 0x1p-24 * std::fabs(want[i]) + 1e-30;
         }
       for (auto& [name, be] : bes) {

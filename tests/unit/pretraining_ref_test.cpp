@@ -340,6 +340,7 @@ void expect_binomial(size_t k, size_t n, double p, const std::string& what) {
 // and mean lengths depend on per-document structure (not independent draws), so they are
 // printed, not bounded.
 TEST_F(ReferenceBuilder, PythonRandomGivesTheSameStatistics) {
+  BERTRT_SKIP_UNDER_EMULATOR();
   REQUIRE_PYTHON();
   const size_t docs = write_ids(SIZE_MAX, "ids_all.txt");
   const auto py =

@@ -88,6 +88,15 @@ inline bool emulated() { return env_flag("BERTRT_TEST_EMULATED"); }
 // sweep's millionth point checks no memory access or UB that its thousandth did not.
 inline bool sparse() { return emulated() || env_flag("BERTRT_TEST_SPARSE"); }
 
+// Skips the test under an emulator. For arch-independent logic only (training loops, file-format
+// sweeps, corpus-wide tokenizer checks, the C API's bookkeeping) that costs tens of seconds under
+// qemu-user: the native suite runs it, and no kernel or numeric path is behind it. The emulated
+// suites keep every test of a kernel, a SIMD path or a numeric result.
+#define BERTRT_SKIP_UNDER_EMULATOR()                          \
+  if (::bertrt::test::emulated())                             \
+  GTEST_SKIP() << "arch-independent logic, run by the native " \
+                  "suite (BERTRT_TEST_EMULATED)"
+
 // The `bertrt` CLI built beside the tests, or "" where it cannot run here: not built, or an
 // emulated test run (qemu-user runs the test binaries; the CLI's own ARM run is ci_arm.sh's).
 inline std::string cli_binary() {

@@ -10,6 +10,7 @@
 #include "embed/embedder.h"
 #include "embedding_output.h"
 #include "io/model_io.h"
+#include "lora_flags.h"
 
 namespace bertrt::cli {
 
@@ -22,7 +23,7 @@ constexpr size_t kChunk = 1024;
 
 void add_embed(CLI::App& app) {
   struct Opts {
-    std::string model, input, output, prompt_name, pooling, precision = "float32", calibration;
+    std::string model, adapter, input, output, prompt_name, pooling, precision = "float32", calibration;
     std::optional<std::string> prompt;
     int dimensions = 0, batch_size = 32, max_batch_tokens = 2048;
     bool no_normalize = false, no_packing = false;
@@ -45,7 +46,10 @@ void add_embed(CLI::App& app) {
       "Inputs longer than the model's max_seq_length are truncated; stderr says how many.\n"
       "  echo 'a cat sat on the mat' | bertrt embed --model all-MiniLM-L6-v2.brt\n"
       "  bertrt embed --model m.brt --input docs.txt --dimensions 128 --output docs.npy");
-  c->add_option("--model", o->model, "model file (.brt) with an embedding head")->required();
+  c->add_option("--model", o->model,
+                "model file (.brt) with an embedding head; with --adapter, its base")
+      ->required();
+  add_adapter_flag(c, o->adapter);
   c->add_option("--input", o->input, "text file, one input a line (default: stdin)");
   c->add_option("--output", o->output,
                 "write a .npy matrix here instead of JSON lines (float32, or --precision's type)");
@@ -95,10 +99,12 @@ void add_embed(CLI::App& app) {
     if (!o->output.empty()) {
       check_output_path("--output", o->output);
       check_distinct_files({{"--output", o->output}}, {{"--model", o->model},
+                                                       {"--adapter", o->adapter},
                                                        {"--input", o->input},
                                                        {"--calibration", o->calibration}});
     }
     LoadedModel m = load_model(o->model);
+    apply_adapter_flag(m, o->model, o->adapter);
     auto be = o->backend.make_inference();
     EmbedOptions opts;
     opts.dimensions = o->dimensions;

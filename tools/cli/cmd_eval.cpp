@@ -32,6 +32,7 @@ void eval_embeddings(const Opts& o) {
     fail_usage("--max-seq-length: an embedding model truncates at its own max_seq_length");
   if (o.task == "sts" && !o.articles.empty()) fail_usage("--articles applies to --task retrieval");
   LoadedModel m = load_model(o.model);
+  apply_adapter_flag(m, o.model, o.adapter);
   auto be = o.backend.make_inference();
   EmbedOptions eo;
   eo.dimensions = o.dimensions;
@@ -127,7 +128,6 @@ void add_eval(CLI::App& app) {
   o->backend.add_to(c);
   c->callback([o] {
     if (o->task == "sts" || o->task == "retrieval") {
-      if (!o->adapter.empty()) fail_usage("--adapter with --task {} is not supported yet", o->task);
       check_input_file("--model", o->model);
       check_input_file("--data", o->data);
       return eval_embeddings(*o);

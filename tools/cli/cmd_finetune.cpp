@@ -238,7 +238,7 @@ void add_finetune(CLI::App& app) {
   c->callback([o] {
     check_lora_options(o->lora);
     if (o->lora.enabled()) {
-      if (o->task.task == "sentence-embedding" || o->task.task == "reranker")
+      if (o->task.task == "reranker")
         fail_usage("--lora-r with --task {} is not supported yet", o->task.task);
       if (!o->resume.empty()) fail_usage("--lora-r with --resume: LoRA runs cannot resume yet");
       if (o->qat.enabled())
@@ -292,6 +292,7 @@ void add_finetune(CLI::App& app) {
       r.hidden_dropout = o->hidden_dropout, r.attention_dropout = o->attention_dropout;
       r.max_seq_length = o->max_seq_length;
       r.qat = &o->qat;
+      r.lora = &o->lora;
       return run_embedding_finetune(r, o->embedding);
     }
     for (const auto* opt : o->embedding.options)
@@ -404,13 +405,7 @@ void add_finetune(CLI::App& app) {
     }
     if (o->lora.enabled()) {
       model.attach_lora(o->lora.config(), o->seed, o->lora.where());
-      size_t trainable = 0, adapters = 0;
-      for (const ParamInfo& p : model.layout().params())
-        if (!model.is_base_param(p.name))
-          trainable += p.numel, adapters += p.name.find(".lora_") != std::string::npos;
-      fmt::print("LoRA r {} alpha {}: {} adapted Linears{}; {} trainable parameters of {} ({:.2f}%)\n",
-                 o->lora.r, o->lora.alpha, adapters / 2, int8_base ? " over the int8 base" : "",
-                 trainable, model.num_params(), 100.0 * double(trainable) / double(model.num_params()));
+      fmt::print("{}\n", lora_summary(model, o->lora));
     }
     auto be = o->backend.make();
 

@@ -10,6 +10,7 @@
 #include "core/utf8.h"
 #include "forward_input.h"
 #include "io/model_io.h"
+#include "lora_flags.h"
 
 namespace bertrt::cli {
 
@@ -26,7 +27,7 @@ nlohmann::json matrix(const float* x, size_t rows, size_t cols) {
 
 void add_forward(CLI::App& app) {
   struct Opts {
-    std::string model;
+    std::string model, adapter;
     BackendChoice backend;
   };
   auto o = std::make_shared<Opts>();
@@ -41,11 +42,13 @@ void add_forward(CLI::App& app) {
       "Output: one JSON object a line with Hugging Face's names: last_hidden_state, pooler_output,\n"
       "and the model's heads: prediction_logits, seq_relationship_logits, logits, start_logits,\n"
       "end_logits.");
-  c->add_option("--model", o->model, "model file (.brt)")->required();
+  c->add_option("--model", o->model, "model file (.brt); with --adapter, its base")->required();
+  add_adapter_flag(c, o->adapter);
   o->backend.add_to(c);
   c->callback([o] {
     check_input_file("--model", o->model);
     LoadedModel m = load_model(o->model);
+    apply_adapter_flag(m, o->model, o->adapter);
     auto be = o->backend.make_inference();
     BertModel& model = *m.model;
     const BertConfig& cfg = model.config();

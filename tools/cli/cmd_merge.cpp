@@ -5,7 +5,9 @@
 
 #include "common.h"
 #include "core/error.h"
+#include "io/adapter_io.h"
 #include "io/model_io.h"
+#include "io/peft_adapter.h"
 #include "lora_flags.h"
 
 namespace bertrt::cli {
@@ -23,16 +25,19 @@ void add_merge(CLI::App& app) {
       "The adapter is refused on any base but the one it was trained on (its checksum).");
   c->add_option("--model", o->model, "the base model (.brt) the adapter was trained on")
       ->required();
-  c->add_option("--adapter", o->adapter, "LoRA adapter file (written by `finetune --lora-r`)")
+  c->add_option("--adapter", o->adapter,
+                "LoRA adapter file (written by `finetune --lora-r`), or a Hugging Face PEFT "
+                "folder (checked against the base by shape)")
       ->required();
   c->add_option("-o,--output", o->out, "merged fp32 model (.brt), written atomically")->required();
   c->callback([o] {
     check_output_path("-o", o->out);
     check_input_file("--model", o->model);
-    check_input_file("--adapter", o->adapter);
+    if (!is_peft_folder(o->adapter)) check_input_file("--adapter", o->adapter);
     check_distinct_files({{"-o", o->out}}, {{"--model", o->model}, {"--adapter", o->adapter}});
     LoadedModel m = load_model(o->model);
-    apply_adapter_flag(m, o->model, o->adapter);
+    // Copied into the model's own arena (the merge writes W + s·B·A), not run in place.
+    copy_adapter(m, *load_adapter(o->adapter, *m.model, adapter_base_checksum(*m.model), o->model));
     m.model->merge_lora();
     auto meta = m.metadata;
     meta.erase("adapter");

@@ -106,5 +106,6 @@ void add_bench(CLI::App& app);     // cmd_bench.cpp: inference latency
 void add_embed(CLI::App& app);     // cmd_embed.cpp: sentence embeddings
 void add_rerank(CLI::App& app);    // cmd_rerank.cpp: cross-encoder scores
 void add_search(CLI::App& app);    // cmd_search.cpp: semantic search over a corpus file
+void add_serve(CLI::App& app);     // cmd_serve.cpp: the HTTP server
 
 }  // namespace bertrt::cli

@@ -10,6 +10,7 @@
 #include "interrupt.h"
 #include "core/error.h"
 #include "embed/embedding_eval.h"
+#include "io/adapter_io.h"
 #include "io/model_io.h"
 #include "progress.h"
 #include "train/checkpoint.h"
@@ -197,8 +198,16 @@ void run_embedding_finetune(const EmbeddingFinetuneRun& r, const EmbeddingFinetu
     h.embedding->max_seq_length = r.max_seq_length;
     model.set_heads(h, r.seed);  // the same tensors: every weight kept
   }
-  // After the head is set, as finetune's other tasks: fake-quant Linears for --qat int8.
+  // After the head is set, as finetune's other tasks: fake-quant Linears for --qat int8, or
+  // adapters over the frozen base for --lora-r (its checksum taken first, for the adapter file).
   apply_qat(model, *r.qat, model_path);
+  const bool lora = r.lora && r.lora->enabled();
+  uint32_t base_checksum = 0;
+  if (lora) {
+    base_checksum = adapter_base_checksum(model);
+    model.attach_lora(r.lora->config(), r.seed, r.lora->where());
+    fmt::print(stderr, "{}\n", lora_summary(model, *r.lora));
+  }
   const int D = model.heads().embedding->dim(model.config().hidden_size);
   for (int d : loss.matryoshka_dims)
     if (d > D) fail_usage("--matryoshka-dims: {} is above the model's embedding width {}", d, D);
@@ -299,12 +308,13 @@ void run_embedding_finetune(const EmbeddingFinetuneRun& r, const EmbeddingFinetu
                         // SIGINT/SIGTERM (interrupt.h): this step's checkpoint, then out.
                         if (const int sig = stop_signal(); sig && s.step != total) {
                           bar.stop(s.step, signal_name(sig));
-                          if (r.qat->enabled())
+                          if (r.qat->enabled() || lora)
                             throw Interrupted(
                                 sig, fmt::format("{} at step {} of {}: no checkpoint written "
-                                                 "(--qat int8 runs cannot resume yet); {} is "
+                                                 "({} runs cannot resume yet); {} is "
                                                  "unchanged",
-                                                 signal_name(sig), s.step, total, r.out));
+                                                 signal_name(sig), s.step, total,
+                                                 lora ? "LoRA" : "--qat int8", r.out));
                           auto ckpt_meta = meta;
                           ckpt_meta[kFinetuneRunKey] = run.dump();
                           const std::string ckpt = resume_path(r.out);
@@ -321,7 +331,11 @@ void run_embedding_finetune(const EmbeddingFinetuneRun& r, const EmbeddingFinetu
                       });
   bar.finish();
   log_dev("after");
-  save_finetuned(r.out, model, *m.tokenizer, meta, *r.qat);  // int8 with --qat int8
+  if (lora)  // the adapters and the embedding head's settings, not a model
+    save_adapter(r.out, model, *m.tokenizer, base_checksum, meta,
+                 std::filesystem::path(model_path).filename().string());
+  else
+    save_finetuned(r.out, model, *m.tokenizer, meta, *r.qat);  // int8 with --qat int8
   remove_resume_checkpoint(r.out);  // an earlier step of this run
   fmt::print("wrote {}\n", r.out);
 }

@@ -10,6 +10,7 @@
 
 #include "common.h"
 #include "io/model_io.h"
+#include "lora_flags.h"
 #include "qat_flags.h"
 #include "train/update_rule.h"
 
@@ -36,6 +37,7 @@ struct EmbeddingFinetuneRun {
   uint64_t seed = 42;
   const BackendChoice* backend = nullptr;
   const QatOptions* qat = nullptr;  // --qat int8: fake-quant training, -o the int8 model
+  const LoraOptions* lora = nullptr;  // --lora-r R ...: adapters on the frozen base, -o the adapter
 };
 
 // The optimizer of a run over `rows` training rows: --max-steps, else --epochs of batches.

@@ -7,6 +7,7 @@
 
 #include "common.h"
 #include "io/adapter_io.h"
+#include "io/peft_adapter.h"
 
 namespace bertrt::cli {
 
@@ -25,8 +26,9 @@ std::string LoraOptions::where() const {
 void add_lora_flags(CLI::App* cmd, LoraOptions& o) {
   const char* group = "LoRA adapters (docs/how-to/lora.md)";
   cmd->add_option("--lora-r", o.r,
-                  "train LoRA adapters of rank R on a frozen base instead of every weight; -o "
-                  "then writes the adapter file (the adapters and the head), not a model")
+                  "train LoRA adapters of rank R on a frozen base instead of every weight (every "
+                  "task but reranker); -o then writes the adapter file (the adapters and the "
+                  "head), not a model")
       ->check(at_least(1))
       ->group(group);
   o.lora_only.push_back(
@@ -64,15 +66,29 @@ void check_lora_options(const LoraOptions& o) {
     fail_usage("--lora-target: no names (expected names like query,value)");
 }
 
+std::string lora_summary(const BertModel& model, const LoraOptions& o) {
+  size_t trainable = 0, adapters = 0;
+  for (const ParamInfo& p : model.layout().params())
+    if (!model.is_base_param(p.name))
+      trainable += p.numel, adapters += p.name.find(".lora_") != std::string::npos;
+  return fmt::format("LoRA r {} alpha {}: {} adapted Linears{}; {} trainable parameters of {} "
+                     "({:.2f}%)",
+                     o.r, o.alpha, adapters / 2,
+                     model.quant_mode() == QuantMode::kInt8 ? " over the int8 base" : "",
+                     trainable, model.num_params(),
+                     100.0 * double(trainable) / double(model.num_params()));
+}
+
 void add_adapter_flag(CLI::App* cmd, std::string& adapter) {
   cmd->add_option("--adapter", adapter,
-                  "LoRA adapter file (written by `finetune --lora-r`) to run over --model, its "
-                  "base: the adapter's head and task replace the model's");
+                  "LoRA adapter to run over --model, its base: a file written by `finetune "
+                  "--lora-r`, or a Hugging Face PEFT folder (adapter_config.json + "
+                  "adapter_model.safetensors); the adapter's head and task replace the model's");
 }
 
 void apply_adapter_flag(LoadedModel& m, const std::string& model_path, const std::string& adapter) {
   if (adapter.empty()) return;
-  check_input_file("--adapter", adapter);
+  if (!is_peft_folder(adapter)) check_input_file("--adapter", adapter);
   apply_adapter(m, model_path, adapter);
 }
 

@@ -27,6 +27,10 @@ void add_lora_flags(CLI::App* cmd, LoraOptions& o);
 // Usage errors (exit 2) for values that can never work, before anything is loaded.
 void check_lora_options(const LoraOptions& o);
 
+// "LoRA r R alpha A: N adapted Linears; T trainable parameters of P (x%)" for a model that
+// carries adapters (attach_lora): what finetune --lora-r prints before training.
+std::string lora_summary(const BertModel& model, const LoraOptions& o);
+
 // --adapter FILE on an inference command.
 void add_adapter_flag(CLI::App* cmd, std::string& adapter);
 // With --adapter given: its file checked, read and attached to m (io/adapter_io.h apply_adapter).

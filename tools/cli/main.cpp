@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   bertrt::cli::add_embed(app);
   bertrt::cli::add_rerank(app);
   bertrt::cli::add_search(app);
+  bertrt::cli::add_serve(app);
   bertrt::cli::add_plot(app);
   bertrt::cli::add_quantize(app);
   bertrt::cli::add_merge(app);

@@ -11,6 +11,7 @@
 #include "backends/build_info.h"
 #include "convert/convert_input.h"
 #include "convert/export_hf.h"
+#include "convert/export_peft.h"
 #include "convert/export_st.h"
 #include "convert/hf_import.h"
 #include "convert/inspect.h"
@@ -109,7 +110,12 @@ int to_folder(const Options& o) {
   if (!o.vocab.empty())
     throw UsageError("--vocab applies to conversions into .brt; --to hf and sentence-transformers write the .brt's own "
                      "vocabulary");
-  if (o.to == "hf") {
+  if (o.to == "peft") {
+    warn(export_peft(o.input, o.output));
+    if (!o.quiet)
+      fmt::print("wrote {}/: adapter_config.json, adapter_model.safetensors (a PEFT LoRA "
+                 "adapter)\n", o.output);
+  } else if (o.to == "hf") {
     warn(export_hf(o.input, o.output));
     if (!o.quiet)
       fmt::print("wrote {}/: config.json, model.safetensors, vocab.txt, tokenizer_config.json, "
@@ -135,7 +141,7 @@ int run(const Options& o) {
     return 0;
   }
   if (o.json) throw UsageError("--json goes with --inspect");
-  if (o.output.empty()) throw UsageError("-o is required (the .brt file, or the folder with --to hf or sentence-transformers)");
+  if (o.output.empty()) throw UsageError("-o is required (the .brt file, or the folder with --to hf, sentence-transformers or peft)");
   if (o.to == "brt") return to_brt(o);
   return to_folder(o);
 }
@@ -165,18 +171,30 @@ int main(int argc, char** argv) {
       "  bertrt-convert --to sentence-transformers MODEL.brt -o DIR\n"
       "      the same plus modules.json, 1_Pooling/, the Dense and Normalize modules and the\n"
       "      prompts: a folder SentenceTransformer(DIR) loads (a model with an embedding head).\n"
+      "  bertrt-convert --to peft ADAPTER.brt -o DIR\n"
+      "      a LoRA adapter (`bertrt finetune --lora-r`) as a Hugging Face PEFT folder:\n"
+      "      adapter_config.json + adapter_model.safetensors, which PeftModel.from_pretrained\n"
+      "      loads over the base exported with --to hf. Given a PEFT folder whose weights are\n"
+      "      adapter_model.bin, writes it again with adapter_model.safetensors (what --adapter\n"
+      "      reads).\n"
       "  bertrt-convert --inspect PATH [--json]\n"
       "      lists name, dtype, shape and bytes of every tensor of any input above or a .brt.\n\n"
       "Exit status: 0 ok, 1 error, 2 usage error. Errors print one line, \"bertrt-convert: error:\n"
       "...\", naming the file and the field, or the flag.",
       "bertrt-convert"};  // the usage line's name, whatever argv[0] is
   Options o;
-  app.add_option("input", o.input, "Checkpoint folder or file (with --to hf or sentence-transformers: the .brt model)")->required();
-  app.add_option("-o,--output", o.output, "Output .brt file, or the folder to write with --to hf or sentence-transformers");
+  app.add_option("input", o.input,
+                 "Checkpoint folder or file (with --to hf or sentence-transformers: the .brt "
+                 "model; with --to peft: the adapter .brt or a PEFT folder)")
+      ->required();
+  app.add_option("-o,--output", o.output,
+                 "Output .brt file, or the folder to write with --to hf, sentence-transformers or "
+                 "peft");
   app.add_option("--to", o.to,
-                 "Output format: brt (default), hf (Hugging Face folder from a .brt) or "
-                 "sentence-transformers (its folder, from a .brt with an embedding head)")
-      ->check(CLI::IsMember({"brt", "hf", "sentence-transformers"}));
+                 "Output format: brt (default), hf (Hugging Face folder from a .brt), "
+                 "sentence-transformers (its folder, from a .brt with an embedding head) or peft "
+                 "(a PEFT LoRA folder, from an adapter .brt)")
+      ->check(CLI::IsMember({"brt", "hf", "sentence-transformers", "peft"}));
   app.add_option("--dtype", o.dtype,
                  "Storage dtype of the weights in the .brt: f32 (default; exact), f16 or bf16 (half the size; "
                  "rounded to nearest even)")
