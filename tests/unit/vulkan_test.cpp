@@ -1160,9 +1160,10 @@ TEST_F(Vulkan, TheHostSleepsWhileTheDeviceWorks) {
     EXPECT_EQ(be_->host_waits_poll(), polling);
     // Recording and submitting cost the host a little; the wait none. Only a long enough
     // submission says anything (a GPU may finish 2 GFLOP in a few ms).
-    if (wall >= 20.0)
+    if (wall >= 20.0) {
       EXPECT_LT(cpu, 0.5 * wall) << "the host used " << cpu << " ms of CPU in " << wall
                                  << " ms (polling " << polling << ")";
+    }
   }
 }
 
